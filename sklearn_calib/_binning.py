@@ -1,0 +1,106 @@
+"""The one bin rule of sklearn_calib, shared by metrics, calibrators and plots.
+
+Bins are half-open on the left, ``(lower, upper]``, like the reference code of the papers,
+except that a value of exactly 0 belongs to the first bin (the reference code drops it).
+Values are compared with the edges in the values' own precision, so a float32 confidence
+equal to ``float32(edge)`` lies in the bin below that edge.
+"""
+
+import numpy as np
+
+from ._validation import check_n_bins
+
+
+def uniform_bin_edges(n_bins):
+    """Return the ``n_bins + 1`` edges of equal-width bins on [0, 1].
+
+    Parameters
+    ----------
+    n_bins : int
+        Number of bins.
+
+    Returns
+    -------
+    edges : ndarray of shape (n_bins + 1,)
+    """
+    return np.linspace(0.0, 1.0, check_n_bins(n_bins) + 1)
+
+
+def quantile_bin_edges(values, n_bins):
+    """Return edges of equal-mass bins of ``values`` on [0, 1].
+
+    The sorted values are split into ``n_bins`` groups whose sizes differ by at most one
+    (the first ``n % n_bins`` groups are larger); each inner edge is the largest value of
+    its group. Under the ``(lower, upper]`` rule, values tied at an edge all fall in the
+    lower bin, so ties make bins unequal rather than splitting equal values apart; with
+    fewer distinct values than bins some bins are empty.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_samples,)
+        Values in [0, 1], such as confidences.
+    n_bins : int
+        Number of bins.
+
+    Returns
+    -------
+    edges : ndarray of shape (n_bins + 1,)
+        Non-decreasing, first edge 0, last edge 1.
+    """
+    n_bins = check_n_bins(n_bins)
+    if values.shape[0] == 0:
+        raise ValueError("Expected at least one value to place quantile bins, got none.")
+    sizes = np.full(n_bins, values.shape[0] // n_bins)
+    sizes[: values.shape[0] % n_bins] += 1
+    group_ends = np.maximum(np.cumsum(sizes)[:-1] - 1, 0)
+    inner = np.sort(values, kind="stable")[group_ends].astype(np.float64)
+    return np.concatenate([[0.0], inner, [1.0]])
+
+
+def assign_bins(values, edges):
+    """Return the bin index of each value under the ``(lower, upper]`` rule.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_samples,)
+        Values to place, normally in [0, 1]. Values below the first edge go to the first
+        bin and values above the last edge to the last bin.
+    edges : ndarray of shape (n_bins + 1,)
+        Non-decreasing bin edges.
+
+    Returns
+    -------
+    bin_index : ndarray of shape (n_samples,), dtype intp
+        Integers in ``[0, n_bins - 1]``.
+    """
+    inner = np.asarray(edges[1:-1], dtype=values.dtype)
+    return np.searchsorted(inner, values, side="left")
+
+
+def bin_sums(bin_index, n_bins, columns, sample_weight=None):
+    """Sum per-sample quantities within each bin, in float64.
+
+    Parameters
+    ----------
+    bin_index : ndarray of shape (n_samples,)
+        Bin of each sample, from :func:`assign_bins`.
+    n_bins : int
+        Number of bins; empty bins get zeros.
+    columns : sequence of ndarray of shape (n_samples,)
+        Quantities to sum (for example confidence and correctness).
+    sample_weight : ndarray of shape (n_samples,), default=None
+        Weight of each sample.
+
+    Returns
+    -------
+    counts : ndarray of shape (n_bins,)
+        Number (or total weight) of samples in each bin.
+    sums : list of ndarray of shape (n_bins,)
+        Weighted sum of each column within each bin.
+    """
+    counts = np.bincount(bin_index, weights=sample_weight, minlength=n_bins).astype(np.float64)
+    sums = []
+    for column in columns:
+        weights = column if sample_weight is None else column * sample_weight
+        sums.append(np.bincount(bin_index, weights=weights, minlength=n_bins))
+    return counts, sums

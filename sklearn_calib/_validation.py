@@ -1,0 +1,228 @@
+"""Input validation shared by the metrics, calibrators and estimators.
+
+Every public entry point of sklearn_calib that takes predictions and labels goes through
+these helpers, so a bad input gets the same clear ``ValueError`` everywhere.
+"""
+
+import numbers
+
+import numpy as np
+
+#: Largest accepted ``|sum_k p_k - 1|`` for a row of probabilities. It admits float32
+#: rounding of a softmax over many classes and the rounding of saved predictions.
+ROW_SUM_TOLERANCE = 1e-3
+
+
+def check_n_bins(n_bins):
+    """Return ``n_bins`` as an int after checking it is an integer >= 1.
+
+    Parameters
+    ----------
+    n_bins : int
+        Number of bins asked for.
+
+    Returns
+    -------
+    n_bins : int
+    """
+    if isinstance(n_bins, (bool, np.bool_)) or not isinstance(n_bins, numbers.Integral):
+        raise ValueError(f"Expected `n_bins` to be an integer >= 1, got {n_bins!r}.")
+    if n_bins < 1:
+        raise ValueError(f"Expected `n_bins` to be an integer >= 1, got {n_bins}.")
+    return int(n_bins)
+
+
+def _as_float_array(values, name):
+    """Return ``values`` as a floating array without copying float32/float64 input."""
+    array = np.asarray(values)
+    if array.dtype.kind in "biu":
+        return array.astype(np.float64)
+    if array.dtype.kind != "f":
+        raise ValueError(f"Expected `{name}` to hold numbers, got an array of dtype {array.dtype}.")
+    if array.dtype not in (np.float32, np.float64):
+        return array.astype(np.float64)
+    return array
+
+
+def check_probabilities(y_prob, *, tol=ROW_SUM_TOLERANCE):
+    """Validate class probabilities and return them as an (n_samples, n_classes) array.
+
+    A 1-D input is read as the probability of the positive class of a binary problem (what
+    scikit-learn scorers pass) and becomes the two columns ``(1 - p, p)``. A 2-D input is
+    returned without a copy when it is float32 or float64. The checks need no temporary of
+    the input's size: non-finite values show up in the float64 row sums.
+
+    Parameters
+    ----------
+    y_prob : array-like of shape (n_samples,) or (n_samples, n_classes)
+        Predicted probabilities.
+    tol : float, default=ROW_SUM_TOLERANCE
+        Largest accepted deviation of a row sum from 1.
+
+    Returns
+    -------
+    proba : ndarray of shape (n_samples, n_classes)
+        float32 or float64 probabilities.
+    """
+    proba = _as_float_array(y_prob, "y_prob")
+    if proba.ndim not in (1, 2):
+        raise ValueError(
+            f"Expected `y_prob` to be 1-D (positive-class probabilities) or 2-D "
+            f"(n_samples, n_classes), got an array of shape {proba.shape}."
+        )
+    if proba.shape[0] == 0:
+        raise ValueError("Expected at least one sample, got empty `y_prob`.")
+    if proba.ndim == 1:
+        if not np.isfinite(proba).all():
+            raise ValueError("`y_prob` contains NaN or infinite values.")
+        if proba.min() < 0 or proba.max() > 1:
+            raise ValueError(
+                "Expected 1-D `y_prob` to hold positive-class probabilities in [0, 1], "
+                f"got values in [{proba.min()}, {proba.max()}]."
+            )
+        return np.column_stack([1 - proba, proba])
+    if proba.shape[1] < 2:
+        raise ValueError(
+            f"Expected `y_prob` to have at least 2 columns, got shape {proba.shape}; "
+            "pass a 1-D array for the positive-class probabilities of a binary problem."
+        )
+    row_sums = proba.sum(axis=1, dtype=np.float64)
+    if not np.isfinite(row_sums).all():
+        raise ValueError("`y_prob` contains NaN or infinite values.")
+    if proba.min() < 0:
+        raise ValueError(f"`y_prob` contains negative values (minimum {proba.min()}).")
+    worst = np.abs(row_sums - 1.0).max()
+    if worst > tol:
+        row = int(np.abs(row_sums - 1.0).argmax())
+        raise ValueError(
+            f"Expected each row of `y_prob` to sum to 1 (tolerance {tol}), "
+            f"row {row} sums to {row_sums[row]!r}."
+        )
+    return proba
+
+
+def _check_y_true(y_true, n_samples):
+    """Return ``y_true`` as a 1-D array of ``n_samples`` labels."""
+    y = np.asarray(y_true)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y.ravel()
+    if y.ndim != 1:
+        raise ValueError(f"Expected `y_true` to be 1-D, got an array of shape {y.shape}.")
+    if y.shape[0] != n_samples:
+        raise ValueError(
+            f"`y_true` has {y.shape[0]} samples but `y_prob` has {n_samples}; "
+            "they must have the same length."
+        )
+    if y.dtype.kind == "f" and not np.isfinite(y).all():
+        raise ValueError("`y_true` contains NaN or infinite values.")
+    return y
+
+
+def encode_labels(y, classes):
+    """Map labels to their column index in ``classes``.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_samples,)
+        Labels.
+    classes : ndarray of shape (n_classes,)
+        Distinct labels, in column order.
+
+    Returns
+    -------
+    y_index : ndarray of shape (n_samples,), dtype int64
+    """
+    order = np.argsort(classes, kind="stable")
+    sorted_classes = classes[order]
+    position = np.searchsorted(sorted_classes, y)
+    position = np.clip(position, 0, len(classes) - 1)
+    unknown = sorted_classes[position] != y
+    if unknown.any():
+        raise ValueError(
+            f"`y_true` contains labels not in `labels`: {np.unique(y[unknown]).tolist()}; "
+            f"known labels are {classes.tolist()}."
+        )
+    return order[position].astype(np.int64)
+
+
+def _resolve_classes(y, labels, n_classes):
+    """Return the labels that the ``n_classes`` columns of the probabilities stand for."""
+    if labels is not None:
+        classes = np.asarray(labels)
+        if classes.ndim != 1 or len(np.unique(classes)) != len(classes):
+            raise ValueError(f"Expected `labels` to be 1-D and distinct, got {labels!r}.")
+        if len(classes) != n_classes:
+            raise ValueError(
+                f"`labels` names {len(classes)} classes but `y_prob` has {n_classes} columns."
+            )
+        return classes
+    present = np.unique(y)
+    if len(present) == n_classes:
+        return present
+    if y.dtype.kind in "biu" and present.min() >= 0 and present.max() < n_classes:
+        return np.arange(n_classes)
+    raise ValueError(
+        f"`y_true` holds {len(present)} distinct labels but `y_prob` has {n_classes} columns; "
+        "pass `labels=` to say which class each column stands for."
+    )
+
+
+def check_sample_weight(sample_weight, n_samples):
+    """Return validated float64 sample weights, or None when none were given.
+
+    Parameters
+    ----------
+    sample_weight : array-like of shape (n_samples,) or None
+        Non-negative weights with a positive sum.
+    n_samples : int
+        Expected length.
+
+    Returns
+    -------
+    sample_weight : ndarray of shape (n_samples,) or None
+    """
+    if sample_weight is None:
+        return None
+    weight = _as_float_array(sample_weight, "sample_weight").astype(np.float64, copy=False)
+    if weight.shape != (n_samples,):
+        raise ValueError(
+            f"Expected `sample_weight` of shape ({n_samples},), got shape {weight.shape}."
+        )
+    if not np.isfinite(weight).all():
+        raise ValueError("`sample_weight` contains NaN or infinite values.")
+    if (weight < 0).any():
+        raise ValueError("`sample_weight` contains negative values.")
+    if weight.sum() <= 0:
+        raise ValueError("Expected `sample_weight` to have a positive sum, got 0.")
+    return weight
+
+
+def check_classification_inputs(y_true, y_prob, *, labels=None, sample_weight=None):
+    """Validate labels, probabilities and weights of one set of predictions.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        True labels of any type.
+    y_prob : array-like of shape (n_samples,) or (n_samples, n_classes)
+        Predicted probabilities; 1-D means positive-class probabilities of a binary problem.
+    labels : array-like of shape (n_classes,), default=None
+        The class of each column of ``y_prob``. When None, the sorted distinct labels of
+        ``y_true`` if there are as many as columns; otherwise integer labels are read as
+        column indices (a cross-validation fold may lack a class). Anything else raises.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Non-negative sample weights.
+
+    Returns
+    -------
+    y_index : ndarray of shape (n_samples,), dtype int64
+        Column index of each sample's true class.
+    proba : ndarray of shape (n_samples, n_classes)
+        Probabilities, float32 or float64.
+    sample_weight : ndarray of shape (n_samples,) or None
+    """
+    proba = check_probabilities(y_prob)
+    y = _check_y_true(y_true, proba.shape[0])
+    classes = _resolve_classes(y, labels, proba.shape[1])
+    y_index = encode_labels(y, classes)
+    return y_index, proba, check_sample_weight(sample_weight, proba.shape[0])

@@ -1,0 +1,1 @@
+"""Post-hoc calibrators and the calibrated meta-classifier."""

@@ -1,0 +1,1 @@
+"""Neural classifiers (skorch) and their network zoo."""

@@ -1,0 +1,56 @@
+import numpy as np
+import pytest
+
+from sklearn_calib._binning import assign_bins, bin_sums, quantile_bin_edges, uniform_bin_edges
+
+
+def test_uniform_edges_and_rule_at_exact_edges():
+    edges = uniform_bin_edges(15)
+    assert edges.shape == (16,)
+    values = np.concatenate([[0.0, 1.0], edges[1:-1]])
+    index = assign_bins(values, edges)
+    # 0 lies in the first bin, 1 in the last, and an edge value in the bin below it.
+    assert index[0] == 0
+    assert index[1] == 14
+    np.testing.assert_array_equal(index[2:], np.arange(14))
+
+
+def test_rule_just_above_an_edge_moves_up():
+    edges = uniform_bin_edges(10)
+    values = np.nextafter(edges[1:-1], 2.0)
+    np.testing.assert_array_equal(assign_bins(values, edges), np.arange(1, 10))
+
+
+def test_float32_values_compare_in_their_own_precision():
+    edges = uniform_bin_edges(5)
+    values = np.array([0.2, 0.4, 0.6, 0.8], dtype=np.float32)
+    np.testing.assert_array_equal(assign_bins(values, edges), [0, 1, 2, 3])
+
+
+def test_quantile_edges_give_equal_groups_and_keep_ties_together():
+    values = np.arange(1, 11) / 10.0
+    edges = quantile_bin_edges(values, 5)
+    np.testing.assert_allclose(edges, [0.0, 0.2, 0.4, 0.6, 0.8, 1.0])
+    np.testing.assert_array_equal(np.bincount(assign_bins(values, edges), minlength=5), [2] * 5)
+    tied = np.array([0.5, 0.5, 0.5, 0.9])
+    edges = quantile_bin_edges(tied, 2)
+    np.testing.assert_array_equal(np.bincount(assign_bins(tied, edges), minlength=2), [3, 1])
+
+
+def test_quantile_edges_with_fewer_values_than_bins():
+    edges = quantile_bin_edges(np.array([0.3, 0.7]), 4)
+    assert edges[0] == 0.0 and edges[-1] == 1.0
+    assert np.all(np.diff(edges) >= 0)
+    with pytest.raises(ValueError, match="at least one value"):
+        quantile_bin_edges(np.array([]), 3)
+
+
+def test_bin_sums_keep_empty_bins_and_apply_weights():
+    index = np.array([0, 0, 2])
+    conf = np.array([0.1, 0.3, 0.9])
+    counts, (sums,) = bin_sums(index, 4, [conf])
+    np.testing.assert_allclose(counts, [2, 0, 1, 0])
+    np.testing.assert_allclose(sums, [0.4, 0, 0.9, 0])
+    counts, (sums,) = bin_sums(index, 4, [conf], sample_weight=np.array([1.0, 3.0, 0.5]))
+    np.testing.assert_allclose(counts, [4, 0, 0.5, 0])
+    np.testing.assert_allclose(sums, [1.0, 0, 0.45, 0])

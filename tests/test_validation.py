@@ -1,0 +1,80 @@
+import numpy as np
+import pytest
+
+from sklearn_calib._validation import (
+    check_classification_inputs,
+    check_n_bins,
+    check_probabilities,
+    check_sample_weight,
+)
+
+P = np.array([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.3, 0.3, 0.4]])
+
+
+def test_probabilities_pass_through_without_copy():
+    proba = P.astype(np.float32)
+    assert check_probabilities(proba) is proba
+
+
+def test_binary_positive_class_column_becomes_two_columns():
+    np.testing.assert_allclose(check_probabilities([0.2, 1.0]), [[0.8, 0.2], [0.0, 1.0]])
+
+
+@pytest.mark.parametrize(
+    "y_prob, message",
+    [
+        (np.array([[0.5, -0.1, 0.6]]), "negative"),
+        (np.array([[np.nan, 0.5, 0.5]]), "NaN or infinite"),
+        (np.array([[np.inf, 0.5, 0.5]]), "NaN or infinite"),
+        (np.array([[0.5, 0.6, 0.1]]), "sum to 1"),
+        (np.zeros((0, 3)), "empty"),
+        (np.zeros((2, 2, 2)), "1-D"),
+        (np.array([[1.0]]), "at least 2 columns"),
+        (np.array([1.2, 0.1]), r"\[0, 1\]"),
+        (np.array([np.nan, 0.1]), "NaN"),
+        (np.array([["a", "b"]]), "numbers"),
+    ],
+)
+def test_bad_probabilities_raise(y_prob, message):
+    with pytest.raises(ValueError, match=message):
+        check_probabilities(y_prob)
+
+
+def test_labels_of_any_type_and_explicit_labels():
+    y_index, _, _ = check_classification_inputs(["b", "a", "c"], P)
+    np.testing.assert_array_equal(y_index, [1, 0, 2])
+    y_index, _, _ = check_classification_inputs(["x", "y", "z"], P, labels=["z", "y", "x"])
+    np.testing.assert_array_equal(y_index, [2, 1, 0])
+
+
+def test_integer_labels_are_column_indices_when_a_class_is_missing():
+    y_index, _, _ = check_classification_inputs([0, 0, 2], P)
+    np.testing.assert_array_equal(y_index, [0, 0, 2])
+
+
+def test_bad_labels_raise():
+    with pytest.raises(ValueError, match="not in `labels`"):
+        check_classification_inputs([0, 1, 5], P, labels=[0, 1, 2])
+    with pytest.raises(ValueError, match="pass `labels=`"):
+        check_classification_inputs(["a", "a", "b"], P)
+    with pytest.raises(ValueError, match="same length"):
+        check_classification_inputs([0, 1], P)
+    with pytest.raises(ValueError, match="names 2 classes"):
+        check_classification_inputs([0, 1, 1], P, labels=[0, 1])
+    with pytest.raises(ValueError, match="distinct"):
+        check_classification_inputs([0, 1, 1], P, labels=[0, 1, 1])
+
+
+@pytest.mark.parametrize("n_bins", [0, -3, 2.5, "10", True, None])
+def test_bad_n_bins_raise(n_bins):
+    with pytest.raises(ValueError, match="`n_bins` to be an integer >= 1"):
+        check_n_bins(n_bins)
+
+
+@pytest.mark.parametrize(
+    "weight, message",
+    [([1.0, -1.0], "negative"), ([1.0], "shape"), ([np.nan, 1.0], "NaN"), ([0.0, 0.0], "sum")],
+)
+def test_bad_sample_weight_raise(weight, message):
+    with pytest.raises(ValueError, match=message):
+        check_sample_weight(weight, 2)
