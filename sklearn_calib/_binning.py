@@ -26,7 +26,7 @@ def uniform_bin_edges(n_bins):
     return np.linspace(0.0, 1.0, check_n_bins(n_bins) + 1)
 
 
-def quantile_bin_edges(values, n_bins):
+def quantile_bin_edges(values, n_bins, sample_weight=None):
     """Return edges of equal-mass bins of ``values`` on [0, 1].
 
     The sorted values are split into ``n_bins`` groups whose sizes differ by at most one
@@ -35,12 +35,19 @@ def quantile_bin_edges(values, n_bins):
     lower bin, so ties make bins unequal rather than splitting equal values apart; with
     fewer distinct values than bins some bins are empty.
 
+    With ``sample_weight``, the weights are rescaled to sum to ``n`` and a group ends at
+    the first sorted value whose cumulative weight passes the end of the unweighted group:
+    unit weights give the unweighted edges, the edges do not change when all weights are
+    multiplied by a constant, and zero-weight values never become edges.
+
     Parameters
     ----------
     values : ndarray of shape (n_samples,)
         Values in [0, 1], such as confidences.
     n_bins : int
         Number of bins.
+    sample_weight : ndarray of shape (n_samples,), default=None
+        Non-negative weights with a positive sum.
 
     Returns
     -------
@@ -48,12 +55,18 @@ def quantile_bin_edges(values, n_bins):
         Non-decreasing, first edge 0, last edge 1.
     """
     n_bins = check_n_bins(n_bins)
-    if values.shape[0] == 0:
+    n = values.shape[0]
+    if n == 0:
         raise ValueError("Expected at least one value to place quantile bins, got none.")
-    sizes = np.full(n_bins, values.shape[0] // n_bins)
-    sizes[: values.shape[0] % n_bins] += 1
+    sizes = np.full(n_bins, n // n_bins)
+    sizes[: n % n_bins] += 1
     group_ends = np.maximum(np.cumsum(sizes)[:-1] - 1, 0)
-    inner = np.sort(values, kind="stable")[group_ends].astype(np.float64)
+    order = np.argsort(values, kind="stable")
+    if sample_weight is not None:
+        cumulative = np.cumsum(sample_weight[order], dtype=np.float64)
+        cumulative *= n / cumulative[-1]
+        group_ends = np.minimum(np.searchsorted(cumulative, group_ends, side="right"), n - 1)
+    inner = values[order[group_ends]].astype(np.float64)
     return np.concatenate([[0.0], inner, [1.0]])
 
 

@@ -44,7 +44,7 @@ def _as_float_array(values, name):
     return array
 
 
-def check_probabilities(y_prob, *, tol=ROW_SUM_TOLERANCE):
+def check_probabilities(y_prob, *, tol=ROW_SUM_TOLERANCE, name="y_prob"):
     """Validate class probabilities and return them as an (n_samples, n_classes) array.
 
     A 1-D input is read as the probability of the positive class of a binary problem (what
@@ -58,44 +58,46 @@ def check_probabilities(y_prob, *, tol=ROW_SUM_TOLERANCE):
         Predicted probabilities.
     tol : float, default=ROW_SUM_TOLERANCE
         Largest accepted deviation of a row sum from 1.
+    name : str, default="y_prob"
+        Name of the argument, used in error messages.
 
     Returns
     -------
     proba : ndarray of shape (n_samples, n_classes)
         float32 or float64 probabilities.
     """
-    proba = _as_float_array(y_prob, "y_prob")
+    proba = _as_float_array(y_prob, name)
     if proba.ndim not in (1, 2):
         raise ValueError(
-            f"Expected `y_prob` to be 1-D (positive-class probabilities) or 2-D "
+            f"Expected `{name}` to be 1-D (positive-class probabilities) or 2-D "
             f"(n_samples, n_classes), got an array of shape {proba.shape}."
         )
     if proba.shape[0] == 0:
-        raise ValueError("Expected at least one sample, got empty `y_prob`.")
+        raise ValueError(f"Expected at least one sample, got empty `{name}`.")
     if proba.ndim == 1:
         if not np.isfinite(proba).all():
-            raise ValueError("`y_prob` contains NaN or infinite values.")
+            raise ValueError(f"`{name}` contains NaN or infinite values.")
         if proba.min() < 0 or proba.max() > 1:
             raise ValueError(
-                "Expected 1-D `y_prob` to hold positive-class probabilities in [0, 1], "
+                f"Expected 1-D `{name}` to hold positive-class probabilities in [0, 1], "
                 f"got values in [{proba.min()}, {proba.max()}]."
             )
         return np.column_stack([1 - proba, proba])
     if proba.shape[1] < 2:
         raise ValueError(
-            f"Expected `y_prob` to have at least 2 columns, got shape {proba.shape}; "
+            f"Expected `{name}` to have at least 2 columns, got shape {proba.shape}; "
             "pass a 1-D array for the positive-class probabilities of a binary problem."
         )
     row_sums = proba.sum(axis=1, dtype=np.float64)
     if not np.isfinite(row_sums).all():
-        raise ValueError("`y_prob` contains NaN or infinite values.")
+        raise ValueError(f"`{name}` contains NaN or infinite values.")
     if proba.min() < 0:
-        raise ValueError(f"`y_prob` contains negative values (minimum {proba.min()}).")
+        raise ValueError(f"`{name}` contains negative values (minimum {proba.min()}).")
     worst = np.abs(row_sums - 1.0).max()
     if worst > tol:
         row = int(np.abs(row_sums - 1.0).argmax())
         raise ValueError(
-            f"Expected each row of `y_prob` to sum to 1 (tolerance {tol}), "
+            f"Expected each row of `{name}` to sum to 1 (tolerance {tol}), "
             f"row {row} sums to {row_sums[row]!r}."
         )
     return proba

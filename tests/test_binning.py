@@ -54,3 +54,25 @@ def test_bin_sums_keep_empty_bins_and_apply_weights():
     counts, (sums,) = bin_sums(index, 4, [conf], sample_weight=np.array([1.0, 3.0, 0.5]))
     np.testing.assert_allclose(counts, [4, 0, 0.5, 0])
     np.testing.assert_allclose(sums, [1.0, 0, 0.45, 0])
+
+
+def test_weighted_quantile_edges():
+    rng = np.random.default_rng(0)
+    values = rng.uniform(size=23)
+    # Unit weights and any constant weights give the unweighted edges.
+    expected = quantile_bin_edges(values, 4)
+    np.testing.assert_array_equal(quantile_bin_edges(values, 4, np.ones(23)), expected)
+    np.testing.assert_array_equal(quantile_bin_edges(values, 4, np.full(23, 0.1)), expected)
+    # Zero-weight values never become edges; the others give the edges of the subset
+    # rescaled to the full count.
+    weight = np.ones(23)
+    weight[values > 0.5] = 0.0
+    edges = quantile_bin_edges(values, 4, weight)
+    assert set(edges[1:-1]) <= set(values[values <= 0.5])
+    assert np.all(np.diff(edges) >= 0)
+    # One heavy value takes the mass of the bins it covers.
+    weight = np.ones(23)
+    heavy = int(np.argmax(values))
+    weight[heavy] = 1000.0
+    edges = quantile_bin_edges(values, 4, weight)
+    assert np.all(edges[1:-1] == values[heavy])
