@@ -35,10 +35,11 @@ def quantile_bin_edges(values, n_bins, sample_weight=None):
     lower bin, so ties make bins unequal rather than splitting equal values apart; with
     fewer distinct values than bins some bins are empty.
 
-    With ``sample_weight``, the weights are rescaled to sum to ``n`` and a group ends at
-    the first sorted value whose cumulative weight passes the end of the unweighted group:
-    unit weights give the unweighted edges, the edges do not change when all weights are
-    multiplied by a constant, and zero-weight values never become edges.
+    With ``sample_weight``, the same rule runs on the weighted count: integer weights are
+    counts, so the edges are those of the data with each value repeated ``weight`` times
+    (unit weights give the unweighted edges, zero-weight values never become edges).
+    Non-integer weights are first rescaled to sum to the number of positive weights, so
+    that their scale does not matter.
 
     Parameters
     ----------
@@ -55,19 +56,34 @@ def quantile_bin_edges(values, n_bins, sample_weight=None):
         Non-decreasing, first edge 0, last edge 1.
     """
     n_bins = check_n_bins(n_bins)
-    n = values.shape[0]
-    if n == 0:
+    if values.shape[0] == 0:
         raise ValueError("Expected at least one value to place quantile bins, got none.")
-    sizes = np.full(n_bins, n // n_bins)
-    sizes[: n % n_bins] += 1
-    group_ends = np.maximum(np.cumsum(sizes)[:-1] - 1, 0)
     order = np.argsort(values, kind="stable")
-    if sample_weight is not None:
+    if sample_weight is None:
+        group_ends = _group_ends(values.shape[0], n_bins)
+    else:
         cumulative = np.cumsum(sample_weight[order], dtype=np.float64)
-        cumulative *= n / cumulative[-1]
-        group_ends = np.minimum(np.searchsorted(cumulative, group_ends, side="right"), n - 1)
+        if not np.array_equal(sample_weight, np.round(sample_weight)):
+            cumulative *= np.count_nonzero(sample_weight) / cumulative[-1]
+        position = _group_ends(cumulative[-1], n_bins)
+        # The item at (0-based) position j of the expanded data covers the cumulative
+        # weight (j, j + 1]; the sorted value covering its middle ends the group.
+        group_ends = np.searchsorted(cumulative, position + 0.5, side="left")
+        group_ends = np.minimum(group_ends, values.shape[0] - 1)
     inner = values[order[group_ends]].astype(np.float64)
     return np.concatenate([[0.0], inner, [1.0]])
+
+
+def _group_ends(total, n_bins):
+    """Return the 0-based position of the last of each of the first ``n_bins - 1`` groups.
+
+    ``total`` items are split into ``n_bins`` groups whose sizes differ by at most one, the
+    first ``total % n_bins`` groups being larger; ``total`` may be a non-integer count.
+    """
+    size = total // n_bins
+    larger = total - size * n_bins
+    bins = np.arange(1, n_bins)
+    return np.maximum(bins * size + np.minimum(bins, larger) - 1, 0)
 
 
 def assign_bins(values, edges):

@@ -195,7 +195,7 @@ def check_sample_weight(sample_weight, n_samples):
     if (weight < 0).any():
         raise ValueError("`sample_weight` contains negative values.")
     if weight.sum() <= 0:
-        raise ValueError("Expected `sample_weight` to have a positive sum, got 0.")
+        raise ValueError("Expected `sample_weight` to have a positive sum, got all weights zero.")
     return weight
 
 

@@ -76,3 +76,14 @@ def test_weighted_quantile_edges():
     weight[heavy] = 1000.0
     edges = quantile_bin_edges(values, 4, weight)
     assert np.all(edges[1:-1] == values[heavy])
+
+
+def test_integer_weighted_quantile_edges_equal_repeated_values():
+    rng = np.random.default_rng(1)
+    values = rng.uniform(size=17)
+    weight = rng.integers(0, 5, size=17)
+    for n_bins in (2, 4, 5, 15):
+        np.testing.assert_array_equal(
+            quantile_bin_edges(values, n_bins, weight.astype(np.float64)),
+            quantile_bin_edges(np.repeat(values, weight), n_bins),
+        )
