@@ -1,1 +1,36 @@
-"""Post-hoc calibrators and the calibrated meta-classifier."""
+"""Post-hoc calibrators and the calibrated meta-classifier.
+
+Every calibrator is a scikit-learn estimator fitted on the scores of a fitted classifier:
+``fit(scores, y, sample_weight=None)``, then ``predict_proba(scores)`` (also
+``transform``) returns calibrated probabilities whose rows sum to 1, and ``predict`` the
+most probable class. The ``input`` parameter says what the scores are, never guessed from
+their values:
+
+- ``"logits"`` (default): shape (n_samples, n_classes), or 1-D for a binary problem, read
+  as the positive-class log-odds ``d`` (``decision_function`` of a binary scikit-learn
+  classifier), that is the logits ``(0, d)``.
+- ``"probabilities"``: rows summing to 1 (tolerance 1e-3), or 1-D positive-class
+  probabilities ``p`` read as ``(1 - p, p)``. Methods that work on logits use
+  ``log(max(p, 1e-12))``.
+
+Labels ``y`` are either one distinct label per score column (the sorted labels give the
+column order) or integer column indices, so a calibration set may lack a class.
+:class:`CalibratedClassifier` fits a classifier and a calibrator together.
+"""
+
+from .binning import HistogramBinning, ScalingBinning
+from .calibrated_classifier import CalibratedClassifier
+from .isotonic import IsotonicCalibration
+from .linear import MatrixScaling, VectorScaling
+from .temperature import EnsembleTemperatureScaling, TemperatureScaling
+
+__all__ = [
+    "CalibratedClassifier",
+    "EnsembleTemperatureScaling",
+    "HistogramBinning",
+    "IsotonicCalibration",
+    "MatrixScaling",
+    "ScalingBinning",
+    "TemperatureScaling",
+    "VectorScaling",
+]

@@ -1,0 +1,246 @@
+"""Score handling shared by the post-hoc calibrators.
+
+A calibrator maps the scores of a fitted classifier to calibrated probabilities. Its
+``input`` parameter says what the scores are:
+
+- ``"logits"``: unnormalised log-probabilities, shape (n_samples, n_classes), such as the
+  ``decision_function`` of a multiclass linear model or a network's last layer. A 1-D
+  array is the positive-class log-odds of a binary problem (``decision_function`` of a
+  binary scikit-learn classifier) and is read as the two logits ``(0, d)``, so that
+  ``softmax`` gives ``(1 - sigmoid(d), sigmoid(d))``.
+- ``"probabilities"``: rows that sum to 1, shape (n_samples, n_classes), or a 1-D array of
+  positive-class probabilities ``p`` read as ``(1 - p, p)``. Methods that need logits use
+  ``log(max(p, PROBABILITY_FLOOR))``.
+
+The kind of scores is never guessed from their values.
+"""
+
+from abc import abstractmethod
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._validation import check_probabilities, check_sample_weight, encode_labels
+
+#: Smallest probability used when probabilities are turned into log-probabilities.
+PROBABILITY_FLOOR = 1e-12
+
+
+def softmax(logits):
+    """Return ``softmax(logits)`` row by row in float64.
+
+    Parameters
+    ----------
+    logits : ndarray of shape (n_samples, n_classes)
+
+    Returns
+    -------
+    proba : ndarray of shape (n_samples, n_classes), dtype float64
+    """
+    proba = np.asarray(logits, dtype=np.float64) - np.max(logits, axis=1, keepdims=True)
+    np.exp(proba, out=proba)
+    proba /= proba.sum(axis=1, keepdims=True)
+    return proba
+
+
+def renormalize(proba):
+    """Divide each row by its sum in place; an all-zero row becomes uniform.
+
+    Parameters
+    ----------
+    proba : ndarray of shape (n_samples, n_classes)
+        Non-negative float64 values.
+
+    Returns
+    -------
+    proba : ndarray of shape (n_samples, n_classes)
+    """
+    total = proba.sum(axis=1, keepdims=True)
+    zero = total[:, 0] <= 0
+    proba[zero] = 1.0
+    total[zero] = proba.shape[1]
+    proba /= total
+    return proba
+
+
+class BaseCalibrator(TransformerMixin, BaseEstimator):
+    """Base class of the post-hoc calibrators.
+
+    Subclasses implement ``_fit(scores, y_index, sample_weight)`` and
+    ``_predict_proba(scores)``; both receive 2-D scores of the kind named by ``input``
+    (1-D binary scores already turned into two columns as described in the module
+    docstring). ``fit`` leaves a fitted calibrator unchanged when it raises.
+    """
+
+    _parameter_constraints: dict = {"input": [StrOptions({"logits", "probabilities"})]}
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, scores, y, sample_weight=None):
+        """Fit the calibrator.
+
+        Parameters
+        ----------
+        scores : array-like of shape (n_samples, n_classes) or (n_samples,)
+            Scores of a classifier, of the kind named by ``input``; 1-D for the
+            positive class of a binary problem.
+        y : array-like of shape (n_samples,)
+            True labels. Either one distinct label per score column (sorted labels give
+            the column order), or integers in ``[0, n_classes)`` read as column indices
+            (so a calibration set may lack a class).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative sample weights.
+
+        Returns
+        -------
+        self : object
+            Fitted calibrator.
+        """
+        saved = dict(self.__dict__)
+        try:
+            scores, y_index, sample_weight = self._validate_fit_data(scores, y, sample_weight)
+            self._fit(scores, y_index, sample_weight)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+        return self
+
+    def predict_proba(self, scores):
+        """Return calibrated probabilities.
+
+        Parameters
+        ----------
+        scores : array-like of shape (n_samples, n_classes) or (n_samples,)
+            Scores of the same kind and number of classes as in ``fit``.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes), dtype float64
+            Rows sum to 1; columns follow ``classes_``.
+        """
+        return self._predict_proba(self._validate_scores(scores))
+
+    def transform(self, scores):
+        """Return calibrated probabilities; the same as :meth:`predict_proba`.
+
+        Parameters
+        ----------
+        scores : array-like of shape (n_samples, n_classes) or (n_samples,)
+            Scores of the same kind and number of classes as in ``fit``.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes), dtype float64
+        """
+        return self.predict_proba(scores)
+
+    def predict(self, scores):
+        """Return the most probable class after calibration.
+
+        Parameters
+        ----------
+        scores : array-like of shape (n_samples, n_classes) or (n_samples,)
+            Scores of the same kind and number of classes as in ``fit``.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+            Labels from ``classes_``.
+        """
+        proba = self.predict_proba(scores)
+        return self.classes_[np.argmax(proba, axis=1)]
+
+    @abstractmethod
+    def _fit(self, scores, y_index, sample_weight):
+        """Learn the calibration map from validated 2-D scores."""
+
+    @abstractmethod
+    def _predict_proba(self, scores):
+        """Apply the calibration map to validated 2-D scores."""
+
+    def _logits(self, scores):
+        """Return the scores as logits (log-probabilities for probability input)."""
+        if self.input == "logits":
+            return scores
+        return np.log(np.maximum(scores, scores.dtype.type(PROBABILITY_FLOOR)))
+
+    def _probabilities(self, scores):
+        """Return the scores as float64 probabilities (softmax of logits)."""
+        if self.input == "logits":
+            return softmax(scores)
+        return scores.astype(np.float64)
+
+    def _as_two_dimensional(self, scores):
+        """Check the declared kind of ``scores`` and turn 1-D binary scores into 2 columns."""
+        if self.input == "probabilities":
+            return check_probabilities(scores, name="scores")
+        if scores.ndim == 1:
+            return np.column_stack([np.zeros_like(scores), scores])
+        return scores
+
+    def _validate_fit_data(self, scores, y, sample_weight):
+        """Validate the fit inputs; return 2-D scores, column indices and weights."""
+        scores, y = validate_data(
+            self, scores, y, ensure_2d=False, dtype=[np.float64, np.float32]
+        )
+        if scores.ndim == 2 and scores.shape[1] < 2:
+            raise ValueError(
+                "Expected 2-D scores with one column per class (at least 2), got "
+                f"{scores.shape[1]} feature(s); pass 1-D scores for a binary problem."
+            )
+        if scores.ndim == 2:
+            self.n_features_in_ = scores.shape[1]
+        check_classification_targets(y)
+        n_classes = 2 if scores.ndim == 1 else scores.shape[1]
+        classes = _resolve_classes(y, n_classes)
+        sample_weight = check_sample_weight(sample_weight, scores.shape[0])
+        two_dimensional = self._as_two_dimensional(scores)
+        self._scores_ndim = scores.ndim
+        self.classes_ = classes
+        self.n_classes_ = n_classes
+        return two_dimensional, encode_labels(y, classes), sample_weight
+
+    def _validate_scores(self, scores):
+        """Validate scores at predict time against the fitted number of classes."""
+        check_is_fitted(self)
+        scores = validate_data(
+            self,
+            scores,
+            reset=False,
+            ensure_2d=self._scores_ndim == 2,
+            dtype=[np.float64, np.float32],
+        )
+        if scores.ndim != self._scores_ndim:
+            raise ValueError(
+                f"{type(self).__name__} was fitted on 1-D binary scores, got scores of shape "
+                f"{scores.shape}."
+            )
+        return self._as_two_dimensional(scores)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
+
+
+def _resolve_classes(y, n_classes):
+    """Return the label of each score column, checking ``y`` against ``n_classes``."""
+    present = np.unique(y)
+    if len(present) < 2:
+        raise ValueError(
+            f"Expected `y` to hold at least 2 classes, got 1 class ({present[0]!r})."
+        )
+    if len(present) == n_classes:
+        return present
+    integral = y.dtype.kind in "biu" or (
+        y.dtype.kind == "f" and np.array_equal(present, np.round(present))
+    )
+    if integral and present.min() >= 0 and present.max() < n_classes:
+        return np.arange(n_classes)
+    raise ValueError(
+        f"Expected `y` to hold one class per score column ({n_classes}), or integer column "
+        f"indices in [0, {n_classes}), got {len(present)} classes: {present.tolist()[:10]}."
+    )

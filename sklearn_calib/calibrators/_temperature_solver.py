@@ -1,0 +1,165 @@
+"""Exact NLL temperature fit: safeguarded Newton on the inverse temperature beta = 1/T.
+
+For logits z, true classes y and weights w, the weighted mean negative log-likelihood
+
+    NLL(beta) = sum_i w_i [ -beta d_iy + log sum_k exp(beta d_ik) ],   d_ik = z_ik - max_k z_ik,
+
+is convex in beta: its second derivative is the w-mean of the variance of d_i under
+softmax(beta z_i). One evaluation of NLL and both derivatives is one pass over the
+(n, K) logits, in row chunks that stay in cache, in the logits' own precision (float32
+logits are not copied to float64) with float64 accumulation over rows; d_iy and the row
+maxima are computed once. Large inputs start from the optimum of an evenly spaced
+subsample, so that two or three full passes reach the optimum.
+"""
+
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+#: beta = 1/T is searched in [BETA_MIN, BETA_MAX], that is T in [1e-4, 1e4].
+BETA_MIN = 1e-4
+BETA_MAX = 1e4
+#: Newton stops when a step changes beta by at most this fraction, per logits dtype.
+RTOL = {np.dtype(np.float64): 1e-10, np.dtype(np.float32): 1e-6}
+#: Number of (rows x classes) entries per chunk of a pass.
+_CHUNK_ENTRIES = 1 << 18
+#: Rows of the subsample that gives the starting point of a large fit.
+_SUBSAMPLE_ROWS = 1 << 14
+#: Newton steps tried before the search falls back to bisection of the bracket.
+_NEWTON_STEPS = 30
+_MAX_ITER = 200
+
+
+class NLLPasses:
+    """Evaluate the weighted mean NLL of ``softmax(beta * logits)`` and its derivatives.
+
+    Parameters
+    ----------
+    logits : ndarray of shape (n_samples, n_classes), float32 or float64
+        Finite logits.
+    y_index : ndarray of shape (n_samples,)
+        Column of the true class of each row.
+    sample_weight : ndarray of shape (n_samples,) or None
+        Non-negative weights with a positive sum.
+    """
+
+    def __init__(self, logits, y_index, sample_weight=None):
+        self.logits = np.ascontiguousarray(logits)
+        n_samples, n_classes = self.logits.shape
+        self.row_max = self.logits.max(axis=1)
+        rows = np.arange(n_samples)
+        self.true_gap = self.logits[rows, y_index].astype(np.float64) - self.row_max
+        if sample_weight is None:
+            self.weight = np.full(n_samples, 1.0 / n_samples)
+        else:
+            self.weight = sample_weight / sample_weight.sum()
+        self.chunk = max(1, _CHUNK_ENTRIES // n_classes)
+        self.ones = np.ones(n_classes, dtype=self.logits.dtype)
+
+    def __call__(self, beta):
+        """Return ``(nll, first derivative, second derivative)`` at ``beta``, in float64."""
+        dtype = self.logits.dtype.type
+        scale = dtype(beta)
+        nll = grad = hess = 0.0
+        for start in range(0, self.logits.shape[0], self.chunk):
+            stop = start + self.chunk
+            gap = self.logits[start:stop] - self.row_max[start:stop, None]
+            expo = np.exp(gap * scale)
+            sum0 = (expo @ self.ones).astype(np.float64)
+            expo *= gap
+            mean = (expo @ self.ones).astype(np.float64) / sum0
+            second = np.einsum("ij,ij->i", expo, gap).astype(np.float64) / sum0
+            weight = self.weight[start:stop]
+            true_gap = self.true_gap[start:stop]
+            nll += weight @ (np.log(sum0) - beta * true_gap)
+            grad += weight @ (mean - true_gap)
+            hess += weight @ (second - mean * mean)
+        return nll, grad, hess
+
+
+def _newton(evaluate, beta, rtol):
+    """Minimise a convex function of beta on [BETA_MIN, BETA_MAX].
+
+    Newton steps are kept inside a bracket [low, high] of the minimum, built from the
+    signs of the derivatives met so far; a step that leaves it goes to an untested bound
+    or bisects the bracket geometrically. Returns ``(beta, n_evaluations, at_bound)``.
+    """
+    low, high = BETA_MIN, BETA_MAX
+    low_tested = high_tested = False
+    beta = float(np.clip(beta, low, high))
+    for iteration in range(1, _MAX_ITER + 1):
+        _, grad, hess = evaluate(beta)
+        if not (np.isfinite(grad) and np.isfinite(hess)):
+            raise RuntimeError(
+                f"Temperature scaling failed: the NLL derivative at 1/T = {beta!r} is not finite."
+            )
+        if grad == 0:
+            return beta, iteration, False
+        if grad > 0:
+            high, high_tested = beta, True
+        else:
+            low, low_tested = beta, True
+        if (beta == BETA_MAX and grad < 0) or (beta == BETA_MIN and grad > 0):
+            return beta, iteration, True
+        proposal = beta - grad / hess if hess > 0 and iteration <= _NEWTON_STEPS else np.nan
+        if abs(proposal - beta) <= rtol * beta:
+            return float(np.clip(proposal, low, high)), iteration, False
+        if not low < proposal < high:
+            if proposal >= high and not high_tested:
+                proposal = BETA_MAX
+            elif proposal <= low and not low_tested:
+                proposal = BETA_MIN
+            else:
+                proposal = np.sqrt(low * high)
+        if abs(proposal - beta) <= rtol * beta or (
+            low_tested and high_tested and high - low <= rtol * beta
+        ):
+            return proposal, iteration, False
+        beta = proposal
+    raise RuntimeError(
+        f"Temperature scaling did not converge in {_MAX_ITER} steps (last 1/T = {beta!r})."
+    )
+
+
+def fit_inverse_temperature(logits, y_index, sample_weight=None):
+    """Return the inverse temperature that minimises the weighted NLL, and the pass count.
+
+    Parameters
+    ----------
+    logits : ndarray of shape (n_samples, n_classes), float32 or float64
+        Finite logits.
+    y_index : ndarray of shape (n_samples,)
+        Column of the true class of each row.
+    sample_weight : ndarray of shape (n_samples,), default=None
+        Non-negative weights with a positive sum.
+
+    Returns
+    -------
+    beta : float
+        The minimiser of the NLL in [BETA_MIN, BETA_MAX]. When the NLL still decreases at
+        a bound (for instance when the scores separate the classes), the bound is returned
+        with a ``ConvergenceWarning``.
+    n_passes : int
+        Number of passes over the full logits.
+    """
+    rtol = RTOL.get(np.dtype(logits.dtype), RTOL[np.dtype(np.float64)])
+    beta = 1.0
+    n_samples = logits.shape[0]
+    if n_samples > 4 * _SUBSAMPLE_ROWS:
+        rows = np.linspace(0, n_samples - 1, _SUBSAMPLE_ROWS).astype(np.intp)
+        weight = None if sample_weight is None else sample_weight[rows]
+        if weight is None or weight.sum() > 0:
+            subsample = NLLPasses(logits[rows], y_index[rows], weight)
+            beta, _, _ = _newton(subsample, beta, max(rtol, 1e-4))
+    beta, n_passes, at_bound = _newton(NLLPasses(logits, y_index, sample_weight), beta, rtol)
+    if at_bound:
+        side = "below" if beta == BETA_MAX else "above"
+        warnings.warn(
+            f"The NLL-optimal temperature lies {side} the searched range "
+            f"[{1 / BETA_MAX:g}, {1 / BETA_MIN:g}] (for example when the scores separate "
+            f"the classes); the temperature is set to {1 / beta:g}.",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    return beta, n_passes
