@@ -183,9 +183,7 @@ class BaseCalibrator(TransformerMixin, BaseEstimator):
 
     def _validate_fit_data(self, scores, y, sample_weight):
         """Validate the fit inputs; return 2-D scores, column indices and weights."""
-        scores, y = validate_data(
-            self, scores, y, ensure_2d=False, dtype=[np.float64, np.float32]
-        )
+        scores, y = validate_data(self, scores, y, ensure_2d=False, dtype=[np.float64, np.float32])
         if scores.ndim == 2 and scores.shape[1] < 2:
             raise ValueError(
                 "Expected 2-D scores with one column per class (at least 2), got "
@@ -230,9 +228,7 @@ def _resolve_classes(y, n_classes):
     """Return the label of each score column, checking ``y`` against ``n_classes``."""
     present = np.unique(y)
     if len(present) < 2:
-        raise ValueError(
-            f"Expected `y` to hold at least 2 classes, got 1 class ({present[0]!r})."
-        )
+        raise ValueError(f"Expected `y` to hold at least 2 classes, got 1 class ({present[0]!r}).")
     if len(present) == n_classes:
         return present
     integral = y.dtype.kind in "biu" or (

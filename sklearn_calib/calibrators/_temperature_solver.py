@@ -89,13 +89,22 @@ def _newton(evaluate, beta, rtol):
     low_tested = high_tested = False
     beta = float(np.clip(beta, low, high))
     for iteration in range(1, _MAX_ITER + 1):
-        _, grad, hess = evaluate(beta)
+        nll, grad, hess = evaluate(beta)
         if not (np.isfinite(grad) and np.isfinite(hess)):
             raise RuntimeError(
                 f"Temperature scaling failed: the NLL derivative at 1/T = {beta!r} is not finite."
             )
-        if grad == 0:
+        if grad == 0 and hess > 0:
             return beta, iteration, False
+        if grad == 0 and nll == 0:
+            # Every probability of a true class rounds to 1: the scores separate the
+            # classes and the NLL decreases towards 0 as beta grows.
+            return BETA_MAX, iteration, True
+        if grad == 0:
+            raise RuntimeError(
+                "Temperature scaling failed: the NLL does not depend on the temperature "
+                "(the scores tie within every row)."
+            )
         if grad > 0:
             high, high_tested = beta, True
         else:

@@ -144,7 +144,7 @@ class HistogramBinning(_BinMapCalibrator):
     >>> import numpy as np
     >>> from sklearn_calib.calibrators import HistogramBinning
     >>> proba = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7], [0.4, 0.6]])
-    >>> hb = HistogramBinning(n_bins=2, input="probabilities").fit(proba, [0, 1, 1, 0])
+    >>> hb = HistogramBinning(n_bins=2, input="probabilities").fit(proba, [0, 1, 1, 1])
     >>> hb.bin_values_  # bin (0, 0.5] is empty: its centre; (0.5, 1]: accuracy 3/4
     array([0.25, 0.75])
     """
@@ -243,7 +243,7 @@ class ScalingBinning(_BinMapCalibrator):
         logits = self._logits(scores)
         beta, _ = fit_inverse_temperature(logits, y_index, sample_weight)
         self.temperature_ = 1.0 / beta
-        proba = softmax(logits * beta)
+        proba = softmax(logits / self.temperature_)
         self._fit_bins(proba, proba.max(axis=1), proba, "quantile", sample_weight)
 
     def _predict_proba(self, scores):

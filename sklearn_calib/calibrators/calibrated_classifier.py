@@ -94,10 +94,10 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
     Examples
     --------
-    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.datasets import make_classification
     >>> from sklearn.linear_model import LogisticRegression
     >>> from sklearn_calib.calibrators import CalibratedClassifier
-    >>> X, y = load_iris(return_X_y=True)
+    >>> X, y = make_classification(300, n_informative=4, n_classes=3, random_state=0)
     >>> clf = CalibratedClassifier(LogisticRegression(), calibration_size=0.3, random_state=0)
     >>> clf.fit(X, y).predict_proba(X[:2]).shape
     (2, 3)

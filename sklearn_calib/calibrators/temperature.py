@@ -249,9 +249,7 @@ class EnsembleTemperatureScaling(BaseCalibrator):
             for k in range(j, n):
                 inner = np.einsum("ij,ij->i", components[j], components[k])
                 gram[j, k] = gram[k, j] = np.average(inner, weights=sample_weight)
-        linear = np.array(
-            [np.average(c[rows, y_index], weights=sample_weight) for c in components]
-        )
+        linear = np.array([np.average(c[rows, y_index], weights=sample_weight) for c in components])
         return _simplex_quadratic_minimum(gram, linear)
 
     @staticmethod

@@ -1,0 +1,176 @@
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.datasets import load_digits, make_classification
+from sklearn.exceptions import NotFittedError
+from sklearn.frozen import FrozenEstimator
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV, StratifiedKFold, train_test_split
+from sklearn.neural_network import MLPClassifier
+
+from sklearn_calib.calibrators import (
+    CalibratedClassifier,
+    HistogramBinning,
+    IsotonicCalibration,
+    TemperatureScaling,
+)
+from sklearn_calib.scoring import expected_calibration_error, get_scorer
+
+
+def _data(n_classes=3, n_samples=300, seed=0):
+    return make_classification(
+        n_samples=n_samples,
+        n_features=6,
+        n_informative=4,
+        n_classes=n_classes,
+        random_state=seed,
+    )
+
+
+def test_holdout_fits_the_estimator_and_the_calibrator_on_disjoint_stratified_parts():
+    X, y = _data()
+    clf = CalibratedClassifier(LogisticRegression(), calibration_size=0.2, random_state=3)
+    clf.fit(X, y)
+    train, calibration = train_test_split(
+        np.arange(len(y)), test_size=60, stratify=y, random_state=np.random.RandomState(3)
+    )
+    estimator = LogisticRegression().fit(X[train], y[train])
+    calibrator = TemperatureScaling().fit(
+        estimator.decision_function(X[calibration]), y[calibration]
+    )
+    np.testing.assert_allclose(clf.estimators_[0].coef_, estimator.coef_)
+    assert clf.calibrators_[0].temperature_ == pytest.approx(calibrator.temperature_)
+    np.testing.assert_allclose(
+        clf.predict_proba(X), calibrator.predict_proba(estimator.decision_function(X))
+    )
+    assert clf.score_method_ == "decision_function"
+    assert clf.calibrators_[0].input == "logits"
+    assert clf.n_features_in_ == 6
+    np.testing.assert_array_equal(clf.classes_, [0, 1, 2])
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_estimator_without_decision_function_feeds_probabilities():
+    X, y = _data(seed=1)
+    mlp = MLPClassifier(hidden_layer_sizes=(8,), max_iter=300, random_state=0)
+    clf = CalibratedClassifier(mlp, HistogramBinning(n_bins=5), random_state=0).fit(X, y)
+    assert clf.score_method_ == "predict_proba"
+    assert clf.calibrators_[0].input == "probabilities"
+    expected = clf.calibrators_[0].predict_proba(clf.estimators_[0].predict_proba(X))
+    np.testing.assert_allclose(clf.predict_proba(X), expected)
+    np.testing.assert_allclose(clf.predict_proba(X).sum(axis=1), 1.0)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_labels_of_any_type(n_classes):
+    X, y = _data(n_classes=n_classes, seed=2)
+    names = np.array(["ant", "bee", "cow"])[y]
+    clf = CalibratedClassifier(LogisticRegression(), random_state=0).fit(X, names)
+    np.testing.assert_array_equal(clf.classes_, ["ant", "bee", "cow"][:n_classes])
+    proba = clf.predict_proba(X)
+    assert proba.shape == (len(y), n_classes)
+    np.testing.assert_array_equal(clf.predict(X), clf.classes_[proba.argmax(axis=1)])
+    # The temperature keeps the estimator's predictions.
+    np.testing.assert_array_equal(clf.predict(X), clf.estimators_[0].predict(X))
+    if n_classes == 2:
+        # A binary decision function is 1-D: the calibrator reads it as log-odds.
+        assert clf.calibrators_[0].n_classes_ == 2
+        assert not hasattr(clf.calibrators_[0], "n_features_in_")
+
+
+def test_prefit_calibrates_on_all_data_with_a_frozen_estimator():
+    X, y = _data(seed=4)
+    fitted = LogisticRegression().fit(X[:150], y[:150])
+    clf = CalibratedClassifier(fitted, method="prefit").fit(X[150:], y[150:])
+    assert isinstance(clf.estimators_[0], FrozenEstimator)
+    np.testing.assert_array_equal(clf.estimators_[0].coef_, fitted.coef_)
+    expected = TemperatureScaling().fit(fitted.decision_function(X[150:]), y[150:])
+    assert clf.calibrators_[0].temperature_ == pytest.approx(expected.temperature_)
+    # A FrozenEstimator is prefit whatever `method` says.
+    frozen = CalibratedClassifier(FrozenEstimator(fitted)).fit(X[150:], y[150:])
+    np.testing.assert_allclose(frozen.predict_proba(X), clf.predict_proba(X))
+    with pytest.raises(NotFittedError):
+        CalibratedClassifier(LogisticRegression(), method="prefit").fit(X, y)
+
+
+def test_cv_averages_the_calibrated_folds():
+    X, y = _data(seed=5)
+    clf = CalibratedClassifier(LogisticRegression(), IsotonicCalibration(), method="cv", cv=3)
+    clf.fit(X, y)
+    assert len(clf.estimators_) == len(clf.calibrators_) == 3
+    expected = np.zeros((len(y), 3))
+    for train, test in StratifiedKFold(3).split(X, y):
+        estimator = LogisticRegression().fit(X[train], y[train])
+        calibrator = IsotonicCalibration().fit(estimator.decision_function(X[test]), y[test])
+        expected += calibrator.predict_proba(estimator.decision_function(X)) / 3
+    np.testing.assert_allclose(clf.predict_proba(X), expected)
+
+
+def test_sample_weights_reach_the_estimator_and_the_calibrator():
+    X, y = _data(seed=6)
+    weight = np.random.default_rng(0).uniform(0.1, 3, size=len(y))
+    clf = CalibratedClassifier(LogisticRegression(), calibration_size=50, random_state=1)
+    clf.fit(X, y, sample_weight=weight)
+    train, calibration = train_test_split(
+        np.arange(len(y)), test_size=50, stratify=y, random_state=np.random.RandomState(1)
+    )
+    estimator = LogisticRegression().fit(X[train], y[train], sample_weight=weight[train])
+    calibrator = TemperatureScaling().fit(
+        estimator.decision_function(X[calibration]), y[calibration], weight[calibration]
+    )
+    np.testing.assert_allclose(clf.estimators_[0].coef_, estimator.coef_)
+    assert clf.calibrators_[0].temperature_ == pytest.approx(calibrator.temperature_)
+    with pytest.raises(ValueError, match="negative"):
+        clone(clf).fit(X, y, sample_weight=-weight)
+
+
+def test_bad_input_raises():
+    X, y = _data(seed=7)
+    with pytest.raises(ValueError, match="1 class"):
+        CalibratedClassifier(LogisticRegression()).fit(X, np.zeros(len(y)))
+    rare = y.copy()
+    rare[0] = 3
+    with (
+        pytest.warns(UserWarning, match="least populated"),
+        pytest.raises(ValueError, match="fitted on a part of the data"),
+    ):
+        CalibratedClassifier(LogisticRegression(), method="cv", cv=3).fit(X, rare)
+    fitted = LogisticRegression().fit(X, y)
+    with pytest.raises(ValueError, match="does not know"):
+        CalibratedClassifier(fitted, method="prefit").fit(X, rare)
+
+
+def test_grid_search_tunes_estimator_and_calibrator_by_ece():
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:900] / 16.0, y[:900]
+    search = GridSearchCV(
+        CalibratedClassifier(
+            LogisticRegression(max_iter=300), calibration_size=0.25, random_state=0
+        ),
+        {"estimator__C": [0.01, 1.0], "calibrator": [TemperatureScaling(), HistogramBinning()]},
+        scoring=get_scorer("neg_ece"),
+        cv=3,
+    )
+    search.fit(X, y)
+    assert np.isfinite(search.best_score_) and search.best_score_ <= 0
+    assert np.isfinite(search.cv_results_["mean_test_score"]).all()
+    assert set(search.best_params_) == {"estimator__C", "calibrator"}
+    assert search.best_score_ == np.max(search.cv_results_["mean_test_score"])
+    best = search.best_estimator_
+    assert expected_calibration_error(y, best.predict_proba(X)) < 0.2
+
+
+def test_nested_calibrator_parameters_are_tunable():
+    X, y = _data(seed=8)
+    clf = CalibratedClassifier(LogisticRegression(), HistogramBinning(), random_state=0)
+    assert clf.get_params()["calibrator__n_bins"] == 15
+    search = GridSearchCV(
+        clf,
+        {"calibrator__n_bins": [3, 10], "estimator__C": [0.1, 1.0]},
+        cv=3,
+        scoring=get_scorer("neg_ece"),
+    ).fit(X, y)
+    assert search.best_estimator_.calibrators_[0].n_bins in (3, 10)
+    assert search.best_estimator_.calibrators_[0].bin_values_.shape == (
+        search.best_params_["calibrator__n_bins"],
+    )

@@ -1,0 +1,521 @@
+import numpy as np
+import pytest
+from scipy.optimize import minimize_scalar
+from scipy.special import log_softmax
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.calibration import CalibratedClassifierCV
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.frozen import FrozenEstimator
+from sklearn.linear_model import LogisticRegression
+
+from sklearn_calib._binning import assign_bins, quantile_bin_edges, uniform_bin_edges
+from sklearn_calib.calibrators import (
+    EnsembleTemperatureScaling,
+    HistogramBinning,
+    IsotonicCalibration,
+    MatrixScaling,
+    ScalingBinning,
+    TemperatureScaling,
+    VectorScaling,
+)
+from sklearn_calib.calibrators._base import softmax
+from sklearn_calib.scoring import expected_calibration_error
+
+ALL_CALIBRATORS = [
+    TemperatureScaling(),
+    TemperatureScaling(objective="ece", grid=np.linspace(0.2, 5, 25)),
+    HistogramBinning(),
+    HistogramBinning(strategy="quantile"),
+    HistogramBinning(mode="classwise"),
+    HistogramBinning(strategy="quantile", mode="classwise"),
+    ScalingBinning(),
+    ScalingBinning(mode="classwise"),
+    VectorScaling(),
+    MatrixScaling(),
+    IsotonicCalibration(),
+    EnsembleTemperatureScaling(),
+    EnsembleTemperatureScaling(loss="nll"),
+]
+IDS = [repr(c) for c in ALL_CALIBRATORS]
+
+
+def overconfident_logits(n_samples, n_classes, scale=3.0, seed=0, dtype=np.float64):
+    """Logits whose labels are drawn from softmax(logits / scale): the NLL-optimal T ~ scale."""
+    rng = np.random.default_rng(seed)
+    true_logits = rng.normal(size=(n_samples, n_classes)) * 1.5
+    proba = np.exp(log_softmax(true_logits, axis=1))
+    y = (proba.cumsum(axis=1) < rng.uniform(size=(n_samples, 1))).sum(axis=1)
+    return (scale * true_logits).astype(dtype), np.minimum(y, n_classes - 1)
+
+
+def nll(logits, y, temperature=1.0, sample_weight=None):
+    log_proba = log_softmax(np.asarray(logits, dtype=np.float64) / temperature, axis=1)
+    return -np.average(log_proba[np.arange(len(y)), y], weights=sample_weight)
+
+
+class _Scores(ClassifierMixin, BaseEstimator):
+    """A classifier whose decision function returns its input: feeds fixed scores to sklearn."""
+
+    def fit(self, X, y):
+        self.classes_ = np.unique(y)
+        return self
+
+    def decision_function(self, X):
+        return np.asarray(X)
+
+    def predict(self, X):
+        scores = np.asarray(X)
+        return self.classes_[(scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(1)]
+
+
+def sklearn_temperature(scores, y):
+    """scikit-learn's temperature calibration of fixed scores; returns the fitted CCCV."""
+    frozen = FrozenEstimator(_Scores().fit(scores, y))
+    return CalibratedClassifierCV(frozen, method="temperature").fit(scores, y)
+
+
+# ---------------------------------------------------------------- temperature scaling
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_ts_nll_matches_brute_force_minimisation(weighted):
+    logits, y = overconfident_logits(400, 5, seed=1)
+    weight = np.random.default_rng(2).uniform(0, 3, size=len(y)) if weighted else None
+    ts = TemperatureScaling().fit(logits, y, sample_weight=weight)
+    brute = minimize_scalar(
+        lambda log_t: nll(logits, y, np.exp(log_t), weight),
+        bounds=(np.log(0.05), np.log(50)),
+        method="bounded",
+        options={"xatol": 1e-12},
+    )
+    assert ts.temperature_ == pytest.approx(np.exp(brute.x), rel=1e-6)
+    assert 2.0 < ts.temperature_ < 4.5
+    assert (
+        nll(logits, y, ts.temperature_, weight) <= nll(logits, y, np.exp(brute.x), weight) + 1e-14
+    )
+
+
+@pytest.mark.parametrize("n_classes", [3, 6])
+def test_ts_nll_matches_scikit_learn_temperature_calibration(n_classes):
+    logits, y = overconfident_logits(300, n_classes, seed=3)
+    ts = TemperatureScaling().fit(logits, y)
+    cccv = sklearn_temperature(logits, y)
+    ours = nll(logits, y, ts.temperature_)
+    theirs = -np.mean(np.log(cccv.predict_proba(logits)[np.arange(len(y)), y]))
+    assert ours == pytest.approx(theirs, abs=1e-4)
+    assert ours <= theirs + 1e-12
+    np.testing.assert_allclose(ts.predict_proba(logits), cccv.predict_proba(logits), atol=1e-3)
+
+
+def test_ts_binary_decision_function_matches_scikit_learn():
+    # A 1-D score d is read as the logits (0, d); scikit-learn reads it as (-d, d), so its
+    # temperature is twice ours and both reach the same NLL.
+    logits, y = overconfident_logits(300, 2, seed=4)
+    decision = logits[:, 1] - logits[:, 0]
+    ts = TemperatureScaling().fit(decision, y)
+    np.testing.assert_allclose(
+        ts.predict_proba(decision),
+        TemperatureScaling().fit(logits, y).predict_proba(logits),
+        atol=1e-9,
+    )
+    cccv = sklearn_temperature(decision, y)
+    assert 1 / cccv.calibrated_classifiers_[0].calibrators[0].beta_ == pytest.approx(
+        2 * ts.temperature_, rel=1e-4
+    )
+    np.testing.assert_allclose(ts.predict_proba(decision), cccv.predict_proba(decision), atol=1e-5)
+
+
+def test_ts_float32_and_large_inputs_reach_the_float64_optimum():
+    # 70 000 rows take the subsample start; float32 rows are summed in float32.
+    logits, y = overconfident_logits(70_000, 3, seed=5)
+    t64 = TemperatureScaling().fit(logits, y).temperature_
+    t32 = TemperatureScaling().fit(logits.astype(np.float32), y).temperature_
+    assert t32 == pytest.approx(t64, rel=1e-5)
+    small = logits[::50]
+    brute = minimize_scalar(
+        lambda log_t: nll(small, y[::50], np.exp(log_t)),
+        bounds=(-3, 3),
+        method="bounded",
+        options={"xatol": 1e-12},
+    )
+    assert TemperatureScaling().fit(small, y[::50]).temperature_ == pytest.approx(
+        np.exp(brute.x), rel=1e-6
+    )
+
+
+def test_ts_on_probabilities_uses_clipped_log_probabilities():
+    logits, y = overconfident_logits(200, 4, seed=6)
+    proba = np.exp(log_softmax(logits, axis=1))
+    proba[0] = [1.0, 0.0, 0.0, 0.0]
+    ts = TemperatureScaling(input="probabilities").fit(proba, y)
+    log_proba = np.log(np.maximum(proba, 1e-12))
+    expected = TemperatureScaling().fit(log_proba, y)
+    assert ts.temperature_ == pytest.approx(expected.temperature_, rel=1e-12)
+    np.testing.assert_allclose(ts.predict_proba(proba), expected.predict_proba(log_proba))
+
+
+def test_ts_separable_scores_stop_at_the_bound_with_a_warning():
+    logits = np.array([[2.0, 0.0], [0.0, 1.0], [3.0, -1.0], [-2.0, 2.0]])
+    with pytest.warns(ConvergenceWarning, match="searched range"):
+        ts = TemperatureScaling().fit(logits, [0, 1, 0, 1])
+    assert ts.temperature_ == pytest.approx(1e-4)
+
+
+def test_ts_ece_objective_returns_the_grid_argmin():
+    logits, y = overconfident_logits(500, 4, seed=7)
+    grid = np.round(np.arange(0.5, 6.0, 0.25), 2)
+    ts = TemperatureScaling(objective="ece", grid=grid, n_bins=10).fit(logits, y)
+    errors = []
+    for temperature in grid:
+        proba = np.exp(log_softmax(logits / temperature, axis=1))
+        errors.append(expected_calibration_error(y, proba, n_bins=10))
+    assert ts.temperature_ == grid[int(np.argmin(errors))]
+    assert ts.n_iter_ == len(grid)
+
+
+def test_ts_ece_default_grid_is_seed_001_pool():
+    logits, y = overconfident_logits(100, 3, seed=8)
+    ts = TemperatureScaling(objective="ece").fit(logits, y)
+    assert ts.n_iter_ == 1000
+    assert ts.temperature_ in np.round(np.arange(1, 1001) * 0.01, 2)
+
+
+# ------------------------------------------------------------------- histogram binning
+
+
+def test_hb_returns_each_bin_accuracy_on_its_fit_data():
+    # Labels from softmax(logits / 0.5): an underconfident model, so every bin's accuracy
+    # is above what would be needed to keep the predicted class.
+    logits, y = overconfident_logits(3000, 3, scale=0.5, seed=9)
+    weight = np.random.default_rng(10).integers(1, 4, size=len(y)).astype(float)
+    for strategy in ("uniform", "quantile"):
+        hb = HistogramBinning(n_bins=10, strategy=strategy).fit(logits, y, sample_weight=weight)
+        proba = softmax(logits)
+        confidence = proba.max(axis=1)
+        correct = proba.argmax(axis=1) == y
+        if strategy == "uniform":
+            edges = uniform_bin_edges(10)
+        else:
+            edges = quantile_bin_edges(confidence, 10, weight)
+        np.testing.assert_array_equal(hb.bin_edges_, edges)
+        index = assign_bins(confidence, edges)
+        calibrated = hb.predict_proba(logits)
+        for b in np.unique(index):
+            rows = index == b
+            accuracy = np.average(correct[rows], weights=weight[rows])
+            assert hb.bin_values_[b] == pytest.approx(accuracy, abs=1e-12)
+            np.testing.assert_allclose(calibrated[rows].max(axis=1), accuracy, atol=1e-12)
+        np.testing.assert_array_equal(calibrated.argmax(axis=1), proba.argmax(axis=1))
+
+
+def test_hb_empty_bins_take_their_centre():
+    proba = np.array([[0.95, 0.05], [0.92, 0.08], [0.1, 0.9], [0.55, 0.45], [0.52, 0.48]])
+    y = np.array([0, 1, 1, 0, 0])
+    hb = HistogramBinning(n_bins=5, input="probabilities").fit(proba, y)
+    # Bins (0.5, 0.6] and (0.8, 1] hold data; the others are empty.
+    np.testing.assert_allclose(hb.bin_weights_, [0, 0, 2, 0, 3])
+    np.testing.assert_allclose(hb.bin_values_, [0.1, 0.3, 1.0, 0.7, 2 / 3])
+    out = hb.predict_proba(np.array([[0.68, 0.32], [0.3, 0.7]]))
+    np.testing.assert_allclose(out[:, 0], [0.7, 0.3])
+    np.testing.assert_allclose(out[:, 1], [0.3, 0.7])
+
+
+def test_hb_top_label_floor_keeps_the_predicted_class():
+    proba = np.array([[0.5, 0.3, 0.2], [0.6, 0.25, 0.15], [0.2, 0.7, 0.1]])
+    hb = HistogramBinning(n_bins=1, input="probabilities").fit(proba, [1, 2, 2])
+    assert hb.bin_values_[0] == 0.0
+    out = hb.predict_proba(proba)
+    # Tie point t = p2 / (1 - r + p2); the top class gets (t + r) / 2, the others share
+    # the rest in proportion to their probabilities.
+    top, runner = 0.5, 0.3
+    tie = runner / (1 - top + runner)
+    expected_top = (tie + top) / 2
+    np.testing.assert_allclose(
+        out[0], [expected_top, *(np.array([0.3, 0.2]) / 0.5 * (1 - expected_top))]
+    )
+    np.testing.assert_array_equal(out.argmax(axis=1), proba.argmax(axis=1))
+    np.testing.assert_allclose(out.sum(axis=1), 1.0)
+
+
+def test_hb_one_hot_rows_share_the_rest_uniformly():
+    proba = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.2, 0.5, 0.3]])
+    hb = HistogramBinning(n_bins=2, input="probabilities").fit(proba, [0, 2, 1])
+    out = hb.predict_proba(proba)
+    # Bin (0.5, 1] holds one right and one wrong prediction: 0.5, raised to the floor
+    # (1/3 + 1) / 2 = 2/3 for the one-hot row, whose other classes share the rest equally.
+    assert hb.bin_values_[1] == pytest.approx(0.5)
+    np.testing.assert_allclose(out[0], [2 / 3, 1 / 6, 1 / 6])
+    np.testing.assert_array_equal(out.argmax(axis=1), [0, 1, 1])
+
+
+def test_hb_classwise_is_one_vs_rest_frequency_renormalised():
+    logits, y = overconfident_logits(1000, 3, seed=11)
+    hb = HistogramBinning(n_bins=8, mode="classwise").fit(logits, y)
+    proba = np.exp(log_softmax(logits, axis=1))
+    edges = uniform_bin_edges(8)
+    expected = np.empty_like(proba)
+    for k in range(3):
+        index = assign_bins(proba[:, k], edges)
+        for b in range(8):
+            rows = index == b
+            value = np.mean(y[rows] == k) if rows.any() else (edges[b] + edges[b + 1]) / 2
+            assert hb.bin_values_[k, b] == pytest.approx(value, abs=1e-12)
+            expected[rows, k] = value
+    expected /= expected.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(hb.predict_proba(logits), expected, atol=1e-12)
+
+
+# ------------------------------------------------------------- beyond the seeds
+
+
+def test_scaling_binning_bins_the_scaled_outputs_into_equal_mass_bins():
+    logits, y = overconfident_logits(2000, 4, seed=12)
+    sb = ScalingBinning(n_bins=10).fit(logits, y)
+    assert sb.temperature_ == pytest.approx(TemperatureScaling().fit(logits, y).temperature_)
+    scaled = softmax(logits / sb.temperature_).max(axis=1)
+    np.testing.assert_allclose(sb.bin_edges_, quantile_bin_edges(scaled, 10))
+    np.testing.assert_array_equal(sb.bin_weights_, np.full(10, 200))
+    index = assign_bins(scaled, sb.bin_edges_)
+    for b in range(10):
+        assert sb.bin_values_[b] == pytest.approx(scaled[index == b].mean(), abs=1e-12)
+    out = sb.predict_proba(logits)
+    assert len(np.unique(np.round(out.max(axis=1), 12))) <= len(y)
+    np.testing.assert_array_equal(out.argmax(axis=1), logits.argmax(axis=1))
+
+
+def test_matrix_scaling_without_penalty_matches_multinomial_logistic_regression():
+    logits, y = overconfident_logits(400, 3, seed=13)
+    ms = MatrixScaling(off_diagonal_l2=0.0).fit(logits, y)
+    lr = LogisticRegression(C=np.inf, tol=1e-12, max_iter=10_000).fit(logits, y)
+    np.testing.assert_allclose(ms.predict_proba(logits), lr.predict_proba(logits), atol=1e-5)
+
+
+def test_scaling_families_nest_in_nll():
+    logits, y = overconfident_logits(500, 4, seed=14)
+
+    def fitted_nll(calibrator):
+        proba = calibrator.fit(logits, y).predict_proba(logits)
+        return -np.mean(np.log(proba[np.arange(len(y)), y]))
+
+    ts = fitted_nll(TemperatureScaling())
+    vs = fitted_nll(VectorScaling())
+    ms = fitted_nll(MatrixScaling(off_diagonal_l2=0.0))
+    assert ms <= vs + 1e-9 <= ts + 2e-9
+    # The off-diagonal penalty shrinks the off-diagonal entries and leaves the diagonal free.
+    norms = []
+    for alpha in (0.0, 1.0, 100.0):
+        coef = MatrixScaling(off_diagonal_l2=alpha).fit(logits, y).coef_
+        norms.append(np.linalg.norm(coef - np.diag(np.diag(coef))))
+    assert norms[0] > norms[1] > norms[2] > 0
+
+
+@pytest.mark.parametrize("calibrator", [VectorScaling(), MatrixScaling()])
+def test_linear_scaling_weights_equal_repetitions(calibrator):
+    logits, y = overconfident_logits(120, 3, seed=15)
+    weight = np.random.default_rng(16).integers(0, 4, size=len(y))
+    weighted = clone(calibrator).fit(logits, y, sample_weight=weight)
+    repeated = clone(calibrator).fit(np.repeat(logits, weight, axis=0), np.repeat(y, weight))
+    np.testing.assert_allclose(
+        weighted.predict_proba(logits), repeated.predict_proba(logits), atol=1e-7
+    )
+
+
+def test_isotonic_binary_matches_scikit_learn_isotonic_calibration():
+    logits, y = overconfident_logits(300, 2, seed=17)
+    decision = logits[:, 1] - logits[:, 0]
+    ours = IsotonicCalibration().fit(decision, y).predict_proba(decision)
+    frozen = FrozenEstimator(_Scores().fit(decision, y))
+    theirs = CalibratedClassifierCV(frozen, method="isotonic").fit(decision, y)
+    np.testing.assert_allclose(ours, theirs.predict_proba(decision), atol=1e-12)
+
+
+def test_isotonic_multiclass_is_one_vs_rest_renormalised():
+    logits, y = overconfident_logits(300, 3, seed=18)
+    iso = IsotonicCalibration().fit(logits, y)
+    proba = np.exp(log_softmax(logits, axis=1))
+    raw = np.column_stack([iso.calibrators_[k].predict(proba[:, k]) for k in range(3)])
+    np.testing.assert_allclose(
+        iso.predict_proba(logits), raw / raw.sum(axis=1, keepdims=True), atol=1e-12
+    )
+
+
+@pytest.mark.parametrize("loss", ["mse", "nll"])
+def test_ets_weights_are_the_simplex_optimum(loss):
+    logits, y = overconfident_logits(400, 4, seed=19)
+    ets = EnsembleTemperatureScaling(loss=loss).fit(logits, y)
+    assert ets.weights_.min() >= 0 and ets.weights_.sum() == pytest.approx(1.0)
+    components = [
+        np.exp(log_softmax(logits / ets.temperature_, axis=1)),
+        np.exp(log_softmax(logits, axis=1)),
+        np.full(logits.shape, 0.25),
+    ]
+    rows = np.arange(len(y))
+    one_hot = np.eye(4)[y]
+
+    def loss_of(w):
+        p = sum(wi * c for wi, c in zip(w, components, strict=True))
+        if loss == "mse":
+            return np.mean(np.sum((p - one_hot) ** 2, axis=1))
+        return -np.mean(np.log(p[rows, y]))
+
+    grid = [
+        (a, b, 1 - a - b)
+        for a in np.linspace(0, 1, 101)
+        for b in np.linspace(0, 1, 101)
+        if a + b <= 1 + 1e-12
+    ]
+    assert loss_of(ets.weights_) <= min(loss_of(np.clip(w, 0, 1)) for w in grid) + 1e-12
+    np.testing.assert_allclose(
+        ets.predict_proba(logits), sum(w * c for w, c in zip(ets.weights_, components, strict=True))
+    )
+    if loss == "nll":
+        assert ets.temperature_ == pytest.approx(TemperatureScaling().fit(logits, y).temperature_)
+    else:
+        brier = minimize_scalar(
+            lambda t: np.mean(
+                np.sum((np.exp(log_softmax(logits / t, axis=1)) - one_hot) ** 2, axis=1)
+            ),
+            bounds=(0.05, 5.0),
+            method="bounded",
+            options={"xatol": 1e-10},
+        )
+        assert ets.temperature_ == pytest.approx(brier.x, rel=1e-5)
+
+
+# ------------------------------------------------------------------ common behaviour
+
+
+@pytest.mark.parametrize("calibrator", ALL_CALIBRATORS, ids=IDS)
+@pytest.mark.parametrize("kind", ["logits", "probabilities", "binary"])
+def test_rows_are_finite_and_sum_to_one(calibrator, kind):
+    logits, y = overconfident_logits(200, 4, seed=20)
+    scores = logits
+    if kind == "probabilities":
+        scores = np.exp(log_softmax(logits, axis=1))
+        calibrator = clone(calibrator).set_params(input="probabilities")
+    elif kind == "binary":
+        scores, y = logits[:, 1] - logits[:, 0], (logits[:, 1] > logits[:, 0]) ^ (y == 3)
+    fitted = clone(calibrator).fit(scores, y)
+    test = scores[::-1] * 1.3 if kind != "probabilities" else scores[::-1]
+    out = fitted.predict_proba(test)
+    assert out.shape == (len(y), 2 if kind == "binary" else 4)
+    assert np.isfinite(out).all() and out.min() >= 0
+    np.testing.assert_allclose(out.sum(axis=1), 1.0, atol=1e-6)
+    np.testing.assert_array_equal(fitted.transform(test), out)
+    np.testing.assert_array_equal(fitted.predict(test), fitted.classes_[out.argmax(axis=1)])
+
+
+@pytest.mark.parametrize(
+    "calibrator",
+    [
+        TemperatureScaling(),
+        HistogramBinning(),
+        HistogramBinning(strategy="quantile"),
+        ScalingBinning(),
+    ],
+    ids=repr,
+)
+def test_top_label_calibrators_keep_the_argmax(calibrator):
+    logits, y = overconfident_logits(500, 5, seed=21)
+    random_labels = np.random.default_rng(22).integers(0, 5, size=len(y))
+    for labels in (y, random_labels):
+        fitted = clone(calibrator).fit(logits, labels)
+        test = np.random.default_rng(23).normal(size=(300, 5)) * 4
+        np.testing.assert_array_equal(
+            fitted.predict_proba(test).argmax(axis=1), test.argmax(axis=1)
+        )
+
+
+def test_one_dimensional_scores_are_read_as_two_columns():
+    logits, y = overconfident_logits(200, 2, seed=24)
+    decision = logits[:, 1] - logits[:, 0]
+    for calibrator in (TemperatureScaling(), HistogramBinning(), VectorScaling()):
+        one = clone(calibrator).fit(decision, y).predict_proba(decision)
+        two = (
+            clone(calibrator)
+            .fit(np.column_stack([np.zeros_like(decision), decision]), y)
+            .predict_proba(np.column_stack([0 * decision, decision]))
+        )
+        np.testing.assert_allclose(one, two, atol=1e-9)
+    positive = 1 / (1 + np.exp(-decision))
+    hb = HistogramBinning(input="probabilities")
+    np.testing.assert_allclose(
+        clone(hb).fit(positive, y).predict_proba(positive),
+        clone(hb)
+        .fit(np.column_stack([1 - positive, positive]), y)
+        .predict_proba(np.column_stack([1 - positive, positive])),
+    )
+
+
+def test_labels_of_any_type_and_column_indices():
+    logits, y = overconfident_logits(150, 3, seed=25)
+    names = np.array(["cat", "dog", "eel"])[y]
+    ts = TemperatureScaling().fit(logits, names)
+    np.testing.assert_array_equal(ts.classes_, ["cat", "dog", "eel"])
+    np.testing.assert_array_equal(
+        ts.predict(logits), np.array(["cat", "dog", "eel"])[logits.argmax(axis=1)]
+    )
+    # A calibration set lacking class 2: integer labels are column indices.
+    rows = y < 2
+    ts = TemperatureScaling().fit(logits[rows], y[rows])
+    np.testing.assert_array_equal(ts.classes_, [0, 1, 2])
+
+
+# ------------------------------------------------------------------------ bad input
+
+
+def _fit_cases():
+    logits, y = overconfident_logits(60, 3, seed=26)
+    nan = logits.copy()
+    nan[3, 1] = np.nan
+    inf = logits.copy()
+    inf[0, 0] = np.inf
+    proba = np.exp(log_softmax(logits, axis=1))
+    no_weight = None
+    return {
+        "nan": (nan, y, no_weight, "logits", "NaN"),
+        "inf": (inf, y, no_weight, "logits", "infinity"),
+        "rows-not-summing-to-1": (proba * 1.1, y, no_weight, "probabilities", "sum to 1"),
+        "single-class": (logits, np.zeros(60, dtype=int), no_weight, "logits", "1 class"),
+        "negative-weight": (logits, y, -np.ones(60), "logits", "negative"),
+        "more-classes-than-columns": (logits[:, :2], y, no_weight, "logits", "one class per"),
+        "one-column": (logits[:, :1], y % 2, no_weight, "logits", "1 feature"),
+    }
+
+
+@pytest.mark.parametrize("calibrator", ALL_CALIBRATORS, ids=IDS)
+@pytest.mark.parametrize("case", list(_fit_cases()))
+def test_bad_fit_input_raises_and_leaves_a_fitted_calibrator_unchanged(calibrator, case):
+    scores, y, weight, kind, match = _fit_cases()[case]
+    logits, good_y = overconfident_logits(80, 4, seed=27)
+    good = logits if kind == "logits" else np.exp(log_softmax(logits, axis=1))
+    fitted = clone(calibrator).set_params(input=kind).fit(good, good_y)
+    before = fitted.predict_proba(good)
+    state = dict(vars(fitted))
+    with pytest.raises(ValueError, match=match):
+        fitted.fit(scores, y, sample_weight=weight)
+    assert vars(fitted).keys() == state.keys()
+    assert fitted.n_features_in_ == 4 and fitted.n_classes_ == 4
+    np.testing.assert_array_equal(fitted.predict_proba(good), before)
+
+
+@pytest.mark.parametrize("calibrator", ALL_CALIBRATORS, ids=IDS)
+def test_bad_transform_input_raises(calibrator):
+    logits, y = overconfident_logits(80, 3, seed=28)
+    fitted = clone(calibrator).fit(logits, y)
+    nan = logits.copy()
+    nan[5, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        fitted.predict_proba(nan)
+    with pytest.raises(ValueError, match="2 features, but .* is expecting 3"):
+        fitted.predict_proba(logits[:, :2])
+    with pytest.raises(ValueError, match="Expected 2D array"):
+        fitted.predict_proba(logits[:, 0])
+    proba = np.exp(log_softmax(logits, axis=1))
+    on_proba = clone(calibrator).set_params(input="probabilities").fit(proba, y)
+    with pytest.raises(ValueError, match="sum to 1"):
+        on_proba.predict_proba(proba * 0.5)
+    binary_logits, binary_y = overconfident_logits(80, 2, seed=29)
+    binary = clone(calibrator).fit(binary_logits[:, 1], binary_y)
+    with pytest.raises(ValueError, match="fitted on 1-D binary scores"):
+        binary.predict_proba(binary_logits)
