@@ -67,9 +67,7 @@ def test_spec_oracles():
 def test_brier_and_nll_match_spec_losses_and_scikit_learn():
     proba = softmax(np.tile([2.0, 1.0, 0.0], (3, 1)))
     y = np.array([0, 1, 2])
-    assert brier_score(y, proba) == pytest.approx(
-        np.mean([0.180061, 1.021086, 1.330482]), abs=1e-5
-    )
+    assert brier_score(y, proba) == pytest.approx(np.mean([0.180061, 1.021086, 1.330482]), abs=1e-5)
     assert negative_log_likelihood(y, proba) == pytest.approx(1.407606, abs=1e-5)
     proba, y = random_proba(300, 4, 0)
     weight = np.random.default_rng(1).random(300)
