@@ -89,12 +89,12 @@ def check_probabilities(y_prob, *, tol=ROW_SUM_TOLERANCE):
             "pass a 1-D array for the positive-class probabilities of a binary problem."
         )
     row_sums = proba @ np.ones(proba.shape[1], dtype=proba.dtype)
-    if not np.isfinite(row_sums).all():
+    lowest, highest = row_sums.min(), row_sums.max()
+    if not (np.isfinite(lowest) and np.isfinite(highest)):
         raise ValueError("`y_prob` contains NaN or infinite values.")
     if proba.min() < 0:
         raise ValueError(f"`y_prob` contains negative values (minimum {proba.min()}).")
-    worst = np.abs(row_sums - 1.0).max()
-    if worst > tol:
+    if max(highest - 1.0, 1.0 - lowest) > tol:
         row = int(np.abs(row_sums - 1.0).argmax())
         raise ValueError(
             f"Expected each row of `y_prob` to sum to 1 (tolerance {tol}), "
@@ -133,6 +133,7 @@ def encode_labels(y, classes):
     Returns
     -------
     y_index : ndarray of shape (n_samples,), dtype int64
+        May be ``y`` itself when it already holds column indices; do not modify it.
     """
     if y.dtype.kind in "iu" and classes.dtype.kind in "iu":
         y_index = _encode_integer_labels(y, classes)
@@ -158,6 +159,8 @@ def _encode_integer_labels(y, classes):
     low, high = int(classes.min()), int(classes.max())
     if high - low > max(len(y), 1 << 16) or int(y.min()) < low or int(y.max()) > high:
         return None
+    if low == 0 and high == len(classes) - 1 and np.array_equal(classes, np.arange(len(classes))):
+        return y.astype(np.int64, copy=False)
     table = np.full(high - low + 1, -1, dtype=np.int64)
     table[classes.astype(np.int64) - low] = np.arange(len(classes))
     y = y.astype(np.int64, copy=False)
