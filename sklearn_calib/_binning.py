@@ -6,6 +6,8 @@ Values are compared with the edges in the values' own precision, so a float32 co
 equal to ``float32(edge)`` lies in the bin below that edge.
 """
 
+import functools
+
 import numpy as np
 
 from ._validation import check_n_bins
@@ -65,6 +67,16 @@ _KEY_UINT = {np.dtype(np.float32): np.uint32, np.dtype(np.float64): np.uint64}
 _LOOKUP_MIN_SIZE = 1 << 15
 
 
+@functools.lru_cache(maxsize=16)
+def _cached_lookup_table(inner_bytes, dtype_str):
+    dtype = np.dtype(dtype_str)
+    table = _lookup_table(np.frombuffer(inner_bytes, dtype=dtype), dtype)
+    if table is not None:
+        for array in table:
+            array.setflags(write=False)
+    return table
+
+
 def _lookup_table(inner, dtype):
     """Return (first bin, edge) per bit-pattern key of ``dtype`` values in [0, 2), or None.
 
@@ -114,7 +126,7 @@ def assign_bins(values, edges):
         and inner[-1] <= 1
         and values.min() >= 0
     ):
-        table = _lookup_table(inner, values.dtype)
+        table = _cached_lookup_table(inner.tobytes(), values.dtype.str)
         if table is not None:
             first, edge = table
             keys = values.view(_KEY_UINT[values.dtype]) >> _KEY_SHIFT[values.dtype]

@@ -16,7 +16,7 @@ from scipy.special import expit, softmax
 from sklearn.utils import Bunch
 
 from ._binning import assign_bins, bin_sums, quantile_bin_edges, uniform_bin_edges
-from ._validation import check_classification_inputs, check_n_bins
+from ._validation import ROW_SUM_TOLERANCE, check_classification_inputs, check_n_bins
 
 #: Probabilities are clipped to ``[NLL_EPS, 1]`` before the logarithm of the NLL, so a
 #: probability of 0 for the true class costs ``-log(1e-15) = 34.5`` instead of infinity.
@@ -32,6 +32,9 @@ _EXP_UNDERFLOW = 746.0
 
 #: Number of elements of one block when a computation runs over blocks of rows.
 _BLOCK_ELEMENTS = 1 << 20
+
+#: Rows per block of the top-label binning.
+_TOP_LABEL_ROWS = 1 << 18
 
 _STRATEGIES = ("uniform", "quantile")
 _NORMS = ("l1", "l2", "max")
@@ -61,19 +64,49 @@ def _row_blocks(n_rows, n_cols):
         yield slice(start, min(start + step, n_rows))
 
 
-def _top_label(proba):
-    """Return the confidence (row maximum) and predicted column of each row in one pass.
+def _as_tensor(array):
+    """Return a CPU tensor sharing memory with ``array``, or None if torch cannot share it."""
+    if not (array.flags.c_contiguous and array.dtype.isnative):
+        return None
+    with warnings.catch_warnings():
+        # The tensor is only read; torch warns about non-writable arrays regardless.
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        return torch.from_numpy(array)
 
-    Ties go to the first maximal column, as with ``np.argmax``.
+
+def _confidence(proba):
+    """Return the row maxima (top-label confidences) in the input's precision."""
+    tensor = _as_tensor(proba)
+    if tensor is None:
+        return proba.max(axis=1)
+    return tensor.amax(dim=1).numpy()
+
+
+def _confidence_and_correct(proba, y_index):
+    """Return each row's confidence and whether its prediction (``argmax``) is right.
+
+    The prediction is right when the true class attains the row maximum, unless an
+    earlier column ties with it (``argmax`` takes the first maximal column). Two entries
+    equal to the maximum need ``2 max <= row sum``, so only rows whose maximum is at most
+    one half (plus the row-sum tolerance) can tie; only those are searched for their
+    first maximal column. This avoids the slow index-tracking reduction on every row.
     """
-    if proba.flags.c_contiguous and proba.dtype.isnative:
-        with warnings.catch_warnings():
-            # The tensor is only read; torch warns about non-writable arrays regardless.
-            warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-            values, indices = torch.from_numpy(proba).max(dim=1)
-        return values.numpy(), indices.numpy()
-    prediction = proba.argmax(axis=1)
-    return proba[np.arange(proba.shape[0]), prediction], prediction
+    tensor, index = _as_tensor(proba), _as_tensor(y_index)
+    if tensor is None or index is None:
+        confidence = proba.max(axis=1)
+        true_proba = proba[np.arange(proba.shape[0]), y_index]
+    else:
+        confidence = tensor.amax(dim=1).numpy()
+        true_proba = tensor.gather(1, index[:, None])[:, 0].numpy()
+    correct = true_proba == confidence
+    maybe_tied = correct & (y_index > 0) & (confidence <= 0.5 + ROW_SUM_TOLERANCE)
+    candidates = np.flatnonzero(maybe_tied)
+    step = max(1, _BLOCK_ELEMENTS // proba.shape[1])
+    for start in range(0, candidates.shape[0], step):
+        rows = candidates[start : start + step]
+        is_maximum = np.take(proba, rows, axis=0) == confidence[rows, None]
+        correct[rows] = is_maximum.argmax(axis=1) == y_index[rows]
+    return confidence, correct
 
 
 def _weighted_mean(values, sample_weight):
@@ -103,17 +136,30 @@ def _calibration_error_from_bins(counts, confidence_sums, accuracy_sums, norm):
 
 
 def _top_label_bins(y_index, proba, sample_weight, n_bins, strategy):
-    """Bin edges and per-bin count, confidence sum and accuracy sum of the top label."""
-    confidence, prediction = _top_label(proba)
-    correct = prediction == y_index
-    if strategy == "uniform":
-        edges = uniform_bin_edges(n_bins)
-    else:
+    """Bin edges and per-bin count, confidence sum and accuracy sum of the top label.
+
+    Equal-width bins are filled block by block (``_TOP_LABEL_ROWS`` rows at a time), so
+    the temporaries stay small and in cache; equal-mass bins need all confidences first.
+    """
+    if strategy == "quantile":
+        confidence, correct = _confidence_and_correct(proba, y_index)
         edges = quantile_bin_edges(confidence, n_bins)
-    index = assign_bins(confidence, edges)
-    counts, (confidence_sums, accuracy_sums) = bin_sums(
-        index, n_bins, [confidence, correct], sample_weight
-    )
+        counts, (confidence_sums, accuracy_sums) = bin_sums(
+            assign_bins(confidence, edges), n_bins, [confidence, correct], sample_weight
+        )
+        return edges, counts, confidence_sums, accuracy_sums
+    edges = uniform_bin_edges(n_bins)
+    counts, confidence_sums, accuracy_sums = np.zeros(n_bins), np.zeros(n_bins), np.zeros(n_bins)
+    for start in range(0, proba.shape[0], _TOP_LABEL_ROWS):
+        rows = slice(start, start + _TOP_LABEL_ROWS)
+        confidence, correct = _confidence_and_correct(proba[rows], y_index[rows])
+        weight = None if sample_weight is None else sample_weight[rows]
+        block_counts, (block_confidence, block_accuracy) = bin_sums(
+            assign_bins(confidence, edges), n_bins, [confidence, correct], weight
+        )
+        counts += block_counts
+        confidence_sums += block_confidence
+        accuracy_sums += block_accuracy
     return edges, counts, confidence_sums, accuracy_sums
 
 
@@ -387,10 +433,10 @@ def smooth_calibration_error(
     y_index, proba, sample_weight = check_classification_inputs(
         y_true, y_prob, labels=labels, sample_weight=sample_weight
     )
-    confidence, prediction = _top_label(proba)
+    confidence, correct = _confidence_and_correct(proba, y_index)
     order = np.argsort(confidence, kind="stable")
     confidence = confidence[order].astype(np.float64)
-    correct = (prediction == y_index)[order].astype(np.float64)
+    correct = correct[order].astype(np.float64)
     weight = None if sample_weight is None else sample_weight[order]
     numerator, denominator = _kernel_sums(confidence, correct, weight, bandwidth, include_self)
     smoothed_accuracy = numerator / (denominator + SECE_EPS)
@@ -441,7 +487,7 @@ def differentiable_calibration_error(
     cut = np.linspace(0.0, 1.0, n_bins + 1)[:-1]
     slope = np.arange(1.0, n_bins + 1)
     intercept = np.cumsum(-cut)
-    confidence, _ = _top_label(proba)
+    confidence = _confidence(proba)
     mass = np.zeros(n_bins)
     confidence_sums = np.zeros(n_bins)
     accuracy_sums = np.zeros(n_bins)
@@ -546,8 +592,8 @@ def top_label_accuracy(y_true, y_prob, *, labels=None, sample_weight=None):
     y_index, proba, sample_weight = check_classification_inputs(
         y_true, y_prob, labels=labels, sample_weight=sample_weight
     )
-    _, prediction = _top_label(proba)
-    return _weighted_mean(prediction == y_index, sample_weight)
+    _, correct = _confidence_and_correct(proba, y_index)
+    return _weighted_mean(correct, sample_weight)
 
 
 def reliability_diagram(

@@ -167,6 +167,7 @@ def test_ties_go_to_the_first_column_like_argmax():
 def test_read_only_input_gives_no_warning():
     proba, y = random_proba(100, 3, 4)
     proba.setflags(write=False)
+    y.setflags(write=False)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert expected_calibration_error(y, proba) == pytest.approx(reference_ece(y, proba, 15))
@@ -316,18 +317,23 @@ def test_dece_matches_the_formula_in_small_blocks(monkeypatch):
     )
 
 
-def test_blocked_classwise_and_brier_match_one_block(monkeypatch):
+def test_blocked_computations_match_one_block(monkeypatch):
     proba, y = random_proba(500, 6, 11)
     weight = np.random.default_rng(12).random(500)
-    expected = [
-        classwise_calibration_error(y, proba, sample_weight=weight),
-        brier_score(y, proba, sample_weight=weight),
-    ]
+
+    def values():
+        return [
+            classwise_calibration_error(y, proba, sample_weight=weight),
+            brier_score(y, proba, sample_weight=weight),
+            expected_calibration_error(y, proba, sample_weight=weight),
+            expected_calibration_error(y, proba, norm="max"),
+            *reliability_diagram(y, proba, sample_weight=weight).count,
+        ]
+
+    expected = values()
     monkeypatch.setattr(_metrics, "_BLOCK_ELEMENTS", 50)
-    got = [
-        classwise_calibration_error(y, proba, sample_weight=weight),
-        brier_score(y, proba, sample_weight=weight),
-    ]
+    monkeypatch.setattr(_metrics, "_TOP_LABEL_ROWS", 37)
+    got = values()
     np.testing.assert_allclose(got, expected, rtol=1e-12)
 
 
@@ -427,3 +433,21 @@ def test_invalid_n_bins_raise(metric, n_bins):
 def test_invalid_options_raise(metric, kwargs, message):
     with pytest.raises(ValueError, match=message):
         metric(Y, P, **kwargs)
+
+
+@pytest.mark.parametrize("n", [200, 40_000])
+def test_correctness_with_many_ties_matches_argmax(n):
+    # entries on a grid of 1/8 so that rows often tie at their maximum
+    rng = np.random.default_rng(15)
+    counts = rng.multinomial(8, np.full(4, 0.25), size=n)
+    proba = (counts / 8).astype(np.float32)
+    y = rng.integers(0, 4, n)
+    correct = proba.argmax(axis=1) == y
+    assert top_label_accuracy(y, proba) == pytest.approx(correct.mean())
+    conf = proba.max(axis=1).astype(np.float64)
+    index = np.searchsorted(np.linspace(0, 1, 16)[1:-1].astype(np.float32), proba.max(axis=1))
+    expected = sum(
+        (index == b).mean() * abs(correct[index == b].mean() - conf[index == b].mean())
+        for b in np.unique(index)
+    )
+    assert expected_calibration_error(y, proba) == pytest.approx(expected, abs=1e-12)
