@@ -33,7 +33,7 @@ _EXP_UNDERFLOW = 746.0
 #: Number of elements of one block when a computation runs over blocks of rows.
 _BLOCK_ELEMENTS = 1 << 20
 
-#: Rows per block of the top-label binning.
+#: Values per block of the top-label binning.
 _TOP_LABEL_ROWS = 1 << 18
 
 _STRATEGIES = ("uniform", "quantile")
@@ -138,24 +138,22 @@ def _calibration_error_from_bins(counts, confidence_sums, accuracy_sums, norm):
 def _top_label_bins(y_index, proba, sample_weight, n_bins, strategy):
     """Bin edges and per-bin count, confidence sum and accuracy sum of the top label.
 
-    Equal-width bins are filled block by block (``_TOP_LABEL_ROWS`` rows at a time), so
-    the temporaries stay small and in cache; equal-mass bins need all confidences first.
+    The confidences come from whole-array calls (one parallel torch call each; many small
+    ones stall when other processes hold the cores); the bins are then filled block by
+    block (``_TOP_LABEL_ROWS`` values at a time), so their temporaries stay small and in
+    cache.
     """
+    confidence, correct = _confidence_and_correct(proba, y_index)
     if strategy == "quantile":
-        confidence, correct = _confidence_and_correct(proba, y_index)
         edges = quantile_bin_edges(confidence, n_bins)
-        counts, (confidence_sums, accuracy_sums) = bin_sums(
-            assign_bins(confidence, edges), n_bins, [confidence, correct], sample_weight
-        )
-        return edges, counts, confidence_sums, accuracy_sums
-    edges = uniform_bin_edges(n_bins)
+    else:
+        edges = uniform_bin_edges(n_bins)
     counts, confidence_sums, accuracy_sums = np.zeros(n_bins), np.zeros(n_bins), np.zeros(n_bins)
     for start in range(0, proba.shape[0], _TOP_LABEL_ROWS):
         rows = slice(start, start + _TOP_LABEL_ROWS)
-        confidence, correct = _confidence_and_correct(proba[rows], y_index[rows])
         weight = None if sample_weight is None else sample_weight[rows]
         block_counts, (block_confidence, block_accuracy) = bin_sums(
-            assign_bins(confidence, edges), n_bins, [confidence, correct], weight
+            assign_bins(confidence[rows], edges), n_bins, [confidence[rows], correct[rows]], weight
         )
         counts += block_counts
         confidence_sums += block_confidence
