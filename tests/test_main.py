@@ -71,3 +71,23 @@ def test_format_report_aligns_rows_and_marks_missing_values():
     assert lines[0].split() == ["model", *(name for name, _, _ in REPORT_METRICS)]
     assert lines[2].split()[1:3] == ["0.667", f"{reports['a']['NLL']:.3f}"]
     assert lines[3].split()[-1] == "-"
+
+
+def test_readme_quickstart_runs():
+    import re
+    from pathlib import Path
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("## Quickstart: measuring calibration", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    namespace = {}
+    exec(code, namespace)
+    search, X_test, y_test = namespace["search"], namespace["X_test"], namespace["y_test"]
+    assert search.best_score_ < 0
+    assert 0 < expected_calibration_error(y_test, search.predict_proba(X_test)) < 0.1
+    plt.close("all")
