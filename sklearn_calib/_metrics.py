@@ -358,7 +358,8 @@ def _kernel_sums(confidence, correct, weight, bandwidth, include_self):
     reach = bandwidth * np.sqrt(2.0 * _EXP_UNDERFLOW)
     first = np.searchsorted(confidence, confidence - reach, side="left")
     stop = np.searchsorted(confidence, confidence + reach, side="right")
-    scale = 1.0 / (2.0 * bandwidth**2)
+    # dividing (not multiplying by 1 / (2 h^2)) keeps a tiny bandwidth from making 0 * inf
+    width = np.sqrt(2.0) * bandwidth
     numerator = np.empty(n)
     denominator = np.empty(n)
     start = 0
@@ -371,8 +372,10 @@ def _kernel_sums(confidence, correct, weight, bandwidth, include_self):
         end = start + max(1, int(np.searchsorted(size, _BLOCK_ELEMENTS, side="right")))
         lo, hi = first[start], stop[end - 1]
         kernel = confidence[start:end, None] - confidence[None, lo:hi]
-        np.square(kernel, out=kernel)
-        kernel *= -scale
+        kernel /= width
+        with np.errstate(over="ignore"):  # an infinite square is a kernel value of 0
+            np.square(kernel, out=kernel)
+        np.negative(kernel, out=kernel)
         np.exp(kernel, out=kernel)
         if not include_self:
             rows = np.arange(end - start)

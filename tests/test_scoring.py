@@ -451,3 +451,20 @@ def test_correctness_with_many_ties_matches_argmax(n):
         for b in np.unique(index)
     )
     assert expected_calibration_error(y, proba) == pytest.approx(expected, abs=1e-12)
+
+
+def test_sece_limits_of_the_bandwidth():
+    proba, y = random_proba(300, 3, 16)
+    r = proba.max(axis=1)
+    c = proba.argmax(axis=1) == y
+    # a vanishing bandwidth leaves each sample alone: |c_i - r_i|, or SACC = 0 without self
+    assert smooth_calibration_error(y, proba, bandwidth=1e-200) == pytest.approx(
+        np.mean(np.abs(c - r)), abs=1e-12
+    )
+    assert smooth_calibration_error(
+        y, proba, bandwidth=1e-200, include_self=False
+    ) == pytest.approx(r.mean(), abs=1e-12)
+    # a huge bandwidth gives every sample the overall accuracy
+    assert smooth_calibration_error(y, proba, bandwidth=1e6) == pytest.approx(
+        np.mean(np.abs(c.mean() - r)), abs=1e-9
+    )
