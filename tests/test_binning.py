@@ -63,8 +63,7 @@ def test_weighted_quantile_edges():
     expected = quantile_bin_edges(values, 4)
     np.testing.assert_array_equal(quantile_bin_edges(values, 4, np.ones(23)), expected)
     np.testing.assert_array_equal(quantile_bin_edges(values, 4, np.full(23, 0.1)), expected)
-    # Zero-weight values never become edges; the others give the edges of the subset
-    # rescaled to the full count.
+    # Zero-weight values never become edges.
     weight = np.ones(23)
     weight[values > 0.5] = 0.0
     edges = quantile_bin_edges(values, 4, weight)
@@ -87,3 +86,39 @@ def test_integer_weighted_quantile_edges_equal_repeated_values():
             quantile_bin_edges(values, n_bins, weight.astype(np.float64)),
             quantile_bin_edges(np.repeat(values, weight), n_bins),
         )
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n_bins", [1, 2, 15, 100, 300])
+def test_lookup_path_matches_binary_search(dtype, n_bins):
+    rng = np.random.default_rng(n_bins)
+    n = 1 << 16
+    edges = uniform_bin_edges(n_bins)
+    values = np.concatenate(
+        [
+            rng.random(n - 200),
+            rng.random(100) ** 40,
+            edges,
+            np.nextafter(edges.astype(dtype), 2.0),
+            np.nextafter(edges.astype(dtype), -1.0).clip(0),
+            [0.0, 1.0, 1.0005],
+        ]
+    ).astype(dtype)
+    expected = np.searchsorted(edges[1:-1].astype(dtype), values, side="left")
+    np.testing.assert_array_equal(assign_bins(values, edges), expected)
+    strided = values[::2]
+    np.testing.assert_array_equal(assign_bins(strided, edges), expected[::2])
+    quantile = quantile_bin_edges(values, n_bins)
+    expected = np.searchsorted(quantile[1:-1].astype(dtype), values, side="left")
+    np.testing.assert_array_equal(assign_bins(values, quantile), expected)
+
+
+def test_lookup_path_with_tied_edges_and_out_of_range_values():
+    values = np.full(1 << 16, 0.5)
+    values[:10] = np.linspace(0, 1, 10)
+    edges = quantile_bin_edges(values, 8)
+    expected = np.searchsorted(edges[1:-1], values, side="left")
+    np.testing.assert_array_equal(assign_bins(values, edges), expected)
+    values[0] = -0.25
+    index = assign_bins(values, uniform_bin_edges(4))
+    assert index[0] == 0 and index[9] == 3
