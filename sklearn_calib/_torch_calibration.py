@@ -65,6 +65,8 @@ def prepare_inputs(values, target, name="probs"):
             f"Expected `{name}` of shape (n_samples, n_classes) and `target` of shape "
             f"(n_samples,), got {tuple(values.shape)} and {tuple(target.shape)}."
         )
+    if values.shape[0] == 0:
+        raise ValueError(f"Expected at least one sample, got empty `{name}`.")
     if not values.is_floating_point():
         raise ValueError(f"Expected floating-point `{name}`, got dtype {values.dtype}.")
     if target.is_floating_point() or target.is_complex() or target.dtype == torch.bool:

@@ -352,6 +352,7 @@ def test_torch_calibration_measures_under_bf16_autocast(metric):
         ),
         (lambda: FocalLoss()(torch.ones(3, 2), torch.zeros(3)), "integer class indices"),
         (lambda: FocalLoss()(torch.ones(3), torch.zeros(3).long()), "shape"),
+        (lambda: FocalLoss()(torch.ones(0, 3), torch.zeros(0).long()), "at least one sample"),
         (lambda: FocalLoss()(torch.ones(3, 2).long(), torch.zeros(3).long()), "floating-point"),
     ],
 )
