@@ -6,6 +6,8 @@ Values are compared with the edges in the values' own precision, so a float32 co
 equal to ``float32(edge)`` lies in the bin below that edge.
 """
 
+import functools
+
 import numpy as np
 
 from ._validation import check_n_bins
@@ -57,8 +59,50 @@ def quantile_bin_edges(values, n_bins):
     return np.concatenate([[0.0], inner, [1.0]])
 
 
+#: Right shift of a float's bit pattern that keys the lookup table of :func:`assign_bins`:
+#: 2**7 keys per power of two, so one key spans at most 1/256 of [0.5, 1].
+_KEY_SHIFT = {np.dtype(np.float32): 16, np.dtype(np.float64): 45}
+_KEY_UINT = {np.dtype(np.float32): np.uint32, np.dtype(np.float64): np.uint64}
+#: Below this many values a binary search is as fast as building the table.
+_LOOKUP_MIN_SIZE = 1 << 15
+
+
+@functools.lru_cache(maxsize=16)
+def _cached_lookup_table(inner_bytes, dtype_str):
+    dtype = np.dtype(dtype_str)
+    table = _lookup_table(np.frombuffer(inner_bytes, dtype=dtype), dtype)
+    if table is not None:
+        for array in table:
+            array.setflags(write=False)
+    return table
+
+
+def _lookup_table(inner, dtype):
+    """Return (first bin, edge) per bit-pattern key of ``dtype`` values in [0, 2), or None.
+
+    Non-negative floats order like their bit patterns, so all values sharing a key lie in
+    one interval. When no interval holds more than one inner edge, the bin of a value is
+    the bin of its interval's start plus one if it exceeds that interval's edge.
+    """
+    shift, uint = _KEY_SHIFT[dtype], _KEY_UINT[dtype]
+    n_keys = int(np.array(2.0, dtype=dtype).view(uint)) >> shift
+    keys = np.arange(n_keys + 1, dtype=uint) << uint(shift)
+    starts = keys.view(dtype)
+    ends = (keys | uint((1 << shift) - 1)).view(dtype)
+    first = np.searchsorted(inner, starts, side="left")
+    n_edges = np.searchsorted(inner, ends, side="left") - first
+    if n_edges.max() > 1:
+        return None
+    edge = np.where(n_edges == 1, inner[np.minimum(first, len(inner) - 1)], np.inf)
+    return first, edge.astype(dtype)
+
+
 def assign_bins(values, edges):
     """Return the bin index of each value under the ``(lower, upper]`` rule.
+
+    Large float32/float64 inputs in [0, 1] are placed through a lookup table keyed by the
+    top bits of each value (exact, and about three times faster than a binary search whose
+    branches the values' order cannot predict); other inputs by ``np.searchsorted``.
 
     Parameters
     ----------
@@ -74,6 +118,20 @@ def assign_bins(values, edges):
         Integers in ``[0, n_bins - 1]``.
     """
     inner = np.asarray(edges[1:-1], dtype=values.dtype)
+    if (
+        values.dtype in _KEY_SHIFT
+        and values.ndim == 1
+        and values.shape[0] >= _LOOKUP_MIN_SIZE
+        and inner.shape[0] > 0
+        and inner[-1] <= 1
+        and values.min() >= 0
+    ):
+        table = _cached_lookup_table(inner.tobytes(), values.dtype.str)
+        if table is not None:
+            first, edge = table
+            keys = values.view(_KEY_UINT[values.dtype]) >> _KEY_SHIFT[values.dtype]
+            np.minimum(keys, len(first) - 1, out=keys)
+            return first[keys] + (values > edge[keys])
     return np.searchsorted(inner, values, side="left")
 
 

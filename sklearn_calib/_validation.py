@@ -50,7 +50,9 @@ def check_probabilities(y_prob, *, tol=ROW_SUM_TOLERANCE):
     A 1-D input is read as the probability of the positive class of a binary problem (what
     scikit-learn scorers pass) and becomes the two columns ``(1 - p, p)``. A 2-D input is
     returned without a copy when it is float32 or float64. The checks need no temporary of
-    the input's size: non-finite values show up in the float64 row sums.
+    the input's size: non-finite values show up in the row sums, which are one
+    matrix-vector product in the input's precision (float32 rounding of a sum of K terms is
+    far below ``tol``).
 
     Parameters
     ----------
@@ -86,13 +88,13 @@ def check_probabilities(y_prob, *, tol=ROW_SUM_TOLERANCE):
             f"Expected `y_prob` to have at least 2 columns, got shape {proba.shape}; "
             "pass a 1-D array for the positive-class probabilities of a binary problem."
         )
-    row_sums = proba.sum(axis=1, dtype=np.float64)
-    if not np.isfinite(row_sums).all():
+    row_sums = proba @ np.ones(proba.shape[1], dtype=proba.dtype)
+    lowest, highest = row_sums.min(), row_sums.max()
+    if not (np.isfinite(lowest) and np.isfinite(highest)):
         raise ValueError("`y_prob` contains NaN or infinite values.")
     if proba.min() < 0:
         raise ValueError(f"`y_prob` contains negative values (minimum {proba.min()}).")
-    worst = np.abs(row_sums - 1.0).max()
-    if worst > tol:
+    if max(highest - 1.0, 1.0 - lowest) > tol:
         row = int(np.abs(row_sums - 1.0).argmax())
         raise ValueError(
             f"Expected each row of `y_prob` to sum to 1 (tolerance {tol}), "
@@ -131,7 +133,12 @@ def encode_labels(y, classes):
     Returns
     -------
     y_index : ndarray of shape (n_samples,), dtype int64
+        May be ``y`` itself when it already holds column indices; do not modify it.
     """
+    if y.dtype.kind in "iu" and classes.dtype.kind in "iu":
+        y_index = _encode_integer_labels(y, classes)
+        if y_index is not None:
+            return y_index
     order = np.argsort(classes, kind="stable")
     sorted_classes = classes[order]
     position = np.searchsorted(sorted_classes, y)
@@ -145,6 +152,22 @@ def encode_labels(y, classes):
     return order[position].astype(np.int64)
 
 
+def _encode_integer_labels(y, classes):
+    """Map integer labels through a lookup table; None when a label is unknown."""
+    if len(y) == 0 or len(classes) == 0:
+        return None
+    low, high = int(classes.min()), int(classes.max())
+    if high - low > max(len(y), 1 << 16) or int(y.min()) < low or int(y.max()) > high:
+        return None
+    if low == 0 and high == len(classes) - 1 and np.array_equal(classes, np.arange(len(classes))):
+        return y.astype(np.int64, copy=False)
+    table = np.full(high - low + 1, -1, dtype=np.int64)
+    table[classes.astype(np.int64) - low] = np.arange(len(classes))
+    y = y.astype(np.int64, copy=False)
+    y_index = table[y - low] if low else table[y]
+    return None if y_index.min() < 0 else y_index
+
+
 def _resolve_classes(y, labels, n_classes):
     """Return the labels that the ``n_classes`` columns of the probabilities stand for."""
     if labels is not None:
@@ -156,6 +179,8 @@ def _resolve_classes(y, labels, n_classes):
                 f"`labels` names {len(classes)} classes but `y_prob` has {n_classes} columns."
             )
         return classes
+    if y.dtype.kind in "iu" and y.min() >= 0 and y.max() < n_classes:
+        return np.arange(n_classes)
     present = np.unique(y)
     if len(present) == n_classes:
         return present

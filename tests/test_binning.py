@@ -54,3 +54,39 @@ def test_bin_sums_keep_empty_bins_and_apply_weights():
     counts, (sums,) = bin_sums(index, 4, [conf], sample_weight=np.array([1.0, 3.0, 0.5]))
     np.testing.assert_allclose(counts, [4, 0, 0.5, 0])
     np.testing.assert_allclose(sums, [1.0, 0, 0.45, 0])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n_bins", [1, 2, 15, 100, 300])
+def test_lookup_path_matches_binary_search(dtype, n_bins):
+    rng = np.random.default_rng(n_bins)
+    n = 1 << 16
+    edges = uniform_bin_edges(n_bins)
+    values = np.concatenate(
+        [
+            rng.random(n - 200),
+            rng.random(100) ** 40,
+            edges,
+            np.nextafter(edges.astype(dtype), 2.0),
+            np.nextafter(edges.astype(dtype), -1.0).clip(0),
+            [0.0, 1.0, 1.0005],
+        ]
+    ).astype(dtype)
+    expected = np.searchsorted(edges[1:-1].astype(dtype), values, side="left")
+    np.testing.assert_array_equal(assign_bins(values, edges), expected)
+    strided = values[::2]
+    np.testing.assert_array_equal(assign_bins(strided, edges), expected[::2])
+    quantile = quantile_bin_edges(values, n_bins)
+    expected = np.searchsorted(quantile[1:-1].astype(dtype), values, side="left")
+    np.testing.assert_array_equal(assign_bins(values, quantile), expected)
+
+
+def test_lookup_path_with_tied_edges_and_out_of_range_values():
+    values = np.full(1 << 16, 0.5)
+    values[:10] = np.linspace(0, 1, 10)
+    edges = quantile_bin_edges(values, 8)
+    expected = np.searchsorted(edges[1:-1], values, side="left")
+    np.testing.assert_array_equal(assign_bins(values, edges), expected)
+    values[0] = -0.25
+    index = assign_bins(values, uniform_bin_edges(4))
+    assert index[0] == 0 and index[9] == 3

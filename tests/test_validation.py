@@ -78,3 +78,32 @@ def test_bad_n_bins_raise(n_bins):
 def test_bad_sample_weight_raise(weight, message):
     with pytest.raises(ValueError, match=message):
         check_sample_weight(weight, 2)
+
+
+@pytest.mark.parametrize(
+    "classes",
+    [np.array([0, 1, 2]), np.array([30, -5, 7]), np.array([2, 0, 1], dtype=np.uint8)],
+)
+def test_integer_label_lookup_matches_the_general_mapping(classes):
+    rng = np.random.default_rng(0)
+    y = classes[rng.integers(0, 3, 50)]
+    y_index, _, _ = check_classification_inputs(y, np.tile(P, (17, 1))[:50], labels=classes)
+    np.testing.assert_array_equal(classes[y_index], y)
+    # the same labels as strings take the general (sorting) path
+    y_index_str, _, _ = check_classification_inputs(
+        y.astype(str), np.tile(P, (17, 1))[:50], labels=classes.astype(str)
+    )
+    np.testing.assert_array_equal(y_index, y_index_str)
+
+
+@pytest.mark.parametrize("y", [[30, 8, 7], [30, -6, 7], [31, 30, 7]])
+def test_unknown_integer_label_raises_through_the_lookup(y):
+    with pytest.raises(ValueError, match="not in `labels`"):
+        check_classification_inputs(y, P, labels=[30, -5, 7])
+
+
+def test_row_sums_in_float32_still_catch_a_small_deviation():
+    proba = np.array([[0.5, 0.4985, 0.0]], dtype=np.float32)
+    with pytest.raises(ValueError, match="sum to 1"):
+        check_probabilities(proba)
+    check_probabilities(np.array([[0.5, 0.4995, 0.0]], dtype=np.float32))

@@ -1,0 +1,646 @@
+"""Calibration metrics computed with numpy from predicted probabilities.
+
+Every function validates its input with ``check_classification_inputs`` of
+:mod:`sklearn_calib._validation` and bins with the one rule of
+:mod:`sklearn_calib._binning`. Sums are accumulated in
+float64 whatever the input precision, and no function makes a temporary of the input's
+full ``(n_samples, n_classes)`` size: per-class work runs over blocks of rows.
+"""
+
+import numbers
+import warnings
+
+import numpy as np
+import torch
+from scipy.special import expit, softmax
+from sklearn.utils import Bunch
+
+from ._binning import assign_bins, bin_sums, quantile_bin_edges, uniform_bin_edges
+from ._validation import ROW_SUM_TOLERANCE, check_classification_inputs, check_n_bins
+
+#: Probabilities are clipped to ``[NLL_EPS, 1]`` before the logarithm of the NLL, so a
+#: probability of 0 for the true class costs ``-log(1e-15) = 34.5`` instead of infinity.
+NLL_EPS = 1e-15
+
+#: Added to the kernel sums of SECE (as in SPEC §1), so that a sample without any
+#: neighbour (possible with ``include_self=False``) gets a smoothed accuracy of 0.
+SECE_EPS = 1e-12
+
+#: Smallest ``x`` for which ``exp(-x)`` is exactly 0 in float64 (rounded up): a Gaussian
+#: kernel term vanishes exactly once ``|u - v| > sqrt(2 * 746) * h``, about 38.6 h.
+_EXP_UNDERFLOW = 746.0
+
+#: Number of elements of one block when a computation runs over blocks of rows.
+_BLOCK_ELEMENTS = 1 << 20
+
+#: Values per block of the top-label binning.
+_TOP_LABEL_ROWS = 1 << 18
+
+_STRATEGIES = ("uniform", "quantile")
+_NORMS = ("l1", "l2", "max")
+
+
+def _check_option(value, name, options):
+    if not isinstance(value, str) or value not in options:
+        raise ValueError(f"Expected `{name}` to be one of {options}, got {value!r}.")
+    return value
+
+
+def _check_positive(value, name):
+    if (
+        isinstance(value, (bool, np.bool_))
+        or not isinstance(value, numbers.Real)
+        or not np.isfinite(value)
+        or value <= 0
+    ):
+        raise ValueError(f"Expected `{name}` to be a positive finite number, got {value!r}.")
+    return float(value)
+
+
+def _row_blocks(n_rows, n_cols):
+    """Yield slices of consecutive rows holding about ``_BLOCK_ELEMENTS`` elements each."""
+    step = max(1, _BLOCK_ELEMENTS // max(n_cols, 1))
+    for start in range(0, n_rows, step):
+        yield slice(start, min(start + step, n_rows))
+
+
+def _as_tensor(array):
+    """Return a CPU tensor sharing memory with ``array``, or None if torch cannot share it."""
+    if not (array.flags.c_contiguous and array.dtype.isnative):
+        return None
+    with warnings.catch_warnings():
+        # The tensor is only read; torch warns about non-writable arrays regardless.
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        return torch.from_numpy(array)
+
+
+def _confidence(proba):
+    """Return the row maxima (top-label confidences) in the input's precision."""
+    tensor = _as_tensor(proba)
+    if tensor is None:
+        return proba.max(axis=1)
+    return tensor.amax(dim=1).numpy()
+
+
+def _confidence_and_correct(proba, y_index):
+    """Return each row's confidence and whether its prediction (``argmax``) is right.
+
+    The prediction is right when the true class attains the row maximum, unless an
+    earlier column ties with it (``argmax`` takes the first maximal column). Two entries
+    equal to the maximum need ``2 max <= row sum``, so only rows whose maximum is at most
+    one half (plus the row-sum tolerance) can tie; only those are searched for their
+    first maximal column. This avoids the slow index-tracking reduction on every row.
+    """
+    tensor, index = _as_tensor(proba), _as_tensor(y_index)
+    if tensor is None or index is None:
+        confidence = proba.max(axis=1)
+        true_proba = proba[np.arange(proba.shape[0]), y_index]
+    else:
+        confidence = tensor.amax(dim=1).numpy()
+        true_proba = tensor.gather(1, index[:, None])[:, 0].numpy()
+    correct = true_proba == confidence
+    maybe_tied = correct & (y_index > 0) & (confidence <= 0.5 + ROW_SUM_TOLERANCE)
+    candidates = np.flatnonzero(maybe_tied)
+    step = max(1, _BLOCK_ELEMENTS // proba.shape[1])
+    for start in range(0, candidates.shape[0], step):
+        rows = candidates[start : start + step]
+        is_maximum = np.take(proba, rows, axis=0) == confidence[rows, None]
+        correct[rows] = is_maximum.argmax(axis=1) == y_index[rows]
+    return confidence, correct
+
+
+def _weighted_mean(values, sample_weight):
+    if sample_weight is None:
+        return float(np.mean(values, dtype=np.float64))
+    return float(np.dot(values, sample_weight) / sample_weight.sum())
+
+
+def _true_class_proba(proba, y_index):
+    return proba[np.arange(proba.shape[0]), y_index].astype(np.float64)
+
+
+def _calibration_error_from_bins(counts, confidence_sums, accuracy_sums, norm):
+    """Calibration error from per-bin sums; leading axes (for example classes) are kept.
+
+    Empty bins (count or total weight 0) take no part, also in the ``"max"`` norm.
+    """
+    nonempty = counts > 0
+    safe = np.where(nonempty, counts, 1.0)
+    gap = np.where(nonempty, np.abs(accuracy_sums - confidence_sums) / safe, 0.0)
+    share = counts / counts.sum(axis=-1, keepdims=True)
+    if norm == "l1":
+        return (share * gap).sum(axis=-1)
+    if norm == "l2":
+        return np.sqrt((share * gap**2).sum(axis=-1))
+    return gap.max(axis=-1)
+
+
+def _top_label_bins(y_index, proba, sample_weight, n_bins, strategy):
+    """Bin edges and per-bin count, confidence sum and accuracy sum of the top label.
+
+    The confidences come from whole-array calls (one parallel torch call each; many small
+    ones stall when other processes hold the cores); the bins are then filled block by
+    block (``_TOP_LABEL_ROWS`` values at a time), so their temporaries stay small and in
+    cache.
+    """
+    confidence, correct = _confidence_and_correct(proba, y_index)
+    if strategy == "quantile":
+        edges = quantile_bin_edges(confidence, n_bins)
+    else:
+        edges = uniform_bin_edges(n_bins)
+    counts, confidence_sums, accuracy_sums = np.zeros(n_bins), np.zeros(n_bins), np.zeros(n_bins)
+    for start in range(0, proba.shape[0], _TOP_LABEL_ROWS):
+        rows = slice(start, start + _TOP_LABEL_ROWS)
+        weight = None if sample_weight is None else sample_weight[rows]
+        block_counts, (block_confidence, block_accuracy) = bin_sums(
+            assign_bins(confidence[rows], edges), n_bins, [confidence[rows], correct[rows]], weight
+        )
+        counts += block_counts
+        confidence_sums += block_confidence
+        accuracy_sums += block_accuracy
+    return edges, counts, confidence_sums, accuracy_sums
+
+
+def expected_calibration_error(
+    y_true, y_prob, *, n_bins=15, strategy="uniform", norm="l1", labels=None, sample_weight=None
+):
+    """Expected calibration error (ECE) of the top-label confidence.
+
+    The confidence ``r = max_k p_k`` of each sample is binned under the rule
+    ``(lower, upper]`` with 0 in the first bin; the error is
+    ``sum_b (n_b / N) |acc_b - conf_b|`` over the non-empty bins (``"l1"``), its
+    root-mean-square form (``"l2"``) or the largest gap (``"max"``, the MCE). A binary
+    problem given as 1-D positive-class probabilities is scored on ``max(p, 1 - p)``.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        True labels of any type.
+    y_prob : array-like of shape (n_samples, n_classes) or (n_samples,)
+        Predicted probabilities; 1-D means the positive class of a binary problem.
+    n_bins : int, default=15
+        Number of bins.
+    strategy : {"uniform", "quantile"}, default="uniform"
+        Equal-width bins on [0, 1], or equal-mass bins (see
+        :func:`adaptive_calibration_error`).
+    norm : {"l1", "l2", "max"}, default="l1"
+        How the per-bin gaps are combined.
+    labels : array-like of shape (n_classes,), default=None
+        The class of each column of ``y_prob``; needed when ``y_true`` lacks a class and
+        its labels are not the column indices.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Sample weights; a bin's share and means are weighted.
+
+    Returns
+    -------
+    error : float
+        In [0, 1].
+    """
+    n_bins = check_n_bins(n_bins)
+    _check_option(strategy, "strategy", _STRATEGIES)
+    _check_option(norm, "norm", _NORMS)
+    y_index, proba, sample_weight = check_classification_inputs(
+        y_true, y_prob, labels=labels, sample_weight=sample_weight
+    )
+    _, counts, confidence_sums, accuracy_sums = _top_label_bins(
+        y_index, proba, sample_weight, n_bins, strategy
+    )
+    return float(_calibration_error_from_bins(counts, confidence_sums, accuracy_sums, norm))
+
+
+def maximum_calibration_error(
+    y_true, y_prob, *, n_bins=15, strategy="uniform", labels=None, sample_weight=None
+):
+    """Maximum calibration error (MCE): the largest ``|acc_b - conf_b|`` over non-empty bins.
+
+    Same as ``expected_calibration_error(..., norm="max")``.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        True labels of any type.
+    y_prob : array-like of shape (n_samples, n_classes) or (n_samples,)
+        Predicted probabilities; 1-D means the positive class of a binary problem.
+    n_bins : int, default=15
+        Number of bins.
+    strategy : {"uniform", "quantile"}, default="uniform"
+        Equal-width or equal-mass bins.
+    labels : array-like of shape (n_classes,), default=None
+        The class of each column of ``y_prob``.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Sample weights.
+
+    Returns
+    -------
+    error : float
+    """
+    return expected_calibration_error(
+        y_true,
+        y_prob,
+        n_bins=n_bins,
+        strategy=strategy,
+        norm="max",
+        labels=labels,
+        sample_weight=sample_weight,
+    )
+
+
+def adaptive_calibration_error(
+    y_true, y_prob, *, n_bins=15, norm="l1", labels=None, sample_weight=None
+):
+    """Adaptive calibration error (AdaECE / ACE): ECE over equal-mass bins.
+
+    The sorted confidences are split into ``n_bins`` groups whose sizes differ by at most
+    one (the first ``N % n_bins`` groups are larger); each inner bin edge is the largest
+    confidence of its group, and bins keep the ``(lower, upper]`` rule. Every sample is
+    counted, the smallest confidence included. Ties are never split: confidences equal
+    to an edge all fall in the lower bin, which then holds more samples than its share
+    (and with fewer distinct confidences than bins some bins are empty). The groups are
+    formed by sample count; ``sample_weight`` weights the sums within the bins.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        True labels of any type.
+    y_prob : array-like of shape (n_samples, n_classes) or (n_samples,)
+        Predicted probabilities; 1-D means the positive class of a binary problem.
+    n_bins : int, default=15
+        Number of bins.
+    norm : {"l1", "l2", "max"}, default="l1"
+        How the per-bin gaps are combined.
+    labels : array-like of shape (n_classes,), default=None
+        The class of each column of ``y_prob``.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Sample weights.
+
+    Returns
+    -------
+    error : float
+    """
+    return expected_calibration_error(
+        y_true,
+        y_prob,
+        n_bins=n_bins,
+        strategy="quantile",
+        norm=norm,
+        labels=labels,
+        sample_weight=sample_weight,
+    )
+
+
+def classwise_calibration_error(
+    y_true, y_prob, *, n_bins=15, norm="l1", labels=None, sample_weight=None
+):
+    """Classwise ECE: the mean over classes of the ECE of ``p_k`` against ``1[y = k]``.
+
+    Each class uses equal-width bins under the ``(lower, upper]`` rule. The classes are the
+    columns of ``y_prob`` (or ``labels``), so a class absent from ``y_true`` still counts
+    in the mean.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        True labels of any type.
+    y_prob : array-like of shape (n_samples, n_classes) or (n_samples,)
+        Predicted probabilities; 1-D means the positive class of a binary problem (two
+        classes).
+    n_bins : int, default=15
+        Number of bins per class.
+    norm : {"l1", "l2", "max"}, default="l1"
+        How the per-bin gaps of one class are combined.
+    labels : array-like of shape (n_classes,), default=None
+        The class of each column of ``y_prob``.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Sample weights.
+
+    Returns
+    -------
+    error : float
+    """
+    n_bins = check_n_bins(n_bins)
+    _check_option(norm, "norm", _NORMS)
+    y_index, proba, sample_weight = check_classification_inputs(
+        y_true, y_prob, labels=labels, sample_weight=sample_weight
+    )
+    n_classes = proba.shape[1]
+    edges = uniform_bin_edges(n_bins)
+    offsets = np.arange(n_classes) * n_bins
+    classes = np.arange(n_classes)
+    counts = np.zeros(n_classes * n_bins)
+    confidence_sums = np.zeros(n_classes * n_bins)
+    accuracy_sums = np.zeros(n_classes * n_bins)
+    for rows in _row_blocks(proba.shape[0], n_classes):
+        block = proba[rows].ravel()
+        index = (assign_bins(block, edges).reshape(-1, n_classes) + offsets).ravel()
+        is_class = (y_index[rows, None] == classes).ravel()
+        weight = None if sample_weight is None else np.repeat(sample_weight[rows], n_classes)
+        block_counts, (block_confidence, block_accuracy) = bin_sums(
+            index, n_classes * n_bins, [block, is_class], weight
+        )
+        counts += block_counts
+        confidence_sums += block_confidence
+        accuracy_sums += block_accuracy
+    shape = (n_classes, n_bins)
+    per_class = _calibration_error_from_bins(
+        counts.reshape(shape), confidence_sums.reshape(shape), accuracy_sums.reshape(shape), norm
+    )
+    return float(per_class.mean())
+
+
+def _kernel_sums(confidence, correct, weight, bandwidth, include_self):
+    """Return ``sum_j w_j K(r_i, r_j) c_j`` and ``sum_j w_j K(r_i, r_j)`` for every i.
+
+    ``confidence`` is sorted, so each block of rows only meets the columns within the
+    distance beyond which the float64 kernel is exactly 0; blocks hold about
+    ``_BLOCK_ELEMENTS`` kernel entries (one row at least), which bounds the memory.
+    """
+    n = confidence.shape[0]
+    reach = bandwidth * np.sqrt(2.0 * _EXP_UNDERFLOW)
+    first = np.searchsorted(confidence, confidence - reach, side="left")
+    stop = np.searchsorted(confidence, confidence + reach, side="right")
+    # dividing (not multiplying by 1 / (2 h^2)) keeps a tiny bandwidth from making 0 * inf
+    width = np.sqrt(2.0) * bandwidth
+    numerator = np.empty(n)
+    denominator = np.empty(n)
+    start = 0
+    while start < n:
+        # Rows [start, end) meet columns [first[start], stop[end - 1]); grow the block
+        # while rows * columns stays within the budget (both factors grow with end).
+        most_rows = _BLOCK_ELEMENTS // (stop[start] - first[start]) + 1
+        candidates = np.arange(start, min(n, start + most_rows))
+        size = (candidates - start + 1) * (stop[candidates] - first[start])
+        end = start + max(1, int(np.searchsorted(size, _BLOCK_ELEMENTS, side="right")))
+        lo, hi = first[start], stop[end - 1]
+        kernel = confidence[start:end, None] - confidence[None, lo:hi]
+        kernel /= width
+        with np.errstate(over="ignore"):  # an infinite square is a kernel value of 0
+            np.square(kernel, out=kernel)
+        np.negative(kernel, out=kernel)
+        np.exp(kernel, out=kernel)
+        if not include_self:
+            rows = np.arange(end - start)
+            kernel[rows, rows + start - lo] = 0.0
+        if weight is not None:
+            kernel *= weight[lo:hi]
+        numerator[start:end] = kernel @ correct[lo:hi]
+        denominator[start:end] = kernel.sum(axis=1)
+        start = end
+    return numerator, denominator
+
+
+def smooth_calibration_error(
+    y_true, y_prob, *, bandwidth=0.01, include_self=True, labels=None, sample_weight=None
+):
+    """Smooth expected calibration error (SECE, Wang et al. 2023).
+
+    A Gaussian kernel ``K(u, v) = exp(-(u - v)^2 / (2 h^2))`` on the top-label
+    confidences ``r`` estimates the accuracy at each sample's confidence,
+    ``SACC_i = sum_j K(r_i, r_j) c_j / (sum_j K(r_i, r_j) + 1e-12)``, and
+    ``SECE = mean_i |SACC_i - r_i|``. The sums are exact over all pairs, computed in
+    float64 over blocks of sorted confidences, so memory stays bounded; pairs farther
+    apart than about 38.6 h are skipped because their kernel value is exactly 0 in
+    float64. Time is O(n^2) at worst.
+
+    ``include_self=True`` (default) keeps ``j = i`` in the sums, as the kernel estimate of
+    the paper's eq. (12) does: every sample then has a positive kernel mass, the result
+    is a continuous function of the inputs, a vanishing bandwidth gives
+    ``mean |c_i - r_i|`` as the paper states, and integer sample weights equal repeated
+    rows. ``include_self=False`` is the leave-one-out estimate: less biased towards each
+    sample's own outcome, but a sample with no neighbour within the kernel's reach gets
+    ``SACC_i = 0``.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        True labels of any type.
+    y_prob : array-like of shape (n_samples, n_classes) or (n_samples,)
+        Predicted probabilities; 1-D means the positive class of a binary problem.
+    bandwidth : float, default=0.01
+        Kernel bandwidth ``h`` (the paper's choice).
+    include_self : bool, default=True
+        Whether a sample counts in its own accuracy estimate.
+    labels : array-like of shape (n_classes,), default=None
+        The class of each column of ``y_prob``.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Sample weights, applied to the neighbours in the kernel sums and to the mean.
+
+    Returns
+    -------
+    error : float
+    """
+    bandwidth = _check_positive(bandwidth, "bandwidth")
+    if not isinstance(include_self, (bool, np.bool_)):
+        raise ValueError(f"Expected `include_self` to be a bool, got {include_self!r}.")
+    y_index, proba, sample_weight = check_classification_inputs(
+        y_true, y_prob, labels=labels, sample_weight=sample_weight
+    )
+    confidence, correct = _confidence_and_correct(proba, y_index)
+    order = np.argsort(confidence, kind="stable")
+    confidence = confidence[order].astype(np.float64)
+    correct = correct[order].astype(np.float64)
+    weight = None if sample_weight is None else sample_weight[order]
+    numerator, denominator = _kernel_sums(confidence, correct, weight, bandwidth, include_self)
+    smoothed_accuracy = numerator / (denominator + SECE_EPS)
+    return _weighted_mean(np.abs(smoothed_accuracy - confidence), weight)
+
+
+def differentiable_calibration_error(
+    y_true, y_prob, *, n_bins=15, t_a=100.0, t_b=0.01, labels=None, sample_weight=None
+):
+    """Differentiable ECE (DECE, Bohdal et al. 2021) computed with numpy.
+
+    Soft bins: with ``cut = linspace(0, 1, M + 1)[:-1]``, ``W = [1..M]`` and
+    ``b = cumsum(-cut)``, sample i belongs to bin k with weight
+    ``o_ik = softmax_k((r_i W_k + b_k) / t_b)``, smoothed to
+    ``(o + 1e-6) / (1 + (M + 1) 1e-6)``. Soft accuracy: the soft rank of the true class,
+    ``rank_i = 0.5 + sum_b sigmoid(t_a (p_ib - p_iy))``, gives ``acc_i = relu(2 - rank_i)``.
+    Then ``DECE = sum_k (sum_i o_ik / N) |acc_k - conf_k|`` with ``conf_k``, ``acc_k`` the
+    ``o``-weighted means of ``r_i`` and ``acc_i``. The torch version in
+    :mod:`sklearn_calib.losses` computes the same value.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        True labels of any type.
+    y_prob : array-like of shape (n_samples, n_classes) or (n_samples,)
+        Predicted probabilities; 1-D means the positive class of a binary problem.
+    n_bins : int, default=15
+        Number of soft bins ``M``.
+    t_a : float, default=100.0
+        Temperature of the soft rank (larger is closer to the hard accuracy).
+    t_b : float, default=0.01
+        Temperature of the soft binning (smaller is closer to hard bins).
+    labels : array-like of shape (n_classes,), default=None
+        The class of each column of ``y_prob``.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Sample weights, multiplying each sample's bin memberships.
+
+    Returns
+    -------
+    error : float
+    """
+    n_bins = check_n_bins(n_bins)
+    t_a = _check_positive(t_a, "t_a")
+    t_b = _check_positive(t_b, "t_b")
+    y_index, proba, sample_weight = check_classification_inputs(
+        y_true, y_prob, labels=labels, sample_weight=sample_weight
+    )
+    cut = np.linspace(0.0, 1.0, n_bins + 1)[:-1]
+    slope = np.arange(1.0, n_bins + 1)
+    intercept = np.cumsum(-cut)
+    confidence = _confidence(proba)
+    mass = np.zeros(n_bins)
+    confidence_sums = np.zeros(n_bins)
+    accuracy_sums = np.zeros(n_bins)
+    n_cols = max(proba.shape[1], n_bins)
+    for rows in _row_blocks(proba.shape[0], n_cols):
+        block = proba[rows].astype(np.float64)
+        true_proba = block[np.arange(block.shape[0]), y_index[rows]]
+        rank = 0.5 + expit(t_a * (block - true_proba[:, None])).sum(axis=1)
+        accuracy = np.maximum(2.0 - rank, 0.0)
+        r = confidence[rows].astype(np.float64)
+        membership = softmax((r[:, None] * slope + intercept) / t_b, axis=1)
+        membership = (membership + 1e-6) / (1.0 + (n_bins + 1) * 1e-6)
+        if sample_weight is not None:
+            membership *= sample_weight[rows, None]
+        mass += membership.sum(axis=0)
+        confidence_sums += r @ membership
+        accuracy_sums += accuracy @ membership
+    total = proba.shape[0] if sample_weight is None else sample_weight.sum()
+    gap = np.abs(accuracy_sums - confidence_sums) / mass
+    return float(np.sum(mass / total * gap))
+
+
+def brier_score(y_true, y_prob, *, labels=None, sample_weight=None):
+    """Multiclass Brier score: the mean over samples of ``sum_k (p_k - 1[y = k])^2``.
+
+    It lies in [0, 2]. For a binary problem this is twice scikit-learn's default
+    ``brier_score_loss`` (which scores the positive column only); it equals
+    ``brier_score_loss(..., scale_by_half=False)``.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        True labels of any type.
+    y_prob : array-like of shape (n_samples, n_classes) or (n_samples,)
+        Predicted probabilities; 1-D means the positive class of a binary problem.
+    labels : array-like of shape (n_classes,), default=None
+        The class of each column of ``y_prob``.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Sample weights.
+
+    Returns
+    -------
+    score : float
+    """
+    y_index, proba, sample_weight = check_classification_inputs(
+        y_true, y_prob, labels=labels, sample_weight=sample_weight
+    )
+    squares = np.empty(proba.shape[0])
+    for rows in _row_blocks(proba.shape[0], proba.shape[1]):
+        block = proba[rows].astype(np.float64)
+        squares[rows] = np.einsum("ij,ij->i", block, block)
+    per_sample = squares - 2.0 * _true_class_proba(proba, y_index) + 1.0
+    return _weighted_mean(per_sample, sample_weight)
+
+
+def negative_log_likelihood(y_true, y_prob, *, labels=None, sample_weight=None):
+    """Mean negative log-likelihood of the true class, ``-mean log p_y``.
+
+    Probabilities are clipped to ``[NLL_EPS, 1]`` with ``NLL_EPS = 1e-15`` first, so a
+    zero probability for the true class costs 34.5 rather than infinity.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        True labels of any type.
+    y_prob : array-like of shape (n_samples, n_classes) or (n_samples,)
+        Predicted probabilities; 1-D means the positive class of a binary problem.
+    labels : array-like of shape (n_classes,), default=None
+        The class of each column of ``y_prob``.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Sample weights.
+
+    Returns
+    -------
+    loss : float
+    """
+    y_index, proba, sample_weight = check_classification_inputs(
+        y_true, y_prob, labels=labels, sample_weight=sample_weight
+    )
+    true_proba = np.clip(_true_class_proba(proba, y_index), NLL_EPS, 1.0)
+    return _weighted_mean(-np.log(true_proba), sample_weight)
+
+
+def top_label_accuracy(y_true, y_prob, *, labels=None, sample_weight=None):
+    """Accuracy of the most probable class (first column on ties, as ``np.argmax``).
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        True labels of any type.
+    y_prob : array-like of shape (n_samples, n_classes) or (n_samples,)
+        Predicted probabilities; 1-D means the positive class of a binary problem.
+    labels : array-like of shape (n_classes,), default=None
+        The class of each column of ``y_prob``.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Sample weights.
+
+    Returns
+    -------
+    accuracy : float
+    """
+    y_index, proba, sample_weight = check_classification_inputs(
+        y_true, y_prob, labels=labels, sample_weight=sample_weight
+    )
+    _, correct = _confidence_and_correct(proba, y_index)
+    return _weighted_mean(correct, sample_weight)
+
+
+def reliability_diagram(
+    y_true, y_prob, *, n_bins=15, strategy="uniform", labels=None, sample_weight=None
+):
+    """Per-bin data of a reliability diagram of the top-label confidence.
+
+    Bins follow the ``(lower, upper]`` rule with 0 in the first bin, as in
+    :func:`expected_calibration_error`; empty bins are kept so the rows align with the
+    edges.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        True labels of any type.
+    y_prob : array-like of shape (n_samples, n_classes) or (n_samples,)
+        Predicted probabilities; 1-D means the positive class of a binary problem.
+    n_bins : int, default=15
+        Number of bins.
+    strategy : {"uniform", "quantile"}, default="uniform"
+        Equal-width or equal-mass bins.
+    labels : array-like of shape (n_classes,), default=None
+        The class of each column of ``y_prob``.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Sample weights; ``count`` is then the total weight of a bin.
+
+    Returns
+    -------
+    diagram : :class:`~sklearn.utils.Bunch`
+        ``edges`` (n_bins + 1,), and per bin (n_bins,): ``count``, ``mean_confidence``
+        and ``accuracy``. For an empty bin ``count`` is 0 and ``mean_confidence`` and
+        ``accuracy`` are NaN (undefined, and skipped by matplotlib).
+    """
+    n_bins = check_n_bins(n_bins)
+    _check_option(strategy, "strategy", _STRATEGIES)
+    y_index, proba, sample_weight = check_classification_inputs(
+        y_true, y_prob, labels=labels, sample_weight=sample_weight
+    )
+    edges, counts, confidence_sums, accuracy_sums = _top_label_bins(
+        y_index, proba, sample_weight, n_bins, strategy
+    )
+    nonempty = counts > 0
+    safe = np.where(nonempty, counts, 1.0)
+    return Bunch(
+        edges=edges,
+        count=counts,
+        mean_confidence=np.where(nonempty, confidence_sums / safe, np.nan),
+        accuracy=np.where(nonempty, accuracy_sums / safe, np.nan),
+    )

@@ -1,0 +1,128 @@
+"""Calibration metrics and their scikit-learn scorers.
+
+The metric functions (numpy) live in :mod:`sklearn_calib._metrics` and are re-exported
+here. Each scorer is what ``make_scorer(metric, response_method="predict_proba",
+greater_is_better=False)`` builds, so it returns the negated metric, with one addition:
+it passes the fitted estimator's ``classes_`` as ``labels=``, so a cross-validation fold
+that lacks a class is still scored against the right columns, whatever the label type.
+Use them by name through :func:`get_scorer`::
+
+    GridSearchCV(LogisticRegression(), {"C": [0.1, 1]}, scoring=get_scorer("neg_ece"))
+"""
+
+import copy
+
+from sklearn.metrics import get_scorer as _sklearn_get_scorer
+from sklearn.metrics import get_scorer_names as _sklearn_get_scorer_names
+from sklearn.metrics._scorer import _Scorer
+
+from ._metrics import (
+    NLL_EPS,
+    adaptive_calibration_error,
+    brier_score,
+    classwise_calibration_error,
+    differentiable_calibration_error,
+    expected_calibration_error,
+    maximum_calibration_error,
+    negative_log_likelihood,
+    reliability_diagram,
+    smooth_calibration_error,
+    top_label_accuracy,
+)
+
+__all__ = [
+    "NLL_EPS",
+    "adaptive_calibration_error",
+    "brier_score",
+    "classwise_calibration_error",
+    "differentiable_calibration_error",
+    "expected_calibration_error",
+    "get_scorer",
+    "get_scorer_names",
+    "make_calibration_scorer",
+    "maximum_calibration_error",
+    "negative_log_likelihood",
+    "reliability_diagram",
+    "smooth_calibration_error",
+    "top_label_accuracy",
+]
+
+
+class _CalibrationScorer(_Scorer):
+    """A ``make_scorer`` probability scorer that also passes ``labels=estimator.classes_``.
+
+    scikit-learn hands a metric only ``y_true`` and the probabilities (the positive-class
+    column for a binary estimator), so a metric cannot tell which class a column stands
+    for when the fold lacks a class. Labels set through ``make_calibration_scorer(...,
+    labels=...)`` or passed as metadata take precedence.
+    """
+
+    def _score(self, method_caller, estimator, X, y_true, **kwargs):
+        classes = getattr(estimator, "classes_", None)
+        if classes is not None and "labels" not in self._kwargs and "labels" not in kwargs:
+            kwargs["labels"] = classes
+        return super()._score(method_caller, estimator, X, y_true, **kwargs)
+
+
+def make_calibration_scorer(score_func, **kwargs):
+    """Make a scorer from a calibration metric (lower is better) on ``predict_proba``.
+
+    Parameters
+    ----------
+    score_func : callable
+        ``score_func(y_true, y_prob, labels=..., **kwargs)`` returning an error.
+    **kwargs
+        Fixed keyword arguments for ``score_func`` (for example ``n_bins=10``).
+
+    Returns
+    -------
+    scorer : callable
+        ``scorer(estimator, X, y, sample_weight=None)`` returning ``-score_func(...)``,
+        the scorer of ``make_scorer(score_func, response_method="predict_proba",
+        greater_is_better=False, **kwargs)`` that also passes ``labels=estimator.classes_``.
+    """
+    return _CalibrationScorer(score_func, -1, kwargs, response_method="predict_proba")
+
+
+_SCORERS = {
+    "neg_ece": make_calibration_scorer(expected_calibration_error),
+    "neg_mce": make_calibration_scorer(maximum_calibration_error),
+    "neg_adaptive_ece": make_calibration_scorer(adaptive_calibration_error),
+    "neg_classwise_ece": make_calibration_scorer(classwise_calibration_error),
+    "neg_sece": make_calibration_scorer(smooth_calibration_error),
+    "neg_brier": make_calibration_scorer(brier_score),
+    "neg_nll": make_calibration_scorer(negative_log_likelihood),
+}
+
+
+def get_scorer(scoring):
+    """Return a scorer by name: one of ours, else scikit-learn's ``get_scorer(scoring)``.
+
+    Our names: ``neg_ece``, ``neg_mce``, ``neg_adaptive_ece``, ``neg_classwise_ece``,
+    ``neg_sece``, ``neg_brier``, ``neg_nll``. scikit-learn's model selection does not know
+    these names as strings, so pass the returned objects, alone or as the values of a
+    dict: ``scoring={"ece": get_scorer("neg_ece"), "acc": "accuracy"}``.
+
+    Parameters
+    ----------
+    scoring : str, callable or None
+        A scorer name, or anything :func:`sklearn.metrics.get_scorer` accepts.
+
+    Returns
+    -------
+    scorer : callable
+        A fresh copy, safe to modify.
+    """
+    if isinstance(scoring, str) and scoring in _SCORERS:
+        return copy.deepcopy(_SCORERS[scoring])
+    return _sklearn_get_scorer(scoring)
+
+
+def get_scorer_names():
+    """Return the names :func:`get_scorer` accepts: ours and scikit-learn's, sorted.
+
+    Returns
+    -------
+    names : list of str
+    """
+    return sorted(set(_SCORERS) | set(_sklearn_get_scorer_names()))

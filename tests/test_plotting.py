@@ -1,0 +1,86 @@
+import sys
+
+import matplotlib
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits
+from sklearn.exceptions import NotFittedError
+from sklearn.naive_bayes import GaussianNB
+
+from sklearn_calib.plotting import ReliabilityDisplay
+from sklearn_calib.scoring import expected_calibration_error, reliability_diagram
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    X, y = load_digits(return_X_y=True)
+    return GaussianNB().fit(X[:300], y[:300]), X[300:600], y[300:600]
+
+
+def test_from_estimator_draws_bars_gap_histogram_and_legend(fitted, tmp_path):
+    estimator, X, y = fitted
+    display = ReliabilityDisplay.from_estimator(estimator, X, y, n_bins=10)
+    proba = estimator.predict_proba(X)
+    diagram = reliability_diagram(y, proba, n_bins=10)
+    heights = [patch.get_height() for patch in display.bars_.patches]
+    np.testing.assert_allclose(heights, np.nan_to_num(diagram.accuracy))
+    tops = [p.get_y() + p.get_height() for p in display.gap_bars_.patches]
+    filled = diagram.count > 0
+    np.testing.assert_allclose(np.array(tops)[filled], diagram.mean_confidence[filled])
+    fractions = [patch.get_height() for patch in display.hist_bars_.patches]
+    np.testing.assert_allclose(fractions, diagram.count / len(y))
+    ece = expected_calibration_error(y, proba, n_bins=10)
+    labels = display.ax_.get_legend_handles_labels()[1]
+    assert f"GaussianNB (ECE = {100 * ece:.2f} %)" in labels
+    assert display.line_ is not None and display.hist_ax_.figure is display.figure_
+    path = tmp_path / "reliability.png"
+    display.figure_.savefig(path)
+    assert path.stat().st_size > 1000
+
+
+def test_from_predictions_on_given_axes_without_histogram():
+    figure, ax = plt.subplots()
+    y = [0, 1, 1, 0]
+    proba = [0.1, 0.8, 0.4, 0.3]
+    display = ReliabilityDisplay.from_predictions(
+        y, proba, n_bins=5, ax=ax, name="model", ref_line=False, color="tab:green"
+    )
+    assert display.ax_ is ax and display.figure_ is figure
+    assert display.hist_ax_ is None and display.hist_bars_ is None and display.line_ is None
+    assert len(display.bars_.patches) == 5
+    # empty bins are drawn with height 0
+    diagram = reliability_diagram(y, proba, n_bins=5)
+    assert [p.get_height() for p in display.bars_.patches][0] == 0 and diagram.count[0] == 0
+
+
+def test_from_estimator_rejects_a_non_classifier_and_an_unfitted_one(fitted):
+    _, X, y = fitted
+    with pytest.raises(TypeError, match="classifier with `predict_proba`, got object"):
+        ReliabilityDisplay.from_estimator(object(), X, y)
+    with pytest.raises(NotFittedError):
+        ReliabilityDisplay.from_estimator(GaussianNB(), X, y)
+
+
+def test_missing_matplotlib_gives_a_clear_import_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
+    with pytest.raises(ImportError, match="pip install matplotlib"):
+        ReliabilityDisplay.from_predictions([0, 1], [0.2, 0.9])
+
+
+def test_docstring_example_runs():
+    import doctest
+
+    import sklearn_calib.plotting
+
+    result = doctest.testmod(sklearn_calib.plotting)
+    assert result.attempted > 0 and result.failed == 0
