@@ -14,6 +14,7 @@ import numbers
 
 import torch
 
+from sklearn_calib._metrics import SECE_EPS
 from sklearn_calib._validation import check_n_bins
 
 
@@ -117,13 +118,15 @@ def smooth_ece(probs, target, *, bandwidth=0.01, include_self=True):
     probs, target = prepare_inputs(probs, target)
     with full_precision(probs.device):
         confidence, correct = _confidence_and_correct(probs, target)
-        distance = confidence.unsqueeze(1) - confidence.unsqueeze(0)
-        kernel = torch.exp(-(distance**2) / (2.0 * bandwidth**2))
+        # dividing by sqrt(2) h (not multiplying by 1 / (2 h^2)) keeps a tiny bandwidth
+        # from making 0 * inf on the diagonal
+        scaled = (confidence.unsqueeze(1) - confidence.unsqueeze(0)) / (2.0**0.5 * bandwidth)
+        kernel = torch.exp(-(scaled**2))
         if not include_self:
             kernel = kernel.masked_fill(
                 torch.eye(kernel.shape[0], dtype=torch.bool, device=kernel.device), 0.0
             )
-        soft_accuracy = (kernel * correct.unsqueeze(0)).sum(1) / (kernel.sum(1) + 1e-12)
+        soft_accuracy = (kernel * correct.unsqueeze(0)).sum(1) / (kernel.sum(1) + SECE_EPS)
         return (soft_accuracy - confidence).abs().mean()
 
 

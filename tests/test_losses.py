@@ -24,6 +24,7 @@ from sklearn_calib.losses import (
     resolve_loss,
     smooth_ece,
 )
+from sklearn_calib.scoring import differentiable_calibration_error, smooth_calibration_error
 
 # SPEC section 2 oracle: z = [2, 1, 0] for y = 0, 1, 2.
 Z = torch.tensor([[2.0, 1.0, 0.0]] * 3, dtype=torch.float64)
@@ -306,6 +307,29 @@ def test_sece_and_dece_oracles():
         smooth_ece(probs, YB, include_self=False).item(), 0.581326, atol=1e-5
     )
     np.testing.assert_allclose(differentiable_ece(probs, YB).item(), 0.322067, atol=1e-5)
+
+
+@pytest.mark.parametrize("n, k, seed", [(1, 3, 0), (7, 2, 1), (60, 3, 2), (200, 10, 3)])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_torch_sece_and_dece_agree_with_numpy_metrics(n, k, seed, dtype):
+    logits, target = _random_batch(n=n, k=k, seed=seed, dtype=dtype, scale=3.0)
+    probs = torch.softmax(logits, 1)
+    y, proba, labels = target.numpy(), probs.numpy(), np.arange(k)
+    for bandwidth in (0.01, 0.1):
+        for include_self in (True, False):
+            np.testing.assert_allclose(
+                smooth_ece(probs, target, bandwidth=bandwidth, include_self=include_self).item(),
+                smooth_calibration_error(
+                    y, proba, bandwidth=bandwidth, include_self=include_self, labels=labels
+                ),
+                atol=1e-6,
+            )
+    for params in ({}, {"n_bins": 5, "t_a": 10.0, "t_b": 0.1}):
+        np.testing.assert_allclose(
+            differentiable_ece(probs, target, **params).item(),
+            differentiable_calibration_error(y, proba, labels=labels, **params),
+            atol=1e-6,
+        )
 
 
 @pytest.mark.parametrize(
