@@ -152,8 +152,9 @@ default=None
     module_, criterion_, optimizer_ : torch objects
         The fitted network, loss and optimiser.
     history_ : skorch.History
-        Per epoch: ``train_loss``, ``lr``, ``dur`` and, with a validation split,
-        ``valid_loss`` and ``valid_acc``; per batch ``train_loss``, ``train_batch_size``.
+        Per epoch: ``train_loss``, ``lr``, ``dur``, ``cuda_graph`` (whether full batches
+        replayed a CUDA graph) and, with a validation split, ``valid_loss`` and
+        ``valid_acc``; per batch ``train_loss``, ``train_batch_size``.
     rng_state_ : dict
         Random-generator states at the end of the last epoch; ``partial_fit`` (and
         ``fit`` with ``warm_start=True``) continues from them.

@@ -224,6 +224,7 @@ class TrainingLoop:
                 self._restore_graph_lrs()
                 self._apply_schedule(epoch, 0)
                 net.history.record("lr", _as_float(net.optimizer_.param_groups[0]["lr"]))
+                net.history.record("cuda_graph", self.use_graph)
                 self._train_epoch(epoch)
                 if self.valid is not None:
                     self._valid_epoch()
