@@ -279,6 +279,22 @@ def test_reference_pairing_sum_and_gradient_clipping(digits):
     assert step["loss"].ndim == 0
 
 
+def test_static_batch_copies_keep_structure_and_layout():
+    X = torch.randn(4, 3, 5, 5).contiguous(memory_format=torch.channels_last)
+    target = MixedTarget(torch.arange(4), torch.arange(4).flip(0), torch.tensor(0.3))
+    static = _training._static_copy((X, target))
+    assert type(static) is tuple and isinstance(static[1], MixedTarget)
+    assert static[0].is_contiguous(memory_format=torch.channels_last)
+    assert static[0].data_ptr() != X.data_ptr()
+    new = (
+        torch.randn(4, 3, 5, 5),
+        MixedTarget(torch.ones(4, dtype=torch.long), target.y_a, torch.tensor(0.9)),
+    )
+    _training._copy_into(static, new)
+    assert torch.equal(static[0], new[0]) and torch.equal(static[1].y_a, new[1].y_a)
+    assert static[1].lam.item() == pytest.approx(0.9)
+
+
 def test_live_batch_callbacks_match_deferred_history(digits):
     X_train, _, y_train, _ = digits
 

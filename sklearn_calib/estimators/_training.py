@@ -104,7 +104,8 @@ def _static_copy(value):
     """Return a new tensor (or tuple of tensors) with ``value``'s shapes, layout and data."""
     if isinstance(value, torch.Tensor):
         return value.clone(memory_format=torch.preserve_format)
-    return type(value)(*(_static_copy(v) for v in value))
+    copies = [_static_copy(v) for v in value]
+    return type(value)(*copies) if hasattr(value, "_fields") else type(value)(copies)
 
 
 def _copy_into(static, value):
@@ -289,8 +290,19 @@ class TrainingLoop:
                 step = net.train_step(batch)
             current.wait_stream(self.side_stream)
             return step
+        try:
+            self.graph = GraphedStep(net, batch)
+        except RuntimeError as error:
+            warnings.warn(
+                f"CUDA graph capture of {type(net).__name__}.train_step failed ({error}); "
+                "training continues eagerly.",
+                UserWarning,
+                stacklevel=6,
+            )
+            self.use_graph = False
+            net.history.record("cuda_graph", False)
+            return net.train_step(batch)
         self.graph_lrs = [group["lr"] for group in net.optimizer_.param_groups]
-        self.graph = GraphedStep(net, batch)
         return self.graph(batch)
 
     def _train_epoch(self, epoch):
