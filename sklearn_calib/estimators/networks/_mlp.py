@@ -2,6 +2,7 @@
 
 import math
 
+import torch
 from torch import nn
 
 
@@ -19,6 +20,8 @@ class MLP(nn.Module):
     dropout : float, default=0.0
         Dropout probability after each hidden layer.
     """
+
+    input_dtype = torch.float32
 
     def __init__(self, input_shape, n_classes, hidden_units=(100,), dropout=0.0):
         super().__init__()
