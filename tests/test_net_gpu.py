@@ -7,8 +7,7 @@ import pytest
 import torch
 from skorch.callbacks import EarlyStopping
 
-from sklearn_calib.estimators import NetClassifier
-from sklearn_calib.estimators import _training
+from sklearn_calib.estimators import NetClassifier, _training
 from sklearn_calib.estimators.networks import NETWORKS
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -16,8 +15,9 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a C
 IMAGE_NET = next(name for name in ("resnet20", "cnn", "mlp") if name in NETWORKS)
 
 
-def synthetic_images(n, seed=0, noise=1.6):
-    """Ten classes of smooth 1x16x16 templates plus Gaussian noise (Bayes accuracy < 1)."""
+def synthetic_images(n, seed=0, noise=3.0):
+    """Ten classes of smooth 1x16x16 templates plus Gaussian noise (nearest-template accuracy
+    about 0.95, so graph and eager runs are compared below the ceiling)."""
     templates = torch.randn(10, 1, 4, 4, generator=torch.Generator().manual_seed(123))
     templates = torch.nn.functional.interpolate(templates, size=16, mode="bilinear")
     rng = np.random.default_rng(seed)
@@ -45,7 +45,7 @@ def test_graph_reaches_eager_accuracy(images):
     assert graph.history[:, "cuda_graph"] == [True] * 4
     assert eager.history[:, "cuda_graph"] == [False] * 4
     graph_acc, eager_acc = graph.score(X_test, y_test), eager.score(X_test, y_test)
-    assert eager_acc > 0.5
+    assert eager_acc > 0.7
     assert abs(graph_acc - eager_acc) <= 0.005, (graph_acc, eager_acc)
 
 
