@@ -1,6 +1,7 @@
 """NetClassifier on CUDA: graph capture, bf16, on-device data, CPU loading. Skipped without CUDA."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -9,6 +10,7 @@ from skorch.callbacks import EarlyStopping
 
 from sklearn_calib.estimators import NetClassifier, _training
 from sklearn_calib.estimators.networks import NETWORKS
+from sklearn_calib.losses import LOSSES
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
@@ -148,3 +150,16 @@ def test_refits_leave_cuda_rng_untouched_and_partial_fit_resumes(images):
     net.partial_fit(X, y[:3000])
     assert len(net.history) == 4 and net.history[-1, "cuda_graph"]
     assert net.rng_state_["device_type"] == "cuda"
+
+
+@pytest.mark.parametrize("criterion", sorted(LOSSES))
+def test_every_loss_is_captured_in_a_cuda_graph(images, criterion):
+    """A loss that synchronises with the host would make the capture fail (and warn)."""
+    X, y, _, _ = images
+    X = X[:2000].reshape(2000, -1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        net = NetClassifier(criterion=criterion, max_epochs=2, random_state=0, cuda_graphs=True)
+        net.fit(X, y[:2000])
+    assert net.history[:, "cuda_graph"] == [True, True]
+    assert np.isfinite(net.history[-1, "train_loss"])
