@@ -158,7 +158,7 @@ def test_every_loss_is_captured_in_a_cuda_graph(images, criterion):
     X, y, _, _ = images
     X = X[:2000].reshape(2000, -1)
     with warnings.catch_warnings():
-        warnings.simplefilter("error")
+        warnings.filterwarnings("error", message=".*CUDA graph capture")
         net = NetClassifier(criterion=criterion, max_epochs=2, random_state=0, cuda_graphs=True)
         net.fit(X, y[:2000])
     assert net.history[:, "cuda_graph"] == [True, True]
