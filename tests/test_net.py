@@ -474,6 +474,11 @@ def test_bad_input_raises(digits):
         net.fit(X_train.astype(str).astype(object) + "x", y_train)
     with pytest.raises(ValueError, match="Unknown network"):
         NetClassifier(module="nope").fit(X_train, y_train)
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="CUDA is not available"):
+            NetClassifier(device="cuda").fit(X_train, y_train)
+    with pytest.raises(ValueError, match="device"):
+        NetClassifier(device="gpu0").fit(X_train, y_train)
     with pytest.raises(ValueError, match="recipe"):
         NetClassifier(recipe="seed999").fit(X_train, y_train)
     net.fit(X_train, y_train)

@@ -26,12 +26,15 @@ def resolve_device(device):
     if isinstance(device, str) and device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
-        return torch.device(device)
+        resolved = torch.device(device)
     except (RuntimeError, TypeError):
         raise ValueError(
             f"Expected `device` to be 'auto' or a torch device such as 'cpu' or 'cuda', "
             f"got {device!r}."
         ) from None
+    if resolved.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"`device` is {device!r} but CUDA is not available; use 'auto' or 'cpu'.")
+    return resolved
 
 
 def autocast_dtype(precision, device):
