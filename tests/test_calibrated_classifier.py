@@ -174,3 +174,28 @@ def test_nested_calibrator_parameters_are_tunable():
     assert search.best_estimator_.calibrators_[0].bin_values_.shape == (
         search.best_params_["calibrator__n_bins"],
     )
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_net_classifier_is_calibrated_through_its_logits(n_classes):
+    from sklearn_calib.estimators import NetClassifier
+
+    X, y = _data(n_classes=n_classes, seed=9)
+    names = np.array(["ant", "bee", "cow"])[y]
+    net = NetClassifier(module__hidden_units=(16,), lr=0.05, max_epochs=10, random_state=0)
+    clf = CalibratedClassifier(net, calibration_size=0.25, random_state=0).fit(X, names)
+    assert clf.score_method_ == "decision_function"
+    assert clf.calibrators_[0].input == "logits"
+    np.testing.assert_array_equal(clf.classes_, ["ant", "bee", "cow"][:n_classes])
+    train, calibration = train_test_split(
+        np.arange(len(y)), test_size=75, stratify=names, random_state=np.random.RandomState(0)
+    )
+    fitted = clone(net).fit(X[train], names[train])
+    calibrator = TemperatureScaling().fit(
+        fitted.decision_function(X[calibration]), names[calibration]
+    )
+    assert clf.calibrators_[0].temperature_ == pytest.approx(calibrator.temperature_, rel=1e-5)
+    np.testing.assert_allclose(
+        clf.predict_proba(X), calibrator.predict_proba(fitted.decision_function(X)), atol=1e-6
+    )
+    np.testing.assert_array_equal(clf.predict(X), fitted.predict(X))

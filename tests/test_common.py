@@ -1,4 +1,4 @@
-"""scikit-learn's estimator checks for every estimator of sklearn_calib."""
+"""scikit-learn's estimator checks over the public estimators of sklearn_calib."""
 
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -13,6 +13,36 @@ from sklearn_calib.calibrators import (
     TemperatureScaling,
     VectorScaling,
 )
+from sklearn_calib.estimators import NetClassifier
+
+# --------------------------------------------------------------------- NetClassifier
+
+
+def _tiny_net():
+    """A NetClassifier small and fast enough for the checks on 2 CPU cores."""
+    return NetClassifier(
+        module__hidden_units=(16,),
+        lr=0.05,
+        max_epochs=30,
+        batch_size=32,
+        random_state=0,
+    )
+
+
+def _net_expected_failures(estimator):
+    return {
+        "check_no_attributes_set_in_init": (
+            "skorch's NeuralNet.__init__ sets history_, initialized_ and virtual_params_."
+        ),
+    }
+
+
+@parametrize_with_checks([_tiny_net()], expected_failed_checks=_net_expected_failures)
+def test_net_classifier_estimator_checks(estimator, check):
+    check(estimator)
+
+
+# ------------------------------------------------- calibrators, CalibratedClassifier
 
 CALIBRATORS = [
     TemperatureScaling(),
@@ -69,5 +99,5 @@ def _expected_failed_checks(estimator):
 
 
 @parametrize_with_checks(CALIBRATORS + CLASSIFIERS, expected_failed_checks=_expected_failed_checks)
-def test_sklearn_compatible(estimator, check):
+def test_calibrator_estimator_checks(estimator, check):
     check(estimator)

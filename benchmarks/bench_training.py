@@ -1,0 +1,179 @@
+"""Per-epoch training time of NetClassifier against plain skorch and a hand-written loop.
+
+ResNet-20 on Fashion-MNIST (the first ``--n-train`` of the 60,000 training images, 55,000
+by default as in the seeds' 55k/5k split), batch 128, cross-entropy, SGD (momentum 0.9,
+weight decay 5e-4, constant lr 0.05), the same epochs and seed for the three trainers:
+
+- ``NetClassifier``: data on the device, bf16 autocast, the whole step as a CUDA graph;
+- ``skorch``: a plain ``skorch.NeuralNetClassifier`` with the same module and batch size
+  (float32, torch DataLoader over host arrays);
+- ``hand loop``: a minimal PyTorch loop with the data on the device, bf16 autocast and a
+  foreach SGD step (no per-step host synchronisation).
+
+It prints each trainer's per-epoch times, the mean without the first (warm-up) epoch,
+the ratios to NetClassifier and the test accuracy of each. On a machine without CUDA it
+runs on the CPU; keep it small there, e.g. ``--n-train 512 --n-test 500 --epochs 2``.
+
+Usage::
+
+    PYTHONPATH=. python benchmarks/bench_training.py [--epochs 5] [--device auto] [--n-train 55000]
+
+(from the repository root; ``PYTHONPATH=.`` is not needed when the package is installed).
+"""
+
+import argparse
+import platform
+import time
+
+import numpy as np
+import torch
+from skorch import NeuralNetClassifier
+from torch import nn
+
+from sklearn_calib.datasets import load_fashion_mnist
+from sklearn_calib.estimators import NetClassifier
+from sklearn_calib.estimators._device import resolve_device
+from sklearn_calib.estimators.networks import NETWORKS
+
+LR, MOMENTUM, WEIGHT_DECAY = 0.05, 0.9, 5e-4
+
+
+def load_data(n_train, n_test, data_home):
+    X_train, y_train, X_test, y_test = load_fashion_mnist(data_home=data_home, return_X_y=True)
+    mean, std = X_train.mean(), X_train.std()
+    X_train = ((X_train[:n_train] - mean) / std).astype(np.float32)
+    X_test = ((X_test[:n_test] - mean) / std).astype(np.float32)
+    return X_train, y_train[:n_train], X_test, y_test[:n_test]
+
+
+def synchronize(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def run_net_classifier(data, args, device):
+    X_train, y_train, X_test, y_test = data
+    net = NetClassifier(
+        module="resnet20",
+        criterion="ce",
+        optimizer="sgd",
+        lr=LR,
+        optimizer__momentum=MOMENTUM,
+        optimizer__weight_decay=WEIGHT_DECAY,
+        batch_size=args.batch_size,
+        max_epochs=args.epochs,
+        device=device,
+        random_state=args.seed,
+    ).fit(X_train, y_train)
+    graphs = all(net.history[:, "cuda_graph"])
+    return net.history[:, "dur"], net.score(X_test, y_test), "CUDA graph" if graphs else "eager"
+
+
+def run_skorch(data, args, device):
+    X_train, y_train, X_test, y_test = data
+    torch.manual_seed(args.seed)
+    net = NeuralNetClassifier(
+        NETWORKS["resnet20"],
+        module__input_shape=X_train.shape[1:],
+        module__n_classes=10,
+        criterion=nn.CrossEntropyLoss,
+        optimizer=torch.optim.SGD,
+        lr=LR,
+        optimizer__momentum=MOMENTUM,
+        optimizer__weight_decay=WEIGHT_DECAY,
+        batch_size=args.batch_size,
+        max_epochs=args.epochs,
+        train_split=None,
+        iterator_train__shuffle=True,
+        device=str(device),
+        verbose=0,
+    ).fit(X_train, y_train)
+    accuracy = float((net.predict(X_test) == y_test).mean())
+    return net.history[:, "dur"], accuracy, "fp32, DataLoader"
+
+
+def run_hand_loop(data, args, device):
+    X_train, y_train, X_test, y_test = data
+    torch.manual_seed(args.seed)
+    model = NETWORKS["resnet20"](X_train.shape[1:], 10).to(device)
+    optimizer = torch.optim.SGD(
+        model.parameters(), lr=LR, momentum=MOMENTUM, weight_decay=WEIGHT_DECAY
+    )
+    X = torch.from_numpy(X_train).to(device)
+    y = torch.from_numpy(y_train).to(device)
+    bf16 = device.type == "cuda"
+    generator = torch.Generator(device=device).manual_seed(args.seed)
+    durations = []
+    for _ in range(args.epochs):
+        start = time.perf_counter()
+        model.train()
+        perm = torch.randperm(len(X), device=device, generator=generator)
+        for i in range(0, len(X), args.batch_size):
+            index = perm[i : i + args.batch_size]
+            optimizer.zero_grad(set_to_none=True)
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+                loss = nn.functional.cross_entropy(model(X[index]).float(), y[index])
+            loss.backward()
+            optimizer.step()
+        synchronize(device)
+        durations.append(time.perf_counter() - start)
+    model.eval()
+    correct = 0
+    with torch.inference_mode(), torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+        for i in range(0, len(X_test), 1024):
+            batch = torch.from_numpy(X_test[i : i + 1024]).to(device)
+            correct += int((model(batch).argmax(1).cpu().numpy() == y_test[i : i + 1024]).sum())
+    return durations, correct / len(X_test), "bf16" if bf16 else "fp32"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--device", default="auto", help="'auto', 'cuda' or 'cpu'")
+    parser.add_argument("--n-train", type=int, default=55000)
+    parser.add_argument("--n-test", type=int, default=10000)
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--data-home", default=None, help="folder of the Fashion-MNIST files")
+    parser.add_argument(
+        "--only", nargs="+", choices=["net", "skorch", "loop"], default=["net", "skorch", "loop"]
+    )
+    args = parser.parse_args()
+    device = resolve_device(args.device)
+    data = load_data(args.n_train, args.n_test, args.data_home)
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.machine()
+    print(
+        f"ResNet-20, Fashion-MNIST: {len(data[0])} train / {len(data[2])} test images, "
+        f"batch {args.batch_size}, {args.epochs} epochs, seed {args.seed}, "
+        f"device {device} ({name}), torch {torch.__version__}"
+    )
+    trainers = {
+        "net": ("NetClassifier", run_net_classifier),
+        "skorch": ("skorch", run_skorch),
+        "loop": ("hand loop", run_hand_loop),
+    }
+    results = {}
+    for key in args.only:
+        label, run = trainers[key]
+        durations, accuracy, mode = run(data, args, device)
+        results[key] = (label, np.asarray(durations, dtype=float), accuracy, mode)
+        per_epoch = " ".join(f"{d:.2f}" for d in durations)
+        print(f"{label:>13} ({mode}): epochs [s] {per_epoch}", flush=True)
+    print()
+    print(f"{'trainer':>13} {'first epoch':>12} {'mean later':>11} {'ratio':>7} {'test acc':>9}")
+    reference = results.get("net")
+    for label, durations, accuracy, _ in results.values():
+        later = durations[1:].mean() if len(durations) > 1 else durations[0]
+        ratio = ""
+        if reference is not None:
+            ref = reference[1][1:].mean() if len(reference[1]) > 1 else reference[1][0]
+            ratio = f"{later / ref:.2f}x"
+        print(
+            f"{label:>13} {durations[0]:>11.2f}s {later:>10.2f}s {ratio:>7} {100 * accuracy:>8.2f}%"
+        )
+    if reference is not None:
+        print("ratio: mean later-epoch time of the trainer / NetClassifier's (higher = slower)")
+
+
+if __name__ == "__main__":
+    main()

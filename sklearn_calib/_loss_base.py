@@ -1,0 +1,127 @@
+"""Base classes of the losses: input handling, reduction and the weighted cross-entropy.
+
+:class:`WeightedCrossEntropy` is the one mechanism behind the focal family (seed 004): a
+per-sample weight ``u(p)`` from :mod:`sklearn_calib._loss_weights` times cross-entropy, the
+weight either differentiated or computed from detached probabilities ("GRA").
+"""
+
+import inspect
+
+import torch.nn.functional as F
+from torch import nn
+
+from sklearn_calib._torch_calibration import check_number, full_precision, prepare_inputs
+
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+class Loss(nn.Module):
+    """Base class: checks inputs, disables autocast, reduces per-sample losses.
+
+    Subclasses implement ``per_sample_loss(logits, target, **kwargs) -> (n,)``.
+    """
+
+    def __init__(self, reduction="mean"):
+        super().__init__()
+        if reduction not in _REDUCTIONS:
+            raise ValueError(
+                f"Expected `reduction` to be one of {list(_REDUCTIONS)}, got {reduction!r}."
+            )
+        self.reduction = reduction
+
+    def forward(self, logits, target, **kwargs):
+        """Return the loss of a batch.
+
+        Parameters
+        ----------
+        logits : torch.Tensor of shape (n_samples, n_classes)
+            Unnormalised scores; float16/bfloat16 are cast to float32.
+        target : torch.Tensor of shape (n_samples,)
+            Integer class indices.
+        **kwargs
+            Per-call weight parameters, e.g. a per-sample ``gamma`` tensor for the focal
+            losses.
+
+        Returns
+        -------
+        loss : torch.Tensor
+            0-d tensor (shape (n_samples,) when ``reduction="none"``), at least float32.
+        """
+        logits, target = prepare_inputs(logits, target, "logits")
+        with full_precision(logits.device):
+            losses = self.per_sample_loss(logits, target, **kwargs)
+            if self.reduction == "mean":
+                return losses.mean()
+            if self.reduction == "sum":
+                return losses.sum()
+            return losses
+
+    def extra_repr(self):
+        names = inspect.signature(type(self).__init__).parameters
+        return ", ".join(f"{name}={getattr(self, name)!r}" for name in names if name != "self")
+
+
+def log_probs_and_nll(logits, target):
+    """Return ``log_softmax(logits)`` (n, K) and the cross-entropy ``-log p_y`` (n,)."""
+    log_probs = F.log_softmax(logits, dim=1)
+    return log_probs, -log_probs.gather(1, target.unsqueeze(1)).squeeze(1)
+
+
+class WeightedCrossEntropy(Loss):
+    """Uncertainty-weighted cross-entropy ``u(p) * CE`` (seed 004's framework).
+
+    Parameters
+    ----------
+    weight_fn : callable or None, default=None
+        ``weight_fn(probs, target, **kwargs) -> (n,)`` tensor of per-sample weights; a
+        module-level function keeps the loss picklable. None gives plain cross-entropy.
+    detach_weight : bool, default=False
+        False: the weight multiplies the loss and is differentiated (focal loss as in the
+        code of seeds 002-004). True: the weight is computed from detached probabilities,
+        so ``d loss / d z = u(p) * d CE / d z`` ("GRA", seed 004; also seed 001's focal
+        loss). Parameters of the weight passed as tensors (a per-sample gamma) still
+        receive gradients.
+    reduction : {"mean", "sum", "none"}, default="mean"
+    """
+
+    def __init__(self, weight_fn=None, detach_weight=False, reduction="mean"):
+        super().__init__(reduction)
+        if weight_fn is not None and not callable(weight_fn):
+            raise ValueError(f"Expected `weight_fn` to be callable or None, got {weight_fn!r}.")
+        if not isinstance(detach_weight, bool):
+            raise ValueError(f"Expected `detach_weight` to be a bool, got {detach_weight!r}.")
+        self.weight_fn = weight_fn
+        self.detach_weight = detach_weight
+
+    def sample_weight(self, probs, target, **kwargs):
+        """Return the per-sample weights u(p), shape (n,), or None for u = 1."""
+        if self.weight_fn is None:
+            return None
+        return self.weight_fn(probs, target, **kwargs)
+
+    def per_sample_loss(self, logits, target, **kwargs):
+        log_probs, nll = log_probs_and_nll(logits, target)
+        probs = log_probs.exp()
+        weight = self.sample_weight(
+            probs.detach() if self.detach_weight else probs, target, **kwargs
+        )
+        return nll if weight is None else weight * nll
+
+
+class GammaWeighted(WeightedCrossEntropy):
+    """A weighted cross-entropy whose weight has an exponent ``gamma``.
+
+    ``forward(logits, target, gamma=t)`` overrides ``self.gamma`` for one call; ``t`` may be
+    a tensor of shape (n,) giving one gamma per sample (seed 003's gamma-Net). Subclasses
+    set ``_weight`` to a weight function ``(probs, target, gamma) -> (n,)``.
+    """
+
+    _weight = None
+
+    def __init__(self, gamma, detach_weight, reduction):
+        super().__init__(detach_weight=detach_weight, reduction=reduction)
+        check_number("gamma", gamma, low=0)
+        self.gamma = gamma
+
+    def sample_weight(self, probs, target, gamma=None):
+        return self._weight(probs, target, self.gamma if gamma is None else gamma)

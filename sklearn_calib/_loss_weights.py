@@ -1,0 +1,175 @@
+"""Per-sample weights u(p) of the focal family: every such loss is u(p) * cross-entropy.
+
+Seed 004 (Lin et al., BSCE-GRA) reads focal loss, dual focal loss, FLSD-53 and the Brier-score
+weighted cross-entropy as one loss ``u(p) * CE`` that differs only in the weight ``u``. Each
+function here takes the probabilities ``probs`` (n, K) and integer targets ``target`` (n,) and
+returns the weights (n,). Whether the weight is differentiated (applied to the loss) or
+detached (applied to the gradient, "GRA") is decided by the caller,
+:class:`sklearn_calib.losses.WeightedCrossEntropy`, which passes detached probabilities.
+
+Numerical care: ``1 - p_y`` is computed as the sum of the other probabilities, which stays
+accurate when ``p_y`` rounds to 1, and powers go through :func:`safe_pow`, whose gradient is
+finite for a zero base and an exponent below 1.
+"""
+
+import numbers
+
+import torch
+
+
+def safe_pow(base, exponent):
+    """``base ** exponent`` for ``base >= 0`` with finite gradients at ``base = 0``.
+
+    The base is clamped to the smallest normal number of its dtype, so ``0 ** 0.5`` has a
+    finite derivative (``0.5 / sqrt(tiny)`` times a zero upstream gradient) instead of
+    ``inf * 0 = nan``, and ``0 ** gamma`` has a finite derivative in ``gamma``.
+
+    Parameters
+    ----------
+    base : torch.Tensor
+        Non-negative values.
+    exponent : float or torch.Tensor
+        Exponent, broadcast against ``base``.
+
+    Returns
+    -------
+    power : torch.Tensor
+    """
+    return base.clamp_min(torch.finfo(base.dtype).tiny) ** exponent
+
+
+def target_probability(probs, target):
+    """Return ``p_y``, the probability of the true class of each sample, shape (n,)."""
+    return probs.gather(1, target.unsqueeze(1)).squeeze(1)
+
+
+def target_mask(probs, target):
+    """Return the boolean one-hot matrix of ``target``, shape (n, K), without a host sync."""
+    classes = torch.arange(probs.shape[1], device=target.device)
+    return target.unsqueeze(1) == classes
+
+
+def complement_probability(probs, target):
+    """Return ``1 - p_y`` as the sum of the other classes' probabilities, shape (n,)."""
+    return probs.masked_fill(target_mask(probs, target), 0.0).sum(1)
+
+
+def _check_gamma(gamma, n_samples):
+    """Accept a number or a tensor of shape () or (n_samples,) as exponent."""
+    if isinstance(gamma, torch.Tensor):
+        if gamma.ndim == 0 or gamma.shape == (n_samples,):
+            return gamma
+        raise ValueError(
+            f"Expected a per-sample `gamma` of shape ({n_samples},) or a scalar, got a tensor "
+            f"of shape {tuple(gamma.shape)}."
+        )
+    if isinstance(gamma, numbers.Real) and not isinstance(gamma, bool):
+        return float(gamma)
+    raise ValueError(f"Expected `gamma` to be a number or a tensor, got {gamma!r}.")
+
+
+def focal_weight(probs, target, gamma):
+    """Focal-loss weight ``(1 - p_y) ** gamma`` (Lin et al. 2017).
+
+    Parameters
+    ----------
+    probs : torch.Tensor of shape (n, K)
+    target : torch.Tensor of shape (n,), int64
+    gamma : float or torch.Tensor of shape () or (n,)
+        Exponent; a tensor gives each sample its own gamma (the gamma-Net of seed 003),
+        and gradients flow into it.
+
+    Returns
+    -------
+    weight : torch.Tensor of shape (n,)
+    """
+    gamma = _check_gamma(gamma, probs.shape[0])
+    return safe_pow(complement_probability(probs, target), gamma)
+
+
+def flsd53_weight(probs, target, gamma_below=5.0, gamma_above=3.0, threshold=0.2):
+    """FLSD-53 weight: focal weight with gamma chosen per sample from ``p_y`` (Mukhoti 2020).
+
+    ``gamma = gamma_below`` where ``p_y < threshold``, else ``gamma_above``; the choice is
+    made without gradient.
+
+    Parameters
+    ----------
+    probs : torch.Tensor of shape (n, K)
+    target : torch.Tensor of shape (n,), int64
+    gamma_below : float, default=5.0
+    gamma_above : float, default=3.0
+    threshold : float, default=0.2
+
+    Returns
+    -------
+    weight : torch.Tensor of shape (n,)
+    """
+    below = (target_probability(probs, target).detach() < threshold).to(probs.dtype)
+    gamma = gamma_above + (gamma_below - gamma_above) * below
+    return focal_weight(probs, target, gamma)
+
+
+def inverse_focal_weight(probs, target, gamma):
+    """Inverse-focal weight ``(1 + p_y) ** gamma`` (Wang et al. 2021, seed 001).
+
+    Parameters
+    ----------
+    probs : torch.Tensor of shape (n, K)
+    target : torch.Tensor of shape (n,), int64
+    gamma : float or torch.Tensor of shape () or (n,)
+
+    Returns
+    -------
+    weight : torch.Tensor of shape (n,)
+    """
+    gamma = _check_gamma(gamma, probs.shape[0])
+    return (1.0 + target_probability(probs, target)) ** gamma
+
+
+def dual_focal_weight(probs, target, gamma):
+    """Dual-focal weight ``(1 - p_y + p_j) ** gamma`` (Tao et al. 2023, seed 004).
+
+    ``p_j`` is the largest probability strictly below ``p_y`` (0 when ``p_y`` is the
+    smallest); the gradient flows into ``p_j`` as well.
+
+    Parameters
+    ----------
+    probs : torch.Tensor of shape (n, K)
+    target : torch.Tensor of shape (n,), int64
+    gamma : float or torch.Tensor of shape () or (n,)
+
+    Returns
+    -------
+    weight : torch.Tensor of shape (n,)
+    """
+    gamma = _check_gamma(gamma, probs.shape[0])
+    p_y = target_probability(probs, target)
+    below = probs < p_y.unsqueeze(1)
+    p_j = probs.masked_fill(~below, 0.0).amax(1)
+    return safe_pow(complement_probability(probs, target) + p_j, gamma)
+
+
+def brier_weight(probs, target, beta=1.0, gamma=1.0):
+    """Generalised Brier-score weight ``||e_y - p||_beta ** gamma`` (seed 004, BSCE).
+
+    With ``beta = gamma = 2`` it is the Brier score. The entries of ``e_y - p`` are used in
+    absolute value: ``1 - p_y`` (as :func:`complement_probability`) and ``p_k`` for k != y.
+
+    Parameters
+    ----------
+    probs : torch.Tensor of shape (n, K)
+    target : torch.Tensor of shape (n,), int64
+    beta : float, default=1.0
+        Order of the norm.
+    gamma : float or torch.Tensor of shape () or (n,), default=1.0
+        Exponent applied to the norm.
+
+    Returns
+    -------
+    weight : torch.Tensor of shape (n,)
+    """
+    gamma = _check_gamma(gamma, probs.shape[0])
+    mask = target_mask(probs, target)
+    error = torch.where(mask, complement_probability(probs, target).unsqueeze(1), probs)
+    return safe_pow(safe_pow(error, beta).sum(1), gamma / beta)

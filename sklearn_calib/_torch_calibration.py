@@ -1,0 +1,232 @@
+"""Differentiable calibration measures in torch: SECE, DECE and MMCE (SPEC sections 1, 2).
+
+Each takes probabilities (n, K) and integer targets (n,) and returns a 0-d tensor that is
+differentiable with respect to the probabilities (through the confidence ``r = max_k p_k``
+and, for DECE, the soft accuracy). They are training objectives: inputs are checked for
+shape and dtype only (checking values would cost a device-to-host synchronisation); the
+numpy metrics of :mod:`sklearn_calib.scoring` validate their inputs fully. Computation runs
+with autocast disabled, in float32 (float64 input stays float64). Each builds an (n, n)
+matrix, so it is meant for mini-batches.
+"""
+
+import contextlib
+import numbers
+
+import torch
+
+from sklearn_calib._metrics import SECE_EPS
+from sklearn_calib._validation import check_n_bins
+
+
+def check_number(name, value, *, low, high=None, low_open=False):
+    """Raise ValueError unless ``value`` is a real number in the given range."""
+    is_number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if (
+        not is_number
+        or not (value > low if low_open else value >= low)
+        or (high is not None and value > high)
+    ):
+        bound = f"{'>' if low_open else '>='} {low}" + (
+            f" and <= {high}" if high is not None else ""
+        )
+        raise ValueError(f"Expected `{name}` to be a number {bound}, got {value!r}.")
+
+
+def full_precision(device):
+    """Context in which autocast is off on ``device``, so ops run in their inputs' dtype."""
+    if torch.amp.is_autocast_available(device.type):
+        return torch.autocast(device.type, enabled=False)
+    return contextlib.nullcontext()
+
+
+def prepare_inputs(values, target, name="probs"):
+    """Check shapes and dtypes; return float (at least float32) values and int64 targets.
+
+    Parameters
+    ----------
+    values : torch.Tensor of shape (n_samples, n_classes)
+        Probabilities or logits; float16/bfloat16 are cast to float32, float64 is kept.
+    target : torch.Tensor of shape (n_samples,)
+        Integer class indices (any integer dtype).
+    name : str, default="probs"
+        Name of ``values`` in error messages.
+
+    Returns
+    -------
+    values : torch.Tensor
+    target : torch.Tensor of dtype int64
+    """
+    if not isinstance(values, torch.Tensor) or not isinstance(target, torch.Tensor):
+        raise ValueError(
+            f"Expected `{name}` and `target` to be torch tensors, got "
+            f"{type(values).__name__} and {type(target).__name__}."
+        )
+    if values.ndim != 2 or target.ndim != 1 or values.shape[0] != target.shape[0]:
+        raise ValueError(
+            f"Expected `{name}` of shape (n_samples, n_classes) and `target` of shape "
+            f"(n_samples,), got {tuple(values.shape)} and {tuple(target.shape)}."
+        )
+    if values.shape[0] == 0:
+        raise ValueError(f"Expected at least one sample, got empty `{name}`.")
+    if not values.is_floating_point():
+        raise ValueError(f"Expected floating-point `{name}`, got dtype {values.dtype}.")
+    if target.is_floating_point() or target.is_complex() or target.dtype == torch.bool:
+        raise ValueError(f"Expected integer class indices in `target`, got dtype {target.dtype}.")
+    if values.dtype not in (torch.float32, torch.float64):
+        values = values.float()
+    return values, target.long()
+
+
+def _quadratic_form(u, kernel, v):
+    """``u^T K v`` as an elementwise sum: exact float32 even where matmuls use TF32."""
+    return (u.unsqueeze(1) * kernel * v.unsqueeze(0)).sum()
+
+
+def _confidence_and_correct(probs, target):
+    confidence, predicted = probs.max(1)
+    return confidence, (predicted == target).to(probs.dtype)
+
+
+def smooth_ece(probs, target, *, bandwidth=0.01, include_self=True):
+    """Smooth expected calibration error (SECE, Wang et al. 2023, seed 003).
+
+    ``SACC_i = sum_j K(r_i, r_j) c_j / (sum_j K(r_i, r_j) + 1e-12)`` with the Gaussian kernel
+    ``K(u, v) = exp(-(u - v)^2 / (2 h^2))``, and ``SECE = mean_i |SACC_i - r_i|``, where
+    ``r`` is the confidence and ``c`` the 0/1 correctness of the top-1 prediction. The
+    gradient flows through ``r`` (the correctness is a step function).
+
+    Parameters
+    ----------
+    probs : torch.Tensor of shape (n_samples, n_classes)
+        Predicted probabilities (softmax of the logits).
+    target : torch.Tensor of shape (n_samples,)
+        Integer class indices.
+    bandwidth : float, default=0.01
+        Kernel bandwidth h (the paper's value).
+    include_self : bool, default=True
+        Whether ``j = i`` is in the sums. The paper's formula (its Eq. 5 and the KDE estimate
+        of its Eq. 12) sums over all samples, so the default includes it; ``False`` gives a
+        leave-one-out estimate of the accuracy, where a sample with no neighbour within reach
+        of the kernel gets ``SACC = 0``.
+
+    Returns
+    -------
+    sece : torch.Tensor
+        0-d tensor.
+    """
+    check_number("bandwidth", bandwidth, low=0, low_open=True)
+    probs, target = prepare_inputs(probs, target)
+    with full_precision(probs.device):
+        confidence, correct = _confidence_and_correct(probs, target)
+        # dividing by sqrt(2) h (not multiplying by 1 / (2 h^2)) keeps a tiny bandwidth
+        # from making 0 * inf on the diagonal
+        scaled = (confidence.unsqueeze(1) - confidence.unsqueeze(0)) / (2.0**0.5 * bandwidth)
+        kernel = torch.exp(-(scaled**2))
+        if not include_self:
+            kernel = kernel.masked_fill(
+                torch.eye(kernel.shape[0], dtype=torch.bool, device=kernel.device), 0.0
+            )
+        soft_accuracy = (kernel * correct.unsqueeze(0)).sum(1) / (kernel.sum(1) + SECE_EPS)
+        return (soft_accuracy - confidence).abs().mean()
+
+
+def differentiable_ece(probs, target, *, n_bins=15, t_a=100.0, t_b=0.01):
+    """Differentiable ECE with soft bins and soft accuracy (DECE, Bohdal et al. 2021).
+
+    Soft bin membership ``o_ik = softmax_k((r_i W_k + b_k) / t_b)`` with ``W = (1..M)`` and
+    ``b = cumsum(-cut)``, ``cut = linspace(0, 1, M + 1)[:-1]``, smoothed as
+    ``(o + 1e-6) / (1 + (M + 1) 1e-6)``; soft accuracy ``acc_i = relu(2 - rank_{i,y})`` with
+    ``rank_{i,y} = 0.5 + sum_b sigmoid(t_a (p_ib - p_iy))``;
+    ``DECE = sum_k (sum_i o_ik / n) |acc_k - conf_k|`` with the o-weighted bin means.
+
+    Parameters
+    ----------
+    probs : torch.Tensor of shape (n_samples, n_classes)
+        Predicted probabilities (softmax of the logits).
+    target : torch.Tensor of shape (n_samples,)
+        Integer class indices.
+    n_bins : int, default=15
+        Number of soft bins M.
+    t_a : float, default=100.0
+        Temperature of the soft ranking (larger: closer to the 0/1 accuracy).
+    t_b : float, default=0.01
+        Temperature of the soft binning (smaller: closer to hard bins).
+
+    Returns
+    -------
+    dece : torch.Tensor
+        0-d tensor.
+    """
+    n_bins = check_n_bins(n_bins)
+    check_number("t_a", t_a, low=0, low_open=True)
+    check_number("t_b", t_b, low=0, low_open=True)
+    probs, target = prepare_inputs(probs, target)
+    with full_precision(probs.device):
+        confidence = probs.max(1).values
+        cut = torch.linspace(0.0, 1.0, n_bins + 1, dtype=probs.dtype, device=probs.device)[:-1]
+        slope = torch.arange(1, n_bins + 1, dtype=probs.dtype, device=probs.device)
+        offset = torch.cumsum(-cut, 0)
+        membership = torch.softmax((confidence.unsqueeze(1) * slope + offset) / t_b, dim=1)
+        membership = (membership + 1e-6) / (1.0 + (n_bins + 1) * 1e-6)
+
+        p_y = probs.gather(1, target.unsqueeze(1))
+        rank = 0.5 + torch.sigmoid(t_a * (probs - p_y)).sum(1)
+        accuracy = torch.relu(2.0 - rank)
+
+        mass = membership.sum(0)
+        bin_confidence = (membership * confidence.unsqueeze(1)).sum(0) / mass
+        bin_accuracy = (membership * accuracy.unsqueeze(1)).sum(0) / mass
+        return ((mass / probs.shape[0]) * (bin_accuracy - bin_confidence).abs()).sum()
+
+
+def mmce_weighted(probs, target, *, normalization="reference", kernel_width=0.4):
+    """Weighted maximum mean calibration error MMCE_w (Kumar et al. 2018).
+
+    With ``k(r, r') = exp(-|r - r'| / kernel_width)``, correct set C (m samples) and wrong
+    set W (n samples): ``S_cc = sum_{C x C} (1 - r_i)(1 - r_j) k``,
+    ``S_ww = sum_{W x W} r_i r_j k`` and ``S_cw = sum_{C x W} (1 - r_i) r_j k``.
+    ``"reference"``: ``sqrt(S_cc / m^4 + S_ww / n^4 - 2 S_cw / (m n)^2)`` (the code behind the
+    seeds' tables, which averages over pairs and then divides by m^2, n^2, mn again);
+    ``"pairs"``: ``sqrt(S_cc / m^2 + S_ww / n^2 - 2 S_cw / (m n))``. 0 when m or n is 0.
+
+    Parameters
+    ----------
+    probs : torch.Tensor of shape (n_samples, n_classes)
+        Predicted probabilities (softmax of the logits).
+    target : torch.Tensor of shape (n_samples,)
+        Integer class indices.
+    normalization : {"reference", "pairs"}, default="reference"
+        See above and :class:`sklearn_calib.losses.MMCELoss` for why "reference" is default.
+    kernel_width : float, default=0.4
+        Width of the Laplacian kernel.
+
+    Returns
+    -------
+    mmce : torch.Tensor
+        0-d tensor.
+    """
+    if normalization not in ("reference", "pairs"):
+        raise ValueError(
+            f"Expected `normalization` to be 'reference' or 'pairs', got {normalization!r}."
+        )
+    check_number("kernel_width", kernel_width, low=0, low_open=True)
+    probs, target = prepare_inputs(probs, target)
+    with full_precision(probs.device):
+        confidence, correct = _confidence_and_correct(probs, target)
+        wrong = 1.0 - correct
+        kernel = torch.exp(
+            -(confidence.unsqueeze(1) - confidence.unsqueeze(0)).abs() / kernel_width
+        )
+        a = correct * (1.0 - confidence)
+        b = wrong * confidence
+        s_cc = _quadratic_form(a, kernel, a)
+        s_ww = _quadratic_form(b, kernel, b)
+        s_cw = _quadratic_form(a, kernel, b)
+        m = correct.sum()
+        n = wrong.sum()
+        power = 2 if normalization == "reference" else 1
+        m_norm = m.clamp_min(1.0) ** power
+        n_norm = n.clamp_min(1.0) ** power
+        squared = s_cc / m_norm**2 + s_ww / n_norm**2 - 2.0 * s_cw / (m_norm * n_norm)
+        both = ((m > 0) & (n > 0)).to(probs.dtype)
+        return both * torch.sqrt(squared.clamp_min(torch.finfo(probs.dtype).tiny))

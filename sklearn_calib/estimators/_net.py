@@ -1,0 +1,763 @@
+"""NetClassifier: a skorch NeuralNetClassifier that behaves as a scikit-learn classifier."""
+
+import contextlib
+import inspect
+import numbers
+import warnings
+from functools import partial
+
+import numpy as np
+import torch
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import (
+    Interval,
+    StrOptions,
+    validate_parameter_constraints,
+)
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+from skorch import NeuralNetClassifier
+from skorch.callbacks import EpochTimer, PassthroughScoring, PrintLog
+from skorch.dataset import Dataset, ValidSplit
+from skorch.exceptions import DeviceWarning
+from skorch.utils import TeeGenerator, data_from_dataset, to_tensor
+from torch import nn
+from torch.utils.data import Subset
+
+from .._validation import encode_labels
+from ..losses import resolve_loss
+from ._augment import AUGMENTATIONS, MixedTarget
+from ._callbacks import VerboseProgressBar
+from ._device import PRECISIONS, autocast, autocast_dtype, resolve_device
+from ._recipes import RECIPES, Recipe, base_lr, resolve_optimizer, resolve_recipe
+from ._training import BatchSource, TrainingLoop
+from .networks import resolve_network
+
+_INTEGER_DTYPES = (torch.int64, torch.int32, torch.int16, torch.uint8)
+
+
+class NetClassifier(NeuralNetClassifier):
+    """A PyTorch network trained as a scikit-learn classifier, fast on a GPU.
+
+    A :class:`skorch.NeuralNetClassifier` whose network and loss are chosen by name, whose
+    input and output shapes are inferred from the data, and whose ``fit`` keeps the data
+    on the device and (on CUDA) replays the whole training step as one CUDA graph. It
+    works in pipelines, grid searches and cross-validation like any scikit-learn
+    classifier; hyperparameters route by prefix (``module__hidden_units``,
+    ``criterion__gamma``, ``optimizer__weight_decay``).
+
+    Parameters
+    ----------
+    module : str or type of torch.nn.Module or torch.nn.Module, default="mlp"
+        A network name from :data:`~sklearn_calib.estimators.networks.NETWORKS` or a
+        class; ``input_shape`` (the shape of one sample) and ``n_classes`` are passed to
+        its constructor when it accepts them. A class attribute ``input_dtype`` of an
+        integer dtype (token ids) keeps ``X`` integer; otherwise ``X`` is cast to float32.
+    criterion : str or type of torch.nn.Module, default="ce"
+        A loss name from :mod:`sklearn_calib.losses` or a class; ``forward(logits,
+        target)`` returns the mean loss.
+    optimizer : {"sgd", "adam", "adamw"}, type of torch.optim.Optimizer or None, \
+default=None
+        None: the recipe's optimiser, or AdamW without a recipe. On CUDA, SGD is built
+        with ``fused=True`` and Adam/AdamW with ``fused=True, capturable=True``, with the
+        learning rate as a device tensor, unless ``optimizer__fused``,
+        ``optimizer__foreach`` or ``optimizer__capturable`` is given.
+    lr : float or None, default=None
+        Base learning rate. None: the recipe's (0.1 for the SGD recipes) when its
+        optimiser is used, else 1e-3.
+    max_epochs : int, default=20
+        Epochs of ``fit`` (and of each ``partial_fit``).
+    batch_size : int, default=128
+        Training batch size; also the inference batch size unless
+        ``iterator_valid__batch_size`` is given.
+    train_split : None, float or callable, default=None
+        None trains on all the data. A float in (0, 1) holds out that fraction,
+        stratified and seeded by ``random_state``; a callable ``(dataset, y) ->
+        (dataset_train, dataset_valid)`` such as :class:`skorch.dataset.ValidSplit` or
+        ``skorch.helper.predefined_split`` is used as in skorch. With a validation split
+        the history records ``valid_loss`` and ``valid_acc`` each epoch (so
+        ``EarlyStopping`` and ``Checkpoint`` work).
+    callbacks : list of skorch callbacks or None, default=None
+        Epoch-level hooks (``on_train_begin``/``end``, ``on_epoch_begin``/``end``) always
+        run. A callback with per-batch hooks (``on_batch_begin``, ``on_batch_end``,
+        ``on_grad_computed``) makes each epoch run eagerly with skorch's per-batch
+        protocol: the batch is the pair of device tensors ``(X_batch, y_batch)`` and the
+        batch loss is in the history before ``on_batch_end``; this costs one host
+        synchronisation per step and turns CUDA graphs off. skorch's ProgressBar is the
+        exception: it is advanced per batch without slowing training, and the batch
+        losses reach the history when the epoch ends.
+    recipe : {"seed001", "seed002", "onecycle"}, Recipe or None, default=None
+        Optimiser and learning-rate preset (SPEC §5). "seed001": SGD (momentum 0.9,
+        weight decay 1e-4, lr 0.1), lr x0.1 at 50 % and 75 % of ``max_epochs``.
+        "seed002": SGD (momentum 0.9, weight decay 5e-4, lr 0.1), lr x0.1 at 150/350 and
+        250/350 of ``max_epochs``. "onecycle": SGD (momentum 0.9, Nesterov, weight decay
+        5e-4), lr rising linearly from lr/10 to lr (0.1) over the first 25 % of the steps,
+        then falling linearly to 0 (per step), for short budgets. None: constant lr. The
+        history records the epoch's starting ``lr``.
+    augment : {"crop_flip", "crop", "flip"} or None, default=None
+        On-device augmentation of image batches ``(n, C, H, W)``: random crop after zero
+        padding by an eighth of the image size (4 pixels for 32x32 and 28x28 images) and
+        random horizontal flip.
+    mixup_alpha : float, default=0.0
+        Mixup (seed 003's baseline): each batch is mixed with a permutation of itself by
+        a weight ``lam ~ Beta(alpha, alpha)`` and the loss is ``lam * L(z, y_a) + (1 -
+        lam) * L(z, y_b)`` for every criterion. 0 turns it off.
+    grad_clip : float or None, default=None
+        Maximum gradient norm (all parameters together); None for no clipping.
+    loss_reduction : {"mean", "sum"}, default="mean"
+        "sum" multiplies the criterion's batch mean by the batch size (the summed
+        per-sample loss). The seeds' reference pairing is ``loss_reduction="sum",
+        grad_clip=2.0`` (:data:`~sklearn_calib.estimators.REFERENCE_PAIRING`). The
+        recorded losses are the criterion's values (per-sample means).
+    precision : {"auto", "fp32", "bf16"}, default="auto"
+        "auto": bf16 autocast on CUDA, float32 elsewhere. Applies to training and
+        inference; logits and probabilities are returned as float32.
+    cuda_graphs : "auto" or bool, default="auto"
+        Replay the whole training step (``train_step``) as one CUDA graph after three
+        eager warm-up steps; the last, partial batch of an epoch runs eagerly. "auto"
+        uses graphs on CUDA when possible and runs eagerly otherwise: on the CPU, with a
+        callback that does per-batch work, with an optimiser other than SGD, Adam or
+        AdamW (unless capturable with a tensor lr), or with a subclass whose
+        ``train_step`` is not marked capturable. True warns when it falls back.
+    device : str or torch.device, default="auto"
+        "auto" is CUDA when available, else the CPU; the device used is ``device_``.
+    random_state : int, RandomState instance or None, default=None
+        Seeds weight initialisation, shuffling, augmentation, mixup, dropout and the
+        validation split. Torch's global RNG is seeded inside ``torch.random.fork_rng``,
+        so the caller's RNG is unchanged; with an int, refits on the CPU are identical.
+    verbose : int, default=0
+        0 is silent; 1 prints a table per epoch and shows skorch's ProgressBar.
+    warm_start : bool, default=False
+        Whether ``fit`` continues training the fitted network instead of starting anew.
+    classes : array-like or None, default=None
+        The class labels; None infers them from ``y``.
+    **kwargs
+        skorch's other parameters (``predict_nonlinearity``, ``iterator_valid__batch_size``,
+        ...) and prefixed hyperparameters (``module__*``, ``criterion__*``,
+        ``optimizer__*``, ``callbacks__*``). ``iterator_train``, ``dataset`` and
+        ``compile`` are accepted but not used: batches are cut from device tensors.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels, in the order of the columns of ``predict_proba``.
+    n_features_in_ : int
+        ``X.shape[1]`` at fit (the number of channels for images).
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Column names of a DataFrame ``X``.
+    input_shape_ : tuple of int
+        Shape of one sample, ``X.shape[1:]``.
+    device_ : torch.device
+        Device of the network.
+    module_, criterion_, optimizer_ : torch objects
+        The fitted network, loss and optimiser.
+    history_ : skorch.History
+        Per epoch: ``train_loss``, ``lr``, ``dur``, ``cuda_graph`` (whether full batches
+        replayed a CUDA graph) and, with a validation split, ``valid_loss`` and
+        ``valid_acc``; per batch ``train_loss``, ``train_batch_size``.
+    rng_state_ : dict
+        Random-generator states at the end of the last epoch; ``partial_fit`` (and
+        ``fit`` with ``warm_start=True``) continues from them.
+
+    Notes
+    -----
+    ``predict_proba`` is the softmax of the logits for every criterion;
+    ``decision_function`` returns the logits, or ``z[:, 1] - z[:, 0]`` for two classes
+    (scikit-learn's convention). A model fitted on CUDA unpickles on a CPU-only machine;
+    with ``device="auto"`` it then predicts on the CPU.
+
+    Subclasses change training through :meth:`train_step`, the per-batch hook: it
+    receives ``(X_batch, y_batch)`` on the device (``y_batch`` a class-index tensor or
+    a :class:`MixedTarget`) and makes the whole update. Set ``train_step_capturable =
+    True`` on a subclass whose overridden step may be captured in a CUDA graph (no host
+    synchronisation, no data-dependent Python control flow); otherwise it runs eagerly.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_digits
+    >>> from sklearn_calib.estimators import NetClassifier
+    >>> X, y = load_digits(return_X_y=True)
+    >>> net = NetClassifier(max_epochs=5, random_state=0).fit(X / 16, y)
+    >>> net.predict_proba(X[:2] / 16).shape
+    (2, 10)
+    """
+
+    #: Whether :meth:`train_step` may be captured in a CUDA graph. None: only when it is
+    #: NetClassifier's own.
+    train_step_capturable = None
+
+    _parameter_constraints = {
+        "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
+        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "lr": [Interval(numbers.Real, 0, None, closed="neither"), None],
+        "train_split": [Interval(numbers.Real, 0, 1, closed="neither"), callable, None],
+        "recipe": [StrOptions(set(RECIPES)), Recipe, None],
+        "augment": [StrOptions(set(AUGMENTATIONS)), None],
+        "mixup_alpha": [Interval(numbers.Real, 0, None, closed="left")],
+        "grad_clip": [Interval(numbers.Real, 0, None, closed="neither"), None],
+        "loss_reduction": [StrOptions({"mean", "sum"})],
+        "precision": [StrOptions(set(PRECISIONS))],
+        "cuda_graphs": [StrOptions({"auto"}), "boolean"],
+        "device": [str, torch.device],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+        "warm_start": ["boolean"],
+    }
+
+    def __init__(
+        self,
+        module="mlp",
+        *,
+        criterion="ce",
+        optimizer=None,
+        lr=None,
+        max_epochs=20,
+        batch_size=128,
+        train_split=None,
+        callbacks=None,
+        recipe=None,
+        augment=None,
+        mixup_alpha=0.0,
+        grad_clip=None,
+        loss_reduction="mean",
+        precision="auto",
+        cuda_graphs="auto",
+        device="auto",
+        random_state=None,
+        verbose=0,
+        warm_start=False,
+        classes=None,
+        **kwargs,
+    ):
+        super().__init__(
+            module,
+            criterion=criterion,
+            optimizer=optimizer,
+            lr=lr,
+            max_epochs=max_epochs,
+            batch_size=batch_size,
+            train_split=train_split,
+            callbacks=callbacks,
+            verbose=verbose,
+            device=device,
+            warm_start=warm_start,
+            classes=classes,
+            **kwargs,
+        )
+        self.recipe = recipe
+        self.augment = augment
+        self.mixup_alpha = mixup_alpha
+        self.grad_clip = grad_clip
+        self.loss_reduction = loss_reduction
+        self.precision = precision
+        self.cuda_graphs = cuda_graphs
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ parameters
+
+    @property
+    def _default_callbacks(self):
+        return [
+            ("epoch_timer", EpochTimer()),
+            ("train_loss", PassthroughScoring(name="train_loss", on_train=True)),
+            ("valid_loss", PassthroughScoring(name="valid_loss")),
+            ("valid_acc", PassthroughScoring(name="valid_acc", lower_is_better=False)),
+            ("progress_bar", VerboseProgressBar()),
+            ("print_log", PrintLog()),
+        ]
+
+    def _get_param_names(self):
+        # skorch lists every attribute not ending in "_", which includes its private
+        # bookkeeping (e.g. ``_params_to_validate``); parameters never start with "_".
+        return [name for name in super()._get_param_names() if not name.startswith("_")]
+
+    def set_params(self, **params):
+        """Set parameters (skorch's routing); ``callbacks`` is only checked at fit."""
+        if not self.initialized_ and "callbacks" in params:
+            self.callbacks = params.pop("callbacks")
+        return super().set_params(**params)
+
+    def _check_params(self):
+        params = {name: getattr(self, name) for name in self._parameter_constraints}
+        validate_parameter_constraints(
+            self._parameter_constraints, params, caller_name=type(self).__name__
+        )
+
+    # ------------------------------------------------------------------ components
+
+    @contextlib.contextmanager
+    def _skorch_device(self):
+        """Let skorch's own code move components to ``device_``; ``device`` stays as given."""
+        requested = self.__dict__["device"]
+        self.__dict__["device"] = self.device_
+        try:
+            yield
+        finally:
+            self.__dict__["device"] = requested
+
+    def initialize(self):
+        """Resolve the device and build the network, loss, optimiser and callbacks."""
+        self.device_ = resolve_device(self.device)
+        return super().initialize()
+
+    def _initialize_module(self, reason=None):
+        with self._skorch_device():
+            return super()._initialize_module(reason=reason)
+
+    def _initialize_criterion(self, reason=None):
+        with self._skorch_device():
+            return super()._initialize_criterion(reason=reason)
+
+    def load_params(self, *args, **kwargs):
+        """Load parameters saved by ``save_params`` onto ``device_`` (see skorch)."""
+        with self._skorch_device():
+            return super().load_params(*args, **kwargs)
+
+    def _network_class(self):
+        if isinstance(self.module, nn.Module):
+            return type(self.module)
+        return resolve_network(self.module)
+
+    def _input_is_integer(self):
+        return getattr(self._network_class(), "input_dtype", torch.float32) in _INTEGER_DTYPES
+
+    def initialize_module(self):
+        """Build the network with ``input_shape`` and ``n_classes`` inferred at fit."""
+        kwargs = self.get_params_for("module")
+        if isinstance(self.module, nn.Module):
+            self.module_ = type(self.module)(**kwargs) if kwargs else self.module
+            return self
+        if not hasattr(self, "input_shape_"):
+            raise ValueError(
+                f"{type(self).__name__} infers the network's input shape and number of "
+                "classes from the data: call fit(X, y) instead of initialize()."
+            )
+        network = resolve_network(self.module)
+        inferred = {"input_shape": self.input_shape_, "n_classes": len(self.classes_)}
+        signature = inspect.signature(network.__init__).parameters
+        takes_any = any(p.kind is p.VAR_KEYWORD for p in signature.values())
+        inferred = {k: v for k, v in inferred.items() if takes_any or k in signature}
+        self.module_ = network(**inferred, **kwargs)
+        return self
+
+    def initialize_criterion(self):
+        """Build the loss from its name or class and the ``criterion__*`` parameters."""
+        kwargs = self.get_params_for("criterion")
+        if isinstance(self.criterion, nn.Module):
+            self.criterion_ = type(self.criterion)(**kwargs) if kwargs else self.criterion
+        else:
+            self.criterion_ = resolve_loss(self.criterion)(**kwargs)
+        return self
+
+    def initialize_optimizer(self, triggered_directly=None):
+        """Build the optimiser; on CUDA, fused/capturable with the lr as a device tensor."""
+        recipe = resolve_recipe(self.recipe)
+        optimizer, defaults = resolve_optimizer(self.optimizer, recipe)
+        args, kwargs = self.get_params_for_optimizer("optimizer", self.get_all_learnable_params())
+        lr = base_lr(kwargs.pop("lr"), recipe if defaults else None)
+        kwargs = {**defaults, **kwargs}
+        graphable = (
+            self.device_.type == "cuda"
+            and optimizer in (torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW)
+            and not {"fused", "foreach", "capturable"} & set(kwargs)
+        )
+        if graphable:
+            kwargs["fused"] = True
+            if optimizer is not torch.optim.SGD:
+                kwargs["capturable"] = True
+            lr = torch.tensor(lr, dtype=torch.float32, device=self.device_)
+        self.optimizer_ = optimizer(*args, lr=lr, **kwargs)
+        if graphable:
+            for group in self.optimizer_.param_groups:
+                if not isinstance(group["lr"], torch.Tensor):
+                    group["lr"] = torch.tensor(
+                        group["lr"], dtype=torch.float32, device=self.device_
+                    )
+        return self
+
+    # ------------------------------------------------------------------ fitting
+
+    def fit(self, X, y):
+        """Train the network on ``(X, y)`` from a fresh initialisation.
+
+        With ``warm_start=True`` a fitted network is trained further instead.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or (n_samples, C, H, W)
+            Inputs; images as 4-D arrays.
+        y : array-like of shape (n_samples,)
+            Class labels of any type.
+
+        Returns
+        -------
+        self : NetClassifier
+        """
+        self._check_params()
+        continuing = self.warm_start and self.__sklearn_is_fitted__()
+        return self._fit(X, y, continuing=continuing, classes=None)
+
+    def partial_fit(self, X, y, classes=None):
+        """Train the fitted network for ``max_epochs`` more epochs (or fit it if unfitted).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, ...)
+        y : array-like of shape (n_samples,)
+        classes : array-like of shape (n_classes,) or None, default=None
+            All class labels, for the first call when ``y`` may lack some.
+
+        Returns
+        -------
+        self : NetClassifier
+        """
+        self._check_params()
+        return self._fit(X, y, continuing=self.__sklearn_is_fitted__(), classes=classes)
+
+    def __sklearn_is_fitted__(self):
+        return (
+            bool(self.initialized_)
+            and hasattr(self, "input_shape_")
+            and super().__sklearn_is_fitted__()
+        )
+
+    def _fit(self, X, y, continuing, classes):
+        X, y, y_index = self._validate_training_data(X, y, continuing, classes)
+        if not continuing:
+            self.device_ = resolve_device(self.device)
+        with self._random_generators(continuing) as rngs:
+            if not continuing:
+                self.initialize()
+            self._train(X, y, y_index, rngs)
+        return self
+
+    def _validate_training_data(self, X, y, continuing, classes):
+        dtype = np.int64 if self._input_is_integer() else np.float32
+        X, y = validate_data(self, X, y, reset=not continuing, dtype=dtype, allow_nd=True)
+        check_classification_targets(y)
+        if continuing:
+            if X.shape[1:] != self.input_shape_:
+                raise ValueError(
+                    f"Expected samples of shape {self.input_shape_}, got {X.shape[1:]}."
+                )
+            try:
+                return X, y, encode_labels(y, self.classes_)
+            except ValueError:
+                raise ValueError(
+                    f"`y` contains labels not seen at the first fit: "
+                    f"{np.setdiff1d(y, self.classes_).tolist()}; known labels are "
+                    f"{self.classes_.tolist()}."
+                ) from None
+        if classes is None and self.classes is not None:
+            classes = self.classes
+        known = np.unique(y) if classes is None else np.unique(np.asarray(classes))
+        if len(known) < 2:
+            raise ValueError(
+                f"{type(self).__name__} needs samples of at least 2 classes to train, "
+                f"got 1 class: {known.tolist()}."
+            )
+        if self.augment is not None and X.ndim != 4:
+            raise ValueError(
+                f"augment={self.augment!r} needs images of shape (n, C, H, W), got X of "
+                f"shape {X.shape}."
+            )
+        if self.mixup_alpha > 0 and dtype is np.int64:
+            raise ValueError("mixup_alpha > 0 needs float inputs, but the network takes token ids.")
+        self.classes_inferred_ = known
+        self.input_shape_ = X.shape[1:]
+        try:
+            y_index = encode_labels(y, known)
+        except ValueError:
+            raise ValueError(
+                f"`y` contains labels not in `classes`: {np.setdiff1d(y, known).tolist()}."
+            ) from None
+        return X, y, y_index
+
+    @contextlib.contextmanager
+    def _random_generators(self, resume):
+        """Seed torch inside ``fork_rng`` and yield the fit's generators."""
+        device = self.device_
+        cuda = (
+            [device.index if device.index is not None else torch.cuda.current_device()]
+            if (device.type == "cuda")
+            else []
+        )
+        with torch.random.fork_rng(devices=cuda, device_type="cuda"):
+            state = getattr(self, "rng_state_", None) if resume else None
+            generator = torch.Generator(device=device)
+            if state is not None and state["device_type"] == device.type:
+                torch.set_rng_state(state["torch"])
+                if cuda:
+                    torch.cuda.set_rng_state(state["cuda"], cuda[0])
+                generator.set_state(state["generator"])
+                np_rng = np.random.default_rng()
+                np_rng.bit_generator.state = state["numpy"]
+                split_seed = state["split_seed"]
+            else:
+                seeds = check_random_state(self.random_state).randint(0, 2**31 - 1, size=4)
+                torch.default_generator.manual_seed(int(seeds[0]))
+                if cuda:
+                    with torch.cuda.device(cuda[0]):
+                        torch.cuda.manual_seed(int(seeds[0]))
+                generator.manual_seed(int(seeds[1]))
+                np_rng = np.random.default_rng(int(seeds[2]))
+                split_seed = int(seeds[3])
+            yield {"generator": generator, "numpy": np_rng, "split_seed": split_seed}
+
+    def record_rng_state(self, rngs):
+        """Store the fit's generator states as ``rng_state_`` (at the end of each epoch).
+
+        Parameters
+        ----------
+        rngs : dict
+            The generators yielded for the fit: ``"generator"`` (torch, on the device),
+            ``"numpy"`` and ``"split_seed"``.
+        """
+        cuda = self.device_.type == "cuda"
+        self.rng_state_ = {
+            "device_type": self.device_.type,
+            "torch": torch.get_rng_state(),
+            "cuda": torch.cuda.get_rng_state(self.device_) if cuda else None,
+            "generator": rngs["generator"].get_state(),
+            "numpy": rngs["numpy"].bit_generator.state,
+            "split_seed": rngs["split_seed"],
+        }
+
+    def _train(self, X, y, y_index, rngs):
+        (X_train, y_train), valid, dataset_train, dataset_valid = self._split(
+            X, y, y_index, rngs["split_seed"]
+        )
+        train = BatchSource(X_train, y_train, self.device_)
+        valid = BatchSource(*valid, self.device_) if valid is not None else None
+        epoch_kwargs = {"dataset_train": dataset_train, "dataset_valid": dataset_valid}
+        loop = TrainingLoop(self, train, valid, rngs, resolve_recipe(self.recipe), epoch_kwargs)
+        self.notify("on_train_begin", X=X, y=y)
+        try:
+            loop.run(self.max_epochs)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self.optimizer_.zero_grad(set_to_none=True)
+        self.notify("on_train_end", X=X, y=y)
+
+    def _split(self, X, y, y_index, seed):
+        """Return the training arrays, validation arrays (or None) and skorch datasets."""
+        dataset = Dataset(X, y)
+        if self.train_split is None:
+            return (X, y_index), None, dataset, None
+        split = self.train_split
+        if isinstance(split, numbers.Real):
+            split = ValidSplit(float(split), stratified=True, random_state=seed)
+        dataset_train, dataset_valid = split(dataset, y)
+        train = self._split_arrays(dataset_train, dataset, X, y_index)
+        valid = None
+        if dataset_valid is not None:
+            valid = self._split_arrays(dataset_valid, dataset, X, y_index)
+        return train, valid, dataset_train, dataset_valid
+
+    def _split_arrays(self, part, dataset, X, y_index):
+        if part is dataset:
+            return X, y_index
+        if isinstance(part, Subset) and part.dataset is dataset:
+            index = np.asarray(part.indices)
+            return X[index], y_index[index]
+        X_part, y_part = data_from_dataset(part)
+        X_part = self._validate_X(X_part)
+        return X_part, encode_labels(np.asarray(y_part), self.classes_)
+
+    # ------------------------------------------------------------------ the step hook
+
+    @classmethod
+    def train_step_is_capturable(cls):
+        """Whether :meth:`train_step` may be captured in a CUDA graph."""
+        if cls.train_step_capturable is None:
+            return cls.train_step is NetClassifier.train_step
+        return bool(cls.train_step_capturable)
+
+    def train_step(self, batch, **fit_params):
+        """Make one optimisation step on ``batch``; the per-batch hook of the engine.
+
+        Zeroes the gradients, runs the network under autocast, computes the loss on
+        float32 logits (:meth:`get_loss`), backpropagates, notifies
+        ``on_grad_computed``, clips the gradient norm if asked, and steps the optimiser.
+        On CUDA this whole method is captured once in a CUDA graph and replayed, so it
+        must not synchronise with the host.
+
+        Parameters
+        ----------
+        batch : tuple of (torch.Tensor, torch.Tensor or MixedTarget)
+            Inputs and targets on ``device_``.
+
+        Returns
+        -------
+        step : dict
+            ``"loss"``: the detached 0-dim loss tensor; ``"y_pred"``: the logits.
+        """
+        X, y = batch
+        self.optimizer_.zero_grad(set_to_none=True)
+        with autocast(autocast_dtype(self.precision, self.device_), self.device_):
+            y_pred = self.module_(X)
+        loss = self.get_loss(y_pred.float(), y, X=X, training=True)
+        loss.backward()
+        self.notify(
+            "on_grad_computed",
+            named_parameters=TeeGenerator(self.get_all_learnable_params()),
+            batch=batch,
+            training=True,
+        )
+        if self.grad_clip is not None:
+            parameters = [p for _, p in self.get_all_learnable_params()]
+            torch.nn.utils.clip_grad_norm_(parameters, self.grad_clip)
+        self.optimizer_.step()
+        if self.loss_reduction == "sum":
+            loss = loss / y_pred.shape[0]
+        return {"loss": loss.detach(), "y_pred": y_pred}
+
+    def get_loss(self, y_pred, y_true, X=None, training=False):
+        """Return the criterion's loss; mixup targets give the weighted pair of losses.
+
+        With ``loss_reduction="sum"`` the training loss is multiplied by the batch size.
+        """
+        if not isinstance(y_true, (torch.Tensor, MixedTarget)):
+            y_true = to_tensor(y_true, device=self.device_)
+        if isinstance(y_true, MixedTarget):
+            loss = y_true.lam * self.criterion_(y_pred, y_true.y_a) + (
+                1.0 - y_true.lam
+            ) * self.criterion_(y_pred, y_true.y_b)
+        else:
+            loss = self.criterion_(y_pred, y_true)
+        if training and self.loss_reduction == "sum":
+            loss = loss * y_pred.shape[0]
+        return loss
+
+    # ------------------------------------------------------------------ inference
+
+    def forward_logits(self, X):
+        """Return the float32 logits of a batch on the device (autocast as in training)."""
+        with autocast(autocast_dtype(self.precision, self.device_), self.device_):
+            out = self.module_(X)
+        if isinstance(out, tuple):
+            out = out[0]
+        return out.float()
+
+    def infer(self, x, **fit_params):
+        """Run the network on a batch (skorch's hook, on ``device_``)."""
+        x = to_tensor(x, device=self.device_)
+        return self.module_(x, **fit_params)
+
+    def inference_batch_size(self):
+        """Batch size of validation and prediction."""
+        size = self.get_params_for("iterator_valid").get("batch_size", self.batch_size)
+        return size if size > 0 else self.batch_size
+
+    def _validate_X(self, X):
+        dtype = np.int64 if self._input_is_integer() else np.float32
+        X = validate_data(self, X, reset=False, dtype=dtype, allow_nd=True)
+        if X.shape[1:] != self.input_shape_:
+            raise ValueError(
+                f"Expected samples of shape {self.input_shape_} (as at fit), got {X.shape[1:]}."
+            )
+        return X
+
+    def _logits(self, X):
+        """Validate ``X`` and return its float32 logits on the device."""
+        check_is_fitted(self)
+        X = self._validate_X(X)
+        self._set_training(False)
+        batch_size = self.inference_batch_size()
+        chunks = []
+        with torch.inference_mode():
+            for start in range(0, len(X), batch_size):
+                chunk = np.require(X[start : start + batch_size], requirements=["C", "W"])
+                batch = torch.from_numpy(chunk).to(self.device_, non_blocking=True)
+                chunks.append(self.forward_logits(batch))
+        return torch.cat(chunks)
+
+    def _get_predict_nonlinearity(self):
+        nonlin = self.predict_nonlinearity
+        if nonlin is None:
+            return lambda logits: logits
+        if isinstance(nonlin, str) and nonlin == "auto":
+            return partial(torch.softmax, dim=1)
+        if not callable(nonlin):
+            raise TypeError("predict_nonlinearity has to be a callable, 'auto' or None")
+        return nonlin
+
+    def predict_proba(self, X):
+        """Return class probabilities, the softmax of the logits (float32).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, ...)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes), dtype float32
+        """
+        logits = self._logits(X)
+        with torch.inference_mode():
+            proba = self._get_predict_nonlinearity()(logits)
+        return proba.float().cpu().numpy()
+
+    def decision_function(self, X):
+        """Return the logits; for two classes, ``z[:, 1] - z[:, 0]``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, ...)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples, n_classes) or (n_samples,), dtype float32
+        """
+        logits = self._logits(X)
+        if logits.shape[1] == 2:
+            logits = logits[:, 1] - logits[:, 0]
+        return logits.cpu().numpy()
+
+    def predict(self, X):
+        """Return the most probable class label of each sample.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, ...)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        index = self._logits(X).argmax(1).cpu().numpy()
+        return self.classes_[index]
+
+    # ------------------------------------------------------------------ persistence
+
+    def __setstate__(self, state):
+        requested = state["device"]
+        fitted = state.get("device_")
+        if fitted is not None:
+            state["device"] = str(fitted)
+        elif isinstance(requested, str) and requested == "auto":
+            state["device"] = "cpu"
+        with warnings.catch_warnings():
+            if isinstance(requested, str) and requested == "auto":
+                warnings.simplefilter("ignore", DeviceWarning)
+            super().__setstate__(state)
+        loaded = torch.device(self.__dict__["device"])
+        if fitted is not None:
+            self.device_ = loaded
+            if fitted.type == "cuda" and loaded.type != "cuda":
+                _make_eager(self.optimizer_)
+        if isinstance(requested, str) and requested == "auto":
+            self.__dict__["device"] = requested
+
+
+def _make_eager(optimizer):
+    """Turn a CUDA-graph-ready optimiser loaded on another device into a plain one."""
+    if optimizer is None:
+        return
+    for group in optimizer.param_groups:
+        if isinstance(group.get("lr"), torch.Tensor):
+            group["lr"] = float(group["lr"].item())
+        for flag in ("fused", "capturable"):
+            if group.get(flag):
+                group[flag] = False

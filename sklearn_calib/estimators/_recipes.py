@@ -1,0 +1,175 @@
+"""Optimiser and learning-rate presets: the seeds' training recipes (SPEC §5) and a one-cycle.
+
+A recipe fixes the optimiser, its base learning rate and hyperparameters, and a schedule:
+the factor applied to the base learning rate at each step. :class:`NetClassifier` applies
+the factor by writing into the optimiser's learning rate in place, so a CUDA graph that
+captured the optimiser step sees every change.
+"""
+
+import inspect
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+#: The seeds' reference pairing (SPEC §2, "Reduction and clipping"): the loss summed over
+#: the batch and the gradient norm clipped to 2. Use as ``NetClassifier(**REFERENCE_PAIRING)``.
+REFERENCE_PAIRING = {"loss_reduction": "sum", "grad_clip": 2.0}
+
+OPTIMIZERS = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW}
+
+#: Optimiser used when neither ``optimizer`` nor ``recipe`` names one, and its learning rate.
+DEFAULT_OPTIMIZER = torch.optim.AdamW
+DEFAULT_LR = 1e-3
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A training preset.
+
+    Parameters
+    ----------
+    name : str
+        Name used in ``NetClassifier(recipe=name)``.
+    optimizer : type of torch.optim.Optimizer
+        Optimiser class, unless the caller names another.
+    lr : float
+        Base learning rate, unless the caller sets ``lr``.
+    optimizer_params : dict
+        Optimiser hyperparameters; ``optimizer__*`` arguments override them.
+    milestones : tuple of float, default=()
+        Fractions of ``max_epochs`` at whose epoch the learning rate is multiplied by
+        ``gamma`` (a multistep schedule, applied per epoch).
+    gamma : float, default=0.1
+        Multiplier at each milestone.
+    cycle : tuple of (tuple of float, tuple of float) or None, default=None
+        One-cycle schedule, applied per step: the factor is the piecewise-linear
+        interpolation of ``cycle[1]`` at the points ``cycle[0]`` of the training progress
+        ``step / total_steps``.
+    """
+
+    name: str
+    optimizer: type
+    lr: float
+    optimizer_params: dict = field(default_factory=dict)
+    milestones: tuple = ()
+    gamma: float = 0.1
+    cycle: tuple | None = None
+
+    @property
+    def per_step(self):
+        """Whether the schedule changes the learning rate within an epoch."""
+        return self.cycle is not None
+
+    def factor(self, epoch, step, max_epochs, steps_per_epoch):
+        """Return the learning-rate factor at a step of training.
+
+        Parameters
+        ----------
+        epoch : int
+            0-based epoch.
+        step : int
+            0-based step within the epoch.
+        max_epochs : int
+            Planned number of epochs.
+        steps_per_epoch : int
+            Optimiser steps per epoch.
+
+        Returns
+        -------
+        factor : float
+        """
+        if self.cycle is not None:
+            progress = (epoch * steps_per_epoch + step) / max(max_epochs * steps_per_epoch, 1)
+            return float(np.interp(progress, self.cycle[0], self.cycle[1]))
+        passed = sum(epoch >= round(m * max_epochs) for m in self.milestones)
+        return self.gamma**passed
+
+
+RECIPES = {
+    "seed001": Recipe(
+        "seed001",
+        torch.optim.SGD,
+        0.1,
+        {"momentum": 0.9, "weight_decay": 1e-4},
+        milestones=(0.5, 0.75),
+    ),
+    "seed002": Recipe(
+        "seed002",
+        torch.optim.SGD,
+        0.1,
+        {"momentum": 0.9, "weight_decay": 5e-4},
+        milestones=(150 / 350, 250 / 350),
+    ),
+    "onecycle": Recipe(
+        "onecycle",
+        torch.optim.SGD,
+        0.1,
+        {"momentum": 0.9, "nesterov": True, "weight_decay": 5e-4},
+        cycle=((0.0, 0.25, 1.0), (0.1, 1.0, 0.0)),
+    ),
+}
+
+
+def resolve_recipe(recipe):
+    """Return the :class:`Recipe` named by ``recipe``, or None.
+
+    Parameters
+    ----------
+    recipe : str, Recipe or None
+
+    Returns
+    -------
+    recipe : Recipe or None
+    """
+    if recipe is None or isinstance(recipe, Recipe):
+        return recipe
+    if isinstance(recipe, str) and recipe in RECIPES:
+        return RECIPES[recipe]
+    raise ValueError(
+        f"Expected `recipe` to be None, a Recipe or one of {sorted(RECIPES)}, got {recipe!r}."
+    )
+
+
+def resolve_optimizer(optimizer, recipe):
+    """Return the optimiser class and the recipe's defaults for it.
+
+    Parameters
+    ----------
+    optimizer : str, type of torch.optim.Optimizer or None
+        A name from :data:`OPTIMIZERS`, a class, or None for the recipe's optimiser
+        (AdamW without a recipe).
+    recipe : Recipe or None
+
+    Returns
+    -------
+    optimizer_class : type of torch.optim.Optimizer
+    defaults : dict
+        The recipe's hyperparameters when the recipe's optimiser is used, else empty.
+    """
+    if optimizer is None:
+        if recipe is None:
+            return DEFAULT_OPTIMIZER, {}
+        return recipe.optimizer, dict(recipe.optimizer_params)
+    if isinstance(optimizer, str):
+        if optimizer not in OPTIMIZERS:
+            raise ValueError(
+                f"Unknown optimizer {optimizer!r}; expected one of {sorted(OPTIMIZERS)} "
+                "or a torch.optim.Optimizer subclass."
+            )
+        optimizer = OPTIMIZERS[optimizer]
+    if not (inspect.isclass(optimizer) and issubclass(optimizer, torch.optim.Optimizer)):
+        raise ValueError(
+            "Expected `optimizer` to be None, an optimizer name or a torch.optim.Optimizer "
+            f"subclass, got {optimizer!r}."
+        )
+    if recipe is not None and optimizer is recipe.optimizer:
+        return optimizer, dict(recipe.optimizer_params)
+    return optimizer, {}
+
+
+def base_lr(lr, recipe):
+    """Return the base learning rate: ``lr`` if given, else the recipe's, else 1e-3."""
+    if lr is not None:
+        return float(lr)
+    return recipe.lr if recipe is not None else DEFAULT_LR

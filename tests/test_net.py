@@ -1,0 +1,488 @@
+"""End-to-end tests of NetClassifier on the CPU (small networks, few epochs)."""
+
+import io
+import pickle
+import warnings
+
+import joblib
+import numpy as np
+import pytest
+import torch
+from sklearn.datasets import load_digits
+from sklearn.metrics import accuracy_score, log_loss
+from sklearn.model_selection import GridSearchCV, cross_val_score, train_test_split
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
+from skorch.callbacks import Callback, EarlyStopping, LRScheduler
+from skorch.dataset import Dataset
+from skorch.exceptions import DeviceWarning
+from skorch.helper import predefined_split
+from torch import nn
+
+from sklearn_calib.estimators import (
+    RECIPES,
+    REFERENCE_PAIRING,
+    MixedTarget,
+    NetClassifier,
+    _training,
+)
+from sklearn_calib.estimators._augment import mixup, random_crop, random_flip
+from sklearn_calib.estimators.networks import NETWORKS
+
+
+@pytest.fixture(scope="module")
+def digits():
+    X, y = load_digits(return_X_y=True)
+    X = (X / 16.0).astype(np.float32)
+    return train_test_split(X, y, test_size=0.25, random_state=0, stratify=y)
+
+
+def small_net(**params):
+    defaults = {
+        "module__hidden_units": (32,),
+        "lr": 0.01,
+        "max_epochs": 8,
+        "batch_size": 64,
+        "random_state": 0,
+    }
+    return NetClassifier(**{**defaults, **params})
+
+
+# ----------------------------------------------------------------- scikit-learn API
+
+
+def test_pipeline_on_digits_reaches_sensible_accuracy(digits):
+    X_train, X_test, y_train, y_test = digits
+    pipe = Pipeline([("scale", StandardScaler()), ("net", small_net(max_epochs=10))])
+    pipe.fit(X_train, y_train)
+    assert pipe.score(X_test, y_test) > 0.93
+    assert pipe[-1].n_features_in_ == 64
+    assert pipe[-1].history[:, "cuda_graph"] == [False] * 10
+
+
+def test_grid_search_routes_criterion_params(digits):
+    X_train, _, y_train, _ = digits
+    search = GridSearchCV(
+        small_net(criterion="focal", max_epochs=3),
+        {"criterion__gamma": [1, 3]},
+        scoring="neg_log_loss",
+        cv=2,
+    )
+    search.fit(X_train[:600], y_train[:600])
+    assert search.best_params_["criterion__gamma"] in (1, 3)
+    assert search.best_estimator_.criterion_.gamma == search.best_params_["criterion__gamma"]
+    assert np.isfinite(search.cv_results_["mean_test_score"]).all()
+
+
+def test_cross_val_score(digits):
+    X_train, _, y_train, _ = digits
+    scores = cross_val_score(small_net(max_epochs=4), X_train, y_train, cv=3)
+    assert scores.shape == (3,)
+    assert scores.min() > 0.8
+
+
+def test_string_labels(digits):
+    X_train, X_test, y_train, y_test = digits
+    names = np.array(["zero", "one", "two", "three", "four", "5", "6", "7", "8", "9"])
+    net = small_net().fit(X_train, names[y_train])
+    assert net.classes_.tolist() == sorted(names.tolist())
+    pred = net.predict(X_test)
+    assert pred.dtype.kind == "U"
+    assert accuracy_score(names[y_test], pred) > 0.9
+    np.testing.assert_array_equal(net.classes_[net.predict_proba(X_test).argmax(1)], pred)
+
+
+def test_image_input(digits):
+    X_train, X_test, y_train, y_test = digits
+    images = X_train.reshape(-1, 1, 8, 8)
+    module = "cnn" if "cnn" in NETWORKS else "mlp"
+    params = {} if module == "cnn" else {"module__hidden_units": (32,)}
+    net = NetClassifier(module=module, lr=0.01, max_epochs=6, batch_size=64, random_state=0)
+    net.set_params(**params).fit(images, y_train)
+    assert net.input_shape_ == (1, 8, 8)
+    assert net.n_features_in_ == 1
+    assert net.score(X_test.reshape(-1, 1, 8, 8), y_test) > 0.85
+    with pytest.raises(ValueError, match="shape"):
+        net.predict(X_test.reshape(-1, 1, 4, 16))
+
+
+def test_random_state_refits_identical_and_global_rng_untouched(digits):
+    X_train, X_test, y_train, _ = digits
+    torch_state = torch.get_rng_state()
+    numpy_state = np.random.get_state()
+    net = small_net(max_epochs=3, module__dropout=0.2)
+    first = net.fit(X_train, y_train).predict_proba(X_test)
+    second = net.fit(X_train, y_train).predict_proba(X_test)
+    np.testing.assert_array_equal(first, second)
+    assert torch.equal(torch.get_rng_state(), torch_state)
+    assert np.array_equal(np.random.get_state()[1], numpy_state[1])
+    other = small_net(max_epochs=3, module__dropout=0.2, random_state=1).fit(X_train, y_train)
+    assert not np.array_equal(other.predict_proba(X_test), first)
+
+
+def test_fit_does_not_change_params(digits):
+    X_train, _, y_train, _ = digits
+    net = small_net(max_epochs=1)
+    before = net.get_params(deep=False)
+    net.fit(X_train, y_train)
+    after = net.get_params(deep=False)
+    assert after["device"] == "auto" and net.device_ == torch.device("cpu")
+    assert after["lr"] == before["lr"] and after["optimizer"] is None
+
+
+# ----------------------------------------------------------------- validation split
+
+
+def test_predefined_split_records_exact_valid_loss_and_accuracy(digits):
+    X_train, X_test, y_train, y_test = digits
+    net = small_net(max_epochs=3, train_split=predefined_split(Dataset(X_test, y_test)))
+    net.fit(X_train, y_train)
+    proba = net.predict_proba(X_test)
+    assert net.history[-1, "valid_acc"] == pytest.approx(
+        accuracy_score(y_test, net.predict(X_test))
+    )
+    assert net.history[-1, "valid_loss"] == pytest.approx(
+        log_loss(y_test, proba, labels=net.classes_), rel=1e-4
+    )
+    assert len(net.history[-1, "batches"]) == 22 + 8  # ceil(1347 / 64) + ceil(450 / 64)
+
+
+def test_float_split_with_early_stopping(digits):
+    X_train, _, y_train, _ = digits
+    stop = EarlyStopping(monitor="valid_loss", patience=2, threshold=0.5, threshold_mode="abs")
+    net = small_net(max_epochs=30, train_split=0.2, callbacks=[stop]).fit(X_train, y_train)
+    assert 3 <= len(net.history) < 30
+    assert all(0 <= acc <= 1 for acc in net.history[:, "valid_acc"])
+    assert sum(len(b) for b in net.history[0, "batches"]) > 0
+    batches = net.history[0, "batches"]
+    n_train = sum(b["train_batch_size"] for b in batches if "train_loss" in b)
+    n_valid = sum(b["valid_batch_size"] for b in batches if "valid_loss" in b)
+    assert n_train + n_valid == len(X_train)
+    assert n_valid == pytest.approx(0.2 * len(X_train), abs=1)
+
+
+# ----------------------------------------------------------------- training options
+
+
+def test_recipes_give_documented_learning_rates(digits):
+    X_train, _, y_train, _ = digits
+    net = small_net(recipe="seed001", max_epochs=8, lr=None).fit(X_train[:300], y_train[:300])
+    np.testing.assert_allclose(net.history[:, "lr"], [0.1] * 4 + [0.01] * 2 + [0.001] * 2)
+    assert isinstance(net.optimizer_, torch.optim.SGD)
+    group = net.optimizer_.param_groups[0]
+    assert (group["momentum"], group["weight_decay"]) == (0.9, 1e-4)
+    net = small_net(recipe="seed002", max_epochs=7, lr=None).fit(X_train[:300], y_train[:300])
+    np.testing.assert_allclose(net.history[:, "lr"], [0.1] * 3 + [0.01] * 2 + [0.001] * 2)
+    assert net.optimizer_.param_groups[0]["weight_decay"] == 5e-4
+    # 350 epochs: x0.1 at epochs 150 and 250, as in seed 002's reference code.
+    factors = [RECIPES["seed002"].factor(e, 0, 350, 1) for e in (149, 150, 249, 250)]
+    np.testing.assert_allclose(factors, [1, 0.1, 0.1, 0.01])
+
+
+def test_onecycle_learning_rate_per_step(digits):
+    X_train, _, y_train, _ = digits
+    net = small_net(recipe="onecycle", lr=None, max_epochs=4, batch_size=100)
+    net.fit(X_train[:400], y_train[:400])
+    # 4 steps per epoch, 16 steps: factor interpolates (0, 0.1), (0.25, 1), (1, 0).
+    np.testing.assert_allclose(net.history[:, "lr"], [0.01, 0.1, 0.1 * 2 / 3, 0.1 / 3])
+    recipe = RECIPES["onecycle"]
+    assert recipe.factor(0, 2, 4, 4) == pytest.approx(0.1 + 0.9 * (2 / 16) / 0.25)
+    assert net.optimizer_.param_groups[0]["lr"] == pytest.approx(0.1 * (1 - 15 / 16) / 0.75)
+
+
+def test_lr_scheduler_callback_works_at_epoch_level(digits):
+    X_train, _, y_train, _ = digits
+    scheduler = LRScheduler(policy=torch.optim.lr_scheduler.StepLR, step_size=1, gamma=0.5)
+    net = small_net(max_epochs=3, optimizer="sgd", lr=0.1, callbacks=[scheduler])
+    net.fit(X_train[:300], y_train[:300])
+    np.testing.assert_allclose(net.history[:, "lr"], [0.1, 0.05, 0.025])
+
+
+def test_mixup_and_augment_train(digits):
+    X_train, X_test, y_train, y_test = digits
+    images, test_images = X_train.reshape(-1, 1, 8, 8), X_test.reshape(-1, 1, 8, 8)
+    net = NetClassifier(
+        module__hidden_units=(64,),
+        lr=0.01,
+        max_epochs=10,
+        batch_size=64,
+        augment="crop_flip",
+        mixup_alpha=0.2,
+        random_state=0,
+    ).fit(images, y_train)
+    assert net.score(test_images, y_test) > 0.7
+    plain = small_net(module__hidden_units=(64,), max_epochs=10).fit(images, y_train)
+    assert net.history[-1, "train_loss"] != pytest.approx(plain.history[-1, "train_loss"])
+
+
+def test_augment_needs_images_and_mixup_needs_floats(digits):
+    X_train, _, y_train, _ = digits
+    with pytest.raises(ValueError, match="images"):
+        small_net(augment="flip").fit(X_train, y_train)
+    with pytest.raises(ValueError, match="mixup"):
+        NetClassifier(module=TokenNet, mixup_alpha=0.2).fit(
+            np.zeros((20, 5), dtype=np.int64), np.arange(20) % 2
+        )
+
+
+def test_random_crop_and_flip_values():
+    generator = torch.Generator().manual_seed(0)
+    x = torch.arange(2 * 3 * 5 * 5, dtype=torch.float32).reshape(2, 3, 5, 5) + 1
+    cropped = random_crop(x, 1, generator)
+    for image, source in zip(cropped, x, strict=True):
+        matches = []
+        for dy in (-1, 0, 1):
+            for dx in (-1, 0, 1):
+                shifted = torch.zeros_like(source)
+                ys, xs = slice(max(dy, 0), 5 + min(dy, 0)), slice(max(dx, 0), 5 + min(dx, 0))
+                yd, xd = slice(max(-dy, 0), 5 + min(-dy, 0)), slice(max(-dx, 0), 5 + min(-dx, 0))
+                shifted[:, yd, xd] = source[:, ys, xs]
+                matches.append(torch.equal(image, shifted))
+        assert sum(matches) == 1
+    flipped = random_flip(x, generator)
+    for image, source in zip(flipped, x, strict=True):
+        assert torch.equal(image, source) or torch.equal(image, source.flip(2))
+
+
+def test_mixup_batch_and_loss():
+    x = torch.randn(6, 4, generator=torch.Generator().manual_seed(0))
+    y = torch.arange(6) % 3
+    mixed, target = mixup(x, y, 0.7, torch.Generator().manual_seed(1))
+    perm = torch.randperm(6, generator=torch.Generator().manual_seed(1))
+    assert isinstance(target, MixedTarget)
+    torch.testing.assert_close(mixed, 0.7 * x + 0.3 * x[perm])
+    assert torch.equal(target.y_a, y) and torch.equal(target.y_b, y[perm])
+    assert target.lam.item() == pytest.approx(0.7)
+    net = small_net(max_epochs=1).fit(np.random.default_rng(0).random((30, 4)), np.arange(30) % 3)
+    logits = torch.randn(6, 3, generator=torch.Generator().manual_seed(2))
+    ce = nn.functional.cross_entropy
+    expected = 0.7 * ce(logits, y) + 0.3 * ce(logits, y[perm])
+    assert net.get_loss(logits, target).item() == pytest.approx(expected.item(), rel=1e-6)
+
+
+def test_reference_pairing_sum_and_gradient_clipping(digits):
+    X_train, _, y_train, _ = digits
+    net = small_net(max_epochs=1, **REFERENCE_PAIRING).fit(X_train[:200], y_train[:200])
+    logits, y = torch.randn(5, 10), torch.arange(5)
+    mean = nn.functional.cross_entropy(logits, y).item()
+    assert net.get_loss(logits, y, training=True).item() == pytest.approx(5 * mean, rel=1e-6)
+    assert net.get_loss(logits, y, training=False).item() == pytest.approx(mean, rel=1e-6)
+    clipped = small_net(max_epochs=1, optimizer="sgd", lr=1.0, grad_clip=1e-3)
+    clipped.fit(X_train[:200], y_train[:200])
+    before = [p.detach().clone() for p in clipped.module_.parameters()]
+    batch = (torch.from_numpy(X_train[:64]), torch.from_numpy(y_train[:64]))
+    step = clipped.train_step(batch)
+    change = torch.sqrt(
+        sum(((p - b) ** 2).sum() for p, b in zip(clipped.module_.parameters(), before, strict=True))
+    )
+    assert 0 < change.item() <= 1e-3 * (1 + 1e-4)
+    assert step["loss"].ndim == 0
+
+
+def test_static_batch_copies_keep_structure_and_layout():
+    X = torch.randn(4, 3, 5, 5).contiguous(memory_format=torch.channels_last)
+    target = MixedTarget(torch.arange(4), torch.arange(4).flip(0), torch.tensor(0.3))
+    static = _training._static_copy((X, target))
+    assert type(static) is tuple and isinstance(static[1], MixedTarget)
+    assert static[0].is_contiguous(memory_format=torch.channels_last)
+    assert static[0].data_ptr() != X.data_ptr()
+    new = (
+        torch.randn(4, 3, 5, 5),
+        MixedTarget(torch.ones(4, dtype=torch.long), target.y_a, torch.tensor(0.9)),
+    )
+    _training._copy_into(static, new)
+    assert torch.equal(static[0], new[0]) and torch.equal(static[1].y_a, new[1].y_a)
+    assert static[1].lam.item() == pytest.approx(0.9)
+
+
+def test_live_batch_callbacks_match_deferred_history(digits):
+    X_train, _, y_train, _ = digits
+
+    class Recorder(Callback):
+        def initialize(self):
+            self.sizes = []
+            return self
+
+        def on_batch_end(self, net, batch=None, training=False, **kwargs):
+            if training:
+                assert net.history[-1, "batches", -1, "train_loss"] == kwargs["loss"].item()
+                self.sizes.append(len(batch[0]))
+
+    recorder = Recorder()
+    live = small_net(max_epochs=2, callbacks=[recorder]).fit(X_train, y_train)
+    deferred = small_net(max_epochs=2).fit(X_train, y_train)
+    assert recorder.sizes == ([64] * 21 + [3]) * 2  # 1347 = 21 * 64 + 3
+    np.testing.assert_allclose(
+        live.history[:, "batches", :, "train_loss"],
+        deferred.history[:, "batches", :, "train_loss"],
+        rtol=1e-6,
+    )
+    np.testing.assert_allclose(live.history[:, "train_loss"], deferred.history[:, "train_loss"])
+
+
+def test_host_resident_data_trains_identically(digits, monkeypatch):
+    X_train, X_test, y_train, _ = digits
+    resident = small_net(max_epochs=2, train_split=0.2).fit(X_train, y_train)
+    monkeypatch.setattr(_training, "fits_on_device", lambda nbytes, device: False)
+    host = small_net(max_epochs=2, train_split=0.2).fit(X_train, y_train)
+    np.testing.assert_allclose(host.predict_proba(X_test), resident.predict_proba(X_test))
+
+
+def test_partial_fit_continues_and_warm_start(digits):
+    X_train, _, y_train, _ = digits
+    net = small_net(max_epochs=2).fit(X_train, y_train)
+    weights = [p.detach().clone() for p in net.module_.parameters()]
+    net.partial_fit(X_train, y_train)
+    assert len(net.history) == 4
+    assert not all(
+        torch.equal(a, b) for a, b in zip(weights, net.module_.parameters(), strict=True)
+    )
+    net.set_params(warm_start=True).fit(X_train, y_train)
+    assert len(net.history) == 6
+    with pytest.raises(ValueError, match="labels not seen"):
+        net.partial_fit(X_train[:10], np.full(10, 11))
+
+
+def test_cuda_graphs_true_warns_on_cpu(digits):
+    X_train, _, y_train, _ = digits
+    with pytest.warns(UserWarning, match="not CUDA"):
+        small_net(max_epochs=1, cuda_graphs=True).fit(X_train[:100], y_train[:100])
+
+
+def test_verbose_prints_a_table(digits, capsys):
+    X_train, _, y_train, _ = digits
+    small_net(max_epochs=2, verbose=1).fit(X_train[:200], y_train[:200])
+    out = capsys.readouterr().out
+    assert "train_loss" in out and "dur" in out
+
+
+# ----------------------------------------------------------------- outputs
+
+
+def test_proba_is_softmax_of_logits_for_non_ce_loss(digits):
+    X_train, X_test, y_train, _ = digits
+    net = small_net(criterion="focal", criterion__gamma=3, max_epochs=3).fit(X_train, y_train)
+    proba = net.predict_proba(X_test)
+    assert proba.dtype == np.float32
+    np.testing.assert_allclose(proba.sum(1), 1, atol=1e-6)
+    logits = net.decision_function(X_test)
+    assert logits.shape == (len(X_test), 10) and logits.dtype == np.float32
+    np.testing.assert_allclose(proba, torch.softmax(torch.from_numpy(logits), 1), atol=1e-6)
+
+
+def test_binary_decision_function_is_logit_difference(digits):
+    X_train, X_test, y_train, _ = digits
+    keep = y_train < 2
+    net = small_net(max_epochs=3).fit(X_train[keep], y_train[keep])
+    scores = net.decision_function(X_test)
+    assert scores.shape == (len(X_test),)
+    np.testing.assert_allclose(
+        net.predict_proba(X_test)[:, 1], 1 / (1 + np.exp(-scores)), atol=1e-6
+    )
+
+
+@pytest.mark.parametrize("dumps", ["pickle", "joblib"])
+def test_pickle_round_trip_gives_identical_probabilities(digits, dumps):
+    X_train, X_test, y_train, _ = digits
+    net = small_net(max_epochs=2).fit(X_train, y_train)
+    if dumps == "pickle":
+        loaded = pickle.loads(pickle.dumps(net))
+    else:
+        buffer = io.BytesIO()
+        joblib.dump(net, buffer)
+        buffer.seek(0)
+        loaded = joblib.load(buffer)
+    np.testing.assert_array_equal(loaded.predict_proba(X_test), net.predict_proba(X_test))
+    assert loaded.device == "auto" and loaded.device_ == torch.device("cpu")
+
+
+@pytest.mark.parametrize("device", ["auto", "cuda"])
+def test_cuda_fitted_model_unpickles_on_cpu_only_machine(digits, device, monkeypatch):
+    """Simulate a model fitted on CUDA: its state names CUDA and its optimiser is graph-ready."""
+    X_train, X_test, y_train, _ = digits
+    net = small_net(max_epochs=1, optimizer="adamw").fit(X_train, y_train)
+    expected = net.predict_proba(X_test)
+    for group in net.optimizer_.param_groups:
+        group["lr"] = torch.tensor(group["lr"])
+        group["capturable"] = True
+    state = net.__getstate__()
+    state["device"], state["device_"] = device, torch.device("cuda")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    loaded = NetClassifier.__new__(NetClassifier)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loaded.__setstate__(state)
+    device_warnings = [w for w in caught if issubclass(w.category, DeviceWarning)]
+    assert bool(device_warnings) == (device == "cuda")
+    assert loaded.device_ == torch.device("cpu")
+    assert str(loaded.device) == ("auto" if device == "auto" else "cpu")
+    np.testing.assert_array_equal(loaded.predict_proba(X_test), expected)
+    group = loaded.optimizer_.param_groups[0]
+    assert not group["capturable"] and isinstance(group["lr"], float)
+    loaded.partial_fit(X_train, y_train)
+    assert len(loaded.history) == 2
+
+
+# ----------------------------------------------------------------- user modules and bad input
+
+
+class TokenNet(nn.Module):
+    """Bag of embeddings over token ids."""
+
+    input_dtype = torch.long
+
+    def __init__(self, input_shape, n_classes, vocab=50):
+        super().__init__()
+        self.features = nn.EmbeddingBag(vocab, 8)
+        self.head = nn.Linear(8, n_classes)
+
+    def forward(self, x):
+        return self.head(self.features(x))
+
+
+class ClassesOnly(nn.Module):
+    def __init__(self, n_classes=2):
+        super().__init__()
+        self.head = nn.LazyLinear(n_classes)
+
+    def forward(self, x):
+        return self.head(x)
+
+
+def test_user_modules():
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(0, 50, size=(200, 6))
+    y = ((tokens < 25).sum(1) > 3).astype(int)
+    net = NetClassifier(module=TokenNet, lr=0.05, max_epochs=15, random_state=0).fit(tokens, y)
+    assert net.module_.features.weight.shape == (50, 8)
+    assert net.score(tokens, y) > 0.8
+    X = rng.normal(size=(60, 3)).astype(np.float32)
+    net = NetClassifier(module=ClassesOnly, max_epochs=1, random_state=0).fit(X, np.arange(60) % 3)
+    assert net.predict_proba(X).shape == (60, 3)
+
+
+def test_bad_input_raises(digits):
+    X_train, X_test, y_train, _ = digits
+    net = small_net(max_epochs=1)
+    bad = X_train.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        net.fit(bad, y_train)
+    with pytest.raises(ValueError, match="2 classes"):
+        net.fit(X_train, np.zeros(len(X_train)))
+    with pytest.raises(ValueError):
+        net.fit(X_train.astype(str).astype(object) + "x", y_train)
+    with pytest.raises(ValueError, match="Unknown network"):
+        NetClassifier(module="nope").fit(X_train, y_train)
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="CUDA is not available"):
+            NetClassifier(device="cuda").fit(X_train, y_train)
+    with pytest.raises(ValueError, match="device"):
+        NetClassifier(device="gpu0").fit(X_train, y_train)
+    with pytest.raises(ValueError, match="recipe"):
+        NetClassifier(recipe="seed999").fit(X_train, y_train)
+    net.fit(X_train, y_train)
+    with pytest.raises(ValueError, match="features"):
+        net.predict(X_test[:, :10])
+    with pytest.raises(ValueError, match="NaN"):
+        net.predict_proba(np.full_like(X_test, np.nan))
