@@ -1,5 +1,17 @@
 """sklearn_calib: calibrated neural classifiers, post-hoc calibrators and calibration metrics."""
 
+from .calibrators import (
+    CalibratedClassifier,
+    EnsembleTemperatureScaling,
+    HistogramBinning,
+    IsotonicCalibration,
+    MatrixScaling,
+    ScalingBinning,
+    TemperatureScaling,
+    VectorScaling,
+)
+from .estimators import NetClassifier
+from .losses import get_loss
 from .plotting import ReliabilityDisplay
 from .scoring import (
     adaptive_calibration_error,
@@ -20,6 +32,16 @@ from .scoring import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "CalibratedClassifier",
+    "EnsembleTemperatureScaling",
+    "HistogramBinning",
+    "IsotonicCalibration",
+    "MatrixScaling",
+    "NetClassifier",
+    "ScalingBinning",
+    "TemperatureScaling",
+    "VectorScaling",
+    "get_loss",
     "ReliabilityDisplay",
     "__version__",
     "adaptive_calibration_error",
