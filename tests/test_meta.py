@@ -461,18 +461,44 @@ cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA de
 
 @cuda
 @pytest.mark.parametrize("regularizer", ["gamma_net", "l2"])
-def test_cuda_graph_matches_eager(digits, regularizer):
+@pytest.mark.parametrize("module", ["mlp", "cnn"])
+def test_cuda_graph_matches_eager(digits, regularizer, module):
     X_train, X_test, y_train, y_test = digits
-    params = {"regularizer": regularizer, "max_epochs": 8, "lr": 0.01, "device": "cuda"}
+    if module == "cnn":
+        X_train, X_test = X_train.reshape(-1, 1, 8, 8), X_test.reshape(-1, 1, 8, 8)
+    params = {
+        "regularizer": regularizer,
+        "module": module,
+        "max_epochs": 8,
+        "lr": 0.01,
+        "device": "cuda",
+    }
+    if module == "cnn":
+        params.update(module__hidden_units=32, lr=0.03)
     graph = small_meta(cuda_graphs=True, **params).fit(X_train, y_train)
     eager = small_meta(cuda_graphs=False, **params).fit(X_train, y_train)
     assert graph.history[:, "cuda_graph"] == [True] * 8
     assert eager.history[:, "cuda_graph"] == [False] * 8
-    assert abs(graph.score(X_test, y_test) - eager.score(X_test, y_test)) <= 0.02
+    graph_acc, eager_acc = graph.score(X_test, y_test), eager.score(X_test, y_test)
+    assert eager_acc > 0.8
+    assert abs(graph_acc - eager_acc) <= 0.03, (graph_acc, eager_acc)
     np.testing.assert_allclose(
-        graph.history[:, "meta_loss"], eager.history[:, "meta_loss"], rtol=0.1, atol=0.01
+        graph.history[:, "meta_loss"], eager.history[:, "meta_loss"], rtol=0.2, atol=0.01
     )
-    assert np.isfinite(graph.history[:, "meta_loss"]).all()
+    key = "gamma_std" if regularizer == "gamma_net" else "l2_std"
+    assert np.isfinite(graph.history[:, key]).all() and graph.history[-1, key] > 0
+
+
+@cuda
+def test_cuda_host_resident_meta_data_runs_eagerly(digits, monkeypatch):
+    from sklearn_calib.estimators import _training
+
+    X_train, X_test, y_train, _ = digits
+    monkeypatch.setattr(_training, "fits_on_device", lambda nbytes, device: False)
+    net = small_meta(max_epochs=2, device="cuda", cuda_graphs="auto").fit(X_train, y_train)
+    assert net.history[:, "cuda_graph"] == [False, False]
+    assert np.isfinite(net.history[:, "meta_loss"]).all()
+    np.testing.assert_allclose(net.predict_proba(X_test).sum(1), 1.0, atol=1e-5)
 
 
 @cuda
