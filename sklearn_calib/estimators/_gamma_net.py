@@ -5,7 +5,7 @@ Both are training-only modules whose parameters are learned by the outer (meta) 
 loss into a regularised loss through :meth:`regularized_loss`, so the bilevel step treats
 them alike:
 
-- :class:`GammaNet` (Wang et al. 2023, seed 003) predicts one focal-loss exponent per
+- :class:`GammaNet` (seed 003) predicts one focal-loss exponent per
   sample from the penultimate features;
 - :class:`ElementwiseL2` (Bohdal et al. 2021) adds ``sum(c * w ** 2)`` over the entries of
   the classifier head, with one learned coefficient ``c`` per weight and bias entry.

@@ -37,7 +37,7 @@ class _FitState:
 class MetaNetClassifier(NetClassifier):
     """A NetClassifier trained with a meta-learned regulariser for calibration.
 
-    Meta-regularisation (Wang et al. 2023, seed 003; Bohdal et al. 2021): ``fit`` splits
+    Meta-regularisation (seed 003, extending Bohdal et al. 2021): ``fit`` splits
     the data, stratified and seeded by ``random_state``, into training, validation and
     meta-validation parts (8:1:1 by default). Each step takes a training batch and a
     meta-validation batch, makes a virtual SGD step of the classifier head only on the
@@ -64,10 +64,10 @@ class MetaNetClassifier(NetClassifier):
         representation, shape (n, d)) and ``head`` (an ``nn.Linear``) with ``forward(x) ==
         head(features(x))``, as every network of the zoo has.
     regularizer : {"gamma_net", "l2"}, default="gamma_net"
-        "gamma_net": a :class:`GammaNet` predicts one focal-loss gamma per training sample
+        "gamma_net": a gamma-Net predicts one focal-loss gamma per training sample
         from its detached penultimate features (``gamma = |x~ W| / tau``, starting at 1).
         "l2": a learnable element-wise L2 penalty on the head's weight and bias
-        (:class:`ElementwiseL2`, coefficients starting at 0 and kept >= 0).
+        (one coefficient per entry, starting at 0 and kept >= 0).
     meta_loss : {"sece", "dece", "ce_dece"}, default="sece"
         Meta objective on the meta-validation batch: SECE (seed 003), DECE (Bohdal et al.),
         or CE + 0.5 DECE, the objective of Bohdal et al.'s code.
@@ -115,8 +115,10 @@ class MetaNetClassifier(NetClassifier):
 
     Attributes
     ----------
-    meta_regularizer_ : GammaNet, ElementwiseL2 or None
-        The learned regulariser (None after unpickling with ``keep_regularizer=False``).
+    meta_regularizer_ : torch.nn.Module or None
+        The learned regulariser: ``GammaNet`` or ``ElementwiseL2`` (module
+        ``sklearn_calib.estimators._gamma_net``); None after unpickling with
+        ``keep_regularizer=False``.
     meta_optimizer_ : torch.optim.Adam or None
         Its optimiser.
     history_ : skorch.History
@@ -135,14 +137,14 @@ class MetaNetClassifier(NetClassifier):
     statistics therefore also see the meta-validation inputs (never their labels). Meta
     batches are neither augmented nor mixed. The step makes no host synchronisation, so
     on CUDA it is captured in a CUDA graph like NetClassifier's (unless the
-    meta-validation data does not fit on the device); the history's statistics cost one
-    more synchronisation per epoch. skorch's ``save_params`` does not save the regulariser;
-    pickling does.
+    meta-validation data does not fit on the device). The gamma statistics cost one more
+    inference pass over the validation part and one more host synchronisation per epoch.
+    skorch's ``save_params`` does not save the regulariser; pickling does.
 
     References
     ----------
-    Wang, Zhang, Bai, Feng, Cheng. "Towards unbiased calibration using
-    meta-regularization." TMLR 2023 (seed 003). Bohdal, Yang, Hospedales.
+    "Towards unbiased calibration using meta-regularization" (seed 003, anonymous
+    submission under double-blind review). Bohdal, Yang, Hospedales.
     "Meta-calibration: learning of model calibration using differentiable expected
     calibration error." arXiv:2106.09613, 2021.
 
