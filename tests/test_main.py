@@ -1,3 +1,4 @@
+import re
 import struct
 from pathlib import Path
 
@@ -217,21 +218,40 @@ def test_report_shows_the_temperature_of_temperature_scaled_rows_only():
     assert rows["model+TS"]["accuracy"] == pytest.approx(2 / 3, abs=5e-5)
 
 
-def test_readme_quickstart_runs():
-    import re
-    from pathlib import Path
+def readme_snippet(section):
+    """The first Python code block after the README heading ``section``."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    text = readme.split(f"## {section}\n", 1)[1]
+    return re.search(r"```python\n(.*?)```", text, re.S).group(1)
 
+
+def test_readme_quickstart_runs():
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = readme.split("## Quickstart: measuring calibration", 1)[1]
-    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     namespace = {}
-    exec(code, namespace)
+    exec(readme_snippet("Quickstart: measuring calibration"), namespace)
     search, X_test, y_test = namespace["search"], namespace["X_test"], namespace["y_test"]
     assert search.best_score_ < 0
     assert 0 < expected_calibration_error(y_test, search.predict_proba(X_test)) < 0.1
     plt.close("all")
+
+
+def test_readme_neural_network_quickstart_runs(capsys):
+    namespace = {}
+    exec(readme_snippet("Quickstart: calibrated neural networks"), namespace)
+    search, calibrated = namespace["search"], namespace["calibrated"]
+    X_test, y_test = namespace["X_test"], namespace["y_test"]
+    scores = search.cv_results_["mean_test_score"]
+    assert search.best_params_["criterion__gamma"] == [1, 3, 5][np.argmax(scores)]
+    network, calibrator = calibrated.estimators_[0], calibrated.calibrators_[0]
+    assert network.criterion_.gamma == search.best_params_["criterion__gamma"]
+    assert calibrator.temperature_ > 0
+    # temperature scaling keeps the network's predictions
+    np.testing.assert_array_equal(calibrated.predict(X_test), network.predict(X_test))
+    ece = expected_calibration_error(y_test, calibrated.predict_proba(X_test))
+    assert 0 < ece < 0.1
+    printed = capsys.readouterr().out.splitlines()
+    assert float(printed[-1]) == pytest.approx(ece)
