@@ -135,8 +135,9 @@ def run_job(
         f"{data.description}\n"
         f"networks: {network}, {epochs} epochs of AdamW (lr {lr:g}) on {device}; focal loss "
         f"gamma {gamma:g}\n"
-        f"TS: temperature scaling (T: the fitted temperature), HB: histogram binning ({HB_BINS} "
-        f"bins), both fitted on the calibration split; binned metrics use {n_bins} bins"
+        "calibrated on the calibration split: TS = temperature scaling (T: its temperature), "
+        f"HB = histogram binning ({HB_BINS} bins)\n"
+        f"metrics on the test split; binned metrics use {n_bins} bins"
     )
     table = format_report(reports)
     out = pathlib.Path(out)
