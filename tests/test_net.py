@@ -18,7 +18,7 @@ from sklearn.model_selection import (
 )
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
-from skorch.callbacks import Callback, EarlyStopping, LRScheduler
+from skorch.callbacks import Callback, EarlyStopping, LRScheduler, ProgressBar
 from skorch.dataset import Dataset
 from skorch.exceptions import DeviceWarning
 from skorch.helper import predefined_split
@@ -32,6 +32,7 @@ from sklearn_calib.estimators import (
     _training,
 )
 from sklearn_calib.estimators._augment import mixup, random_crop, random_flip
+from sklearn_calib.estimators._training import needs_live_batches
 from sklearn_calib.estimators.networks import NETWORKS
 from sklearn_calib.scoring import expected_calibration_error, get_scorer, smooth_calibration_error
 
@@ -502,3 +503,10 @@ def test_bad_input_raises(digits):
         net.predict(X_test[:, :10])
     with pytest.raises(ValueError, match="NaN"):
         net.predict_proba(np.full_like(X_test, np.nan))
+
+
+def test_epoch_callbacks_keep_the_fast_path():
+    epoch_scheduler = LRScheduler(policy="MultiStepLR", milestones=[2], gamma=0.1)
+    batch_scheduler = LRScheduler(policy="CyclicLR", base_lr=0.01, max_lr=0.1, step_every="batch")
+    assert not needs_live_batches([("lr", epoch_scheduler), ("bar", ProgressBar())])
+    assert needs_live_batches([("lr", batch_scheduler)])
