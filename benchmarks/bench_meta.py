@@ -15,12 +15,13 @@ rate schedule (peak ``--lr``), bf16 autocast and CUDA graphs on CUDA (NetClassif
 defaults). The script prints each trainer's per-epoch times (the history's ``dur``, which
 includes the validation pass and, for FLgamma-SECE, the gamma statistics), the mean over the
 epochs after the first (which holds the CUDA-graph capture), their ratio, and the test
-accuracy and ECE (15 bins) of both.
+accuracy and ECE (15 bins) of both, and FLgamma-SECE's per-epoch gamma mean and standard
+deviation (validation part) and mean meta loss (SECE on the meta batches).
 
 Usage (from the repository root)::
 
     PYTHONPATH=. python benchmarks/bench_meta.py [--device auto] [--module resnet20] \\
-        [--dataset fashion_mnist] [--epochs 5] [--n-train 55000]
+        [--dataset fashion_mnist] [--epochs 5] [--n-train 55000] [--meta-lr 1e-3]
 
 Small on a CPU: ``--dataset digits --module mlp --epochs 3`` or ``--n-train 1000 --n-test
 500 --epochs 2``.
@@ -82,7 +83,9 @@ def build(kind, args, device):
     params = common_params(args, device)
     if kind == "focal":
         return NetClassifier(criterion="focal", criterion__gamma=1.0, train_split=0.2, **params)
-    return MetaNetClassifier(regularizer="gamma_net", meta_loss="sece", **params)
+    return MetaNetClassifier(
+        regularizer="gamma_net", meta_loss="sece", meta_lr=args.meta_lr, **params
+    )
 
 
 def later_mean(durations):
@@ -101,6 +104,9 @@ def main():
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--cuda-graphs", choices=["auto", "on", "off"], default="auto")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--meta-lr", type=float, default=1e-3, help="gamma-Net step, in units of gamma"
+    )
     parser.add_argument("--data-home", default=None, help="folder of the Fashion-MNIST files")
     args = parser.parse_args()
     device = resolve_device(args.device)
@@ -126,9 +132,13 @@ def main():
         if kind != "focal":
             extra = (
                 f", gamma mean {net.history[-1, 'gamma_mean']:.3f} "
-                f"std {net.history[-1, 'gamma_std']:.3f}"
+                f"std {net.history[-1, 'gamma_std']:.4f}"
             )
         print(f"{kind:>13} ({mode}, {steps} steps/epoch): epochs [s] {epochs}{extra}", flush=True)
+        if kind != "focal":
+            for key in ("gamma_mean", "gamma_std", "meta_loss"):
+                values = " ".join(f"{v:.4f}" for v in net.history[:, key])
+                print(f"{'':>13} per epoch {key}: {values}")
     print()
     print(
         f"{'trainer':>13} {'first epoch':>12} {'mean later':>11} {'ms/step':>8} {'ratio':>7} "

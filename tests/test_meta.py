@@ -20,10 +20,12 @@ from torch import nn
 from torch.utils.data import Subset
 
 from sklearn_calib import CalibratedClassifier, MetaNetClassifier, TemperatureScaling
+from sklearn_calib.estimators import NetClassifier
 from sklearn_calib.estimators._gamma_net import ElementwiseL2, GammaNet, build_regularizer
 from sklearn_calib.estimators._meta import _stratified_holdout
 from sklearn_calib.estimators._meta_step import MetaBatches, meta_objective, meta_step
 from sklearn_calib.losses import CrossEntropy, FocalLoss
+from sklearn_calib.scoring import expected_calibration_error
 
 # SPEC section 1 batch oracle
 Z_SPEC = torch.tensor([[2.0, 1.0, 0.0], [0.5, 1.5, 0.0], [3.0, 0.0, 0.0], [0.0, 0.0, 0.2]])
@@ -54,7 +56,8 @@ def small_meta(**params):
 @pytest.fixture(scope="module")
 def fitted(digits):
     X_train, _, y_train, _ = digits
-    return small_meta(max_epochs=6).fit(X_train, y_train)
+    # a larger meta step than the default, so that gamma visibly learns in 6 short epochs
+    return small_meta(max_epochs=6, meta_lr=0.01).fit(X_train, y_train)
 
 
 # ------------------------------------------------------------------ meta objectives
@@ -191,6 +194,27 @@ def test_virtual_step_learning_rate_scales_the_meta_gradient():
     assert grads[0] == 0.0 and grads[1] > 0.0
 
 
+@pytest.mark.parametrize("d, k, scale", [(16, 4, 1.0), (64, 10, 10.0)])
+def test_lr_scale_makes_the_meta_step_a_step_in_gamma(d, k, scale):
+    # One Adam step of learning rate delta * lr_scale() changes every sample's gamma by at
+    # most about delta, whatever d and the feature scale (ResNet-20: d = 64, |x| ~ 14).
+    # Adam's learning rate used directly moved gamma by ~1 per step at d = 64, which made
+    # gamma random-walk to ~34 in 1720 steps.
+    (features, y), meta_batch, head = _toy_problem(d=d, k=k)
+    features = scale * features
+    torch.manual_seed(1)
+    net = GammaNet(d, k, tau=0.01)
+    delta = 0.01
+    optimizer = torch.optim.Adam(net.parameters(), lr=delta * net.lr_scale())
+    objective = partial(meta_objective, meta_loss="sece", **META_PARAMS)
+    before = net(features).detach()
+    meta_step(net, optimizer, FocalLoss(gamma=1.0), objective, (features, y), meta_batch, head, 0.5)
+    change = (net(features).detach() - before).abs().max().item()
+    assert 0.3 * delta < change <= 1.05 * delta
+    l2 = ElementwiseL2((k, d), (k,))
+    assert l2.lr_scale() == 1.0
+
+
 def test_meta_batches_cycle_through_a_permutation():
     X = np.arange(10, dtype=np.float32).reshape(10, 1)
     y = np.arange(10) % 2
@@ -267,6 +291,34 @@ def test_gammas_after_training_are_positive_and_varied(fitted, digits):
     assert gamma.std() > 1e-3
     assert np.all(np.asarray(fitted.history[:, "gamma_std"]) > 0)
     assert np.all(np.asarray(fitted.history[:, "gamma_mean"]) > 0)
+
+
+def test_learned_gamma_stays_sensible_and_calibrates_like_focal_loss(digits):
+    # Regression test for a meta step that moved gamma by ~1 per Adam step: gamma then
+    # random-walked to 5-12 within these 340 steps and the test ECE tripled (0.17 vs 0.05).
+    X_train, X_test, y_train, y_test = digits
+    params = {
+        "module__hidden_units": (32,),
+        "optimizer": "sgd",
+        "lr": 0.05,
+        "optimizer__momentum": 0.9,
+        "batch_size": 32,
+        "max_epochs": 10,
+        "random_state": 0,
+    }
+    focal = NetClassifier(criterion="focal", criterion__gamma=1.0, train_split=0.2, **params)
+    meta = MetaNetClassifier(**params)
+    scores = {}
+    for name, net in (("focal", focal), ("meta", meta)):
+        proba = net.fit(X_train, y_train).predict_proba(X_test)
+        accuracy = (proba.argmax(1) == y_test).mean()
+        scores[name] = (accuracy, expected_calibration_error(y_test, proba))
+    gamma = meta.sample_gamma(X_test)
+    assert 0.5 < gamma.min() and gamma.max() < 2.0
+    assert np.all(np.abs(np.asarray(meta.history[:, "gamma_mean"]) - 1.0) < 0.5)
+    assert scores["meta"][1] < scores["focal"][1] + 0.03, scores
+    assert scores["meta"][0] > scores["focal"][0] - 0.03, scores
+    assert meta.history[-1, "meta_loss"] < meta.history[0, "meta_loss"]
 
 
 def test_meta_regularizer_has_gradients_after_fit(fitted):

@@ -28,6 +28,13 @@ class GammaNet(nn.Module):
     attention weights sum to 1), so every sample starts at ``gamma = 1`` (the paper's
     initial value) while both A and W receive non-zero gradients.
 
+    Because of the ``1 / tau`` gain, gamma is very sensitive to the parameters: moving each
+    entry of A and W by ``eps`` (as one Adam step of learning rate ``eps`` does) changes
+    gamma by up to ``eps * (||x~||_1 + ||W||_1) / tau``, about ``eps * 100 * sqrt(d)``,
+    which is several units of gamma per step for ``eps = 1e-3``. :meth:`lr_scale` gives the
+    Adam learning rate per unit of gamma change, so that a meta learning rate can be set in
+    units of gamma (see :class:`~sklearn_calib.estimators.MetaNetClassifier`).
+
     Parameters
     ----------
     in_features : int
@@ -85,6 +92,20 @@ class GammaNet(nn.Module):
             gamma = self(features)
         return loss_fn(logits, target, gamma=gamma)
 
+    def lr_scale(self):
+        """Return the optimiser learning rate per unit of gamma change (a float).
+
+        ``tau / (max_k ||A_k||_1 + ||W||_1)``: the sum of ``|d gamma / d theta|`` over all
+        parameters is at most ``(||x~||_1 + ||W||_1) / tau`` with ``x~`` a convex
+        combination of the columns ``A_k`` (the attention's own term vanishes at
+        initialisation, where every ``A_k . W`` is ``tau``). A step that moves each
+        parameter by at most ``lr_scale() * delta`` thus changes every sample's gamma by at
+        most about ``delta``. One host synchronisation.
+        """
+        with torch.no_grad():
+            bound = self.attention.abs().sum(0).max() + self.weight.abs().sum()
+        return self.tau / bound.item()
+
     def project_(self):
         """Keep the parameters feasible after an optimiser step (nothing to do)."""
 
@@ -127,6 +148,10 @@ class ElementwiseL2(nn.Module):
         bias = None if head.bias is None else tuple(head.bias.shape)
         own = None if self.bias_coef is None else tuple(self.bias_coef.shape)
         return tuple(self.weight_coef.shape) == tuple(head.weight.shape) and own == bias
+
+    def lr_scale(self):
+        """Return 1.0: the coefficients are the penalty's strengths, stepped as they are."""
+        return 1.0
 
     def regularized_loss(self, loss_fn, logits, target, features, weight, bias, *, learn):
         """Return ``loss_fn(logits, target) + penalty(weight, bias)``.

@@ -97,7 +97,12 @@ class MetaNetClassifier(NetClassifier):
     t_b : float, default=0.01
         DECE's soft-binning temperature.
     meta_lr : float, default=1e-3
-        Learning rate of the regulariser's Adam optimiser.
+        Step size of the regulariser's Adam optimiser, in the regulariser's own units.
+        "l2": Adam's learning rate on the coefficients (Bohdal et al.'s 1e-3). "gamma_net":
+        about the largest change of a sample's gamma that one Adam step makes; Adam's
+        learning rate is ``meta_lr * tau / (max_k ||A_k||_1 + ||W||_1)`` with the
+        gamma-Net's parameters when ``fit`` starts, about ``meta_lr / (100 sqrt(d))`` for a
+        new gamma-Net. See Notes.
     virtual_lr : float or None, default=None
         Learning rate of the virtual SGD step of the head. None: the network optimiser's
         current learning rate (of its first parameter group), as in Bohdal et al.'s code.
@@ -132,6 +137,23 @@ class MetaNetClassifier(NetClassifier):
 
     Notes
     -----
+    *The gamma-Net's meta learning rate.* Seed 003 fixes ``tau = 0.01`` and the initial
+    gamma of 1 but not the gamma-Net's optimiser; it takes Bohdal et al.'s defaults, whose
+    Adam (lr 1e-3) steps regularisation strengths directly (L2 coefficients, label
+    smoothing). Adam moves every parameter by about its learning rate whatever the size of
+    the gradient, and with the ``1 / tau`` gain a step of 1e-3 on each entry of A and W moves
+    gamma by up to ``1e-3 (||x~||_1 + ||W||_1) / tau``: 0.6 for d = 32, 1 for d = 64, 3.6
+    for d = 512. The meta-gradient is mostly noise (on Fashion-MNIST the mean of
+    ``d SECE / d gamma`` over 600 batch pairs is 0.03 to 0.1 of its standard deviation),
+    so at that step size gamma random-walks, and a large gamma is nearly absorbing (the
+    focal weight ``(1 - p)^gamma`` and its gradients vanish). Measured: ResNet-20 on
+    Fashion-MNIST, 5 epochs (1720 steps), gamma 34, accuracy 82 % and ECE 51 % against
+    92 % and 3.6 % for focal loss with gamma 1; an MLP, 1890 steps, gamma 24 to 39 and ECE
+    35 to 41 % against 3 % (three seeds). ``meta_lr`` is therefore a step in units of
+    gamma: the default 1e-3 lets gamma move by at most about 0.001 per step (up to ~100
+    over the paper's ~110k steps), so its random walk stays within a few tenths over a
+    short run; a larger ``meta_lr`` lets it learn faster and wander more.
+
     The meta batch's features come from the backbone in training mode (as the training
     batch's, and as in Bohdal et al.'s code), without gradient; batch-norm running
     statistics therefore also see the meta-validation inputs (never their labels). Meta
@@ -266,24 +288,26 @@ class MetaNetClassifier(NetClassifier):
             )
         current = getattr(self, "meta_regularizer_", None)
         if isinstance(current, _REGULARIZERS[self.regularizer]) and current.matches(head):
+            if isinstance(current, GammaNet):
+                current.tau = self.tau
+            lr = self.meta_lr * current.lr_scale()
             for group in self.meta_optimizer_.param_groups:
                 if isinstance(group["lr"], torch.Tensor):
-                    group["lr"].fill_(self.meta_lr)
+                    group["lr"].fill_(lr)
                 else:
-                    group["lr"] = self.meta_lr
+                    group["lr"] = lr
         else:
             with self._current_init_context("regularizer"):
                 self.meta_regularizer_ = build_regularizer(self.regularizer, head, self.tau)
-                self.meta_optimizer_ = self._meta_optimizer(self.meta_regularizer_.parameters())
-        if isinstance(self.meta_regularizer_, GammaNet):
-            self.meta_regularizer_.tau = self.tau
+                self.meta_optimizer_ = self._meta_optimizer(self.meta_regularizer_)
 
-    def _meta_optimizer(self, params):
-        """Adam on the regulariser; on CUDA fused and capturable with a tensor lr."""
+    def _meta_optimizer(self, regularizer):
+        """Adam on the regulariser (lr ``meta_lr * lr_scale()``); on CUDA fused, capturable."""
+        lr = self.meta_lr * regularizer.lr_scale()
         if self.device_.type == "cuda":
-            lr = torch.tensor(self.meta_lr, dtype=torch.float32, device=self.device_)
-            return torch.optim.Adam(params, lr=lr, fused=True, capturable=True)
-        return torch.optim.Adam(params, lr=self.meta_lr)
+            lr = torch.tensor(lr, dtype=torch.float32, device=self.device_)
+            return torch.optim.Adam(regularizer.parameters(), lr=lr, fused=True, capturable=True)
+        return torch.optim.Adam(regularizer.parameters(), lr=lr)
 
     # ------------------------------------------------------------------ fitting
 
