@@ -194,6 +194,43 @@ def test_virtual_step_learning_rate_scales_the_meta_gradient():
     assert grads[0] == 0.0 and grads[1] > 0.0
 
 
+@pytest.mark.parametrize("kind, meta_loss", COMBINATIONS)
+def test_meta_gradient_matches_finite_differences(kind, meta_loss):
+    # the gradient of the meta loss (through the virtual head step) with respect to the
+    # regulariser's parameters, against central differences of meta_step's own meta loss
+    (features, y), (meta_features, meta_y), head = _toy_problem(d=5, k=3, n=24)
+    head = head.double()
+    batch, meta_batch = (features.double(), y), (meta_features.double(), meta_y)
+    torch.manual_seed(2)
+    regularizer = build_regularizer(kind, head, tau=0.01).double()
+    with torch.no_grad():
+        for param in regularizer.parameters():
+            param.add_(1e-3 * (1.0 + torch.rand_like(param)))
+    loss = FocalLoss(gamma=1.0) if kind == "gamma_net" else CrossEntropy()
+    params = {**META_PARAMS, "bandwidth": 0.1}
+    objective = partial(meta_objective, meta_loss=meta_loss, **params)
+    frozen = torch.optim.SGD(regularizer.parameters(), lr=0.0)
+
+    def meta_loss_at():
+        return meta_step(regularizer, frozen, loss, objective, batch, meta_batch, head, 0.5)
+
+    meta_loss_at()
+    for param in regularizer.parameters():
+        numeric = torch.zeros_like(param)
+        for i in range(param.numel()):
+            values = []
+            for sign in (1.0, -1.0):
+                with torch.no_grad():
+                    param.view(-1)[i] += sign * 1e-6
+                values.append(meta_loss_at().item())
+                with torch.no_grad():
+                    param.view(-1)[i] -= sign * 1e-6
+            numeric.view(-1)[i] = (values[0] - values[1]) / 2e-6
+        meta_loss_at()
+        torch.testing.assert_close(param.grad, numeric, rtol=1e-4, atol=1e-7)
+        assert numeric.abs().max() > 1e-4
+
+
 @pytest.mark.parametrize("d, k, scale", [(16, 4, 1.0), (64, 10, 10.0)])
 def test_lr_scale_makes_the_meta_step_a_step_in_gamma(d, k, scale):
     # One Adam step of learning rate delta * lr_scale() changes every sample's gamma by at

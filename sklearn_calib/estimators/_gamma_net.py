@@ -30,8 +30,8 @@ class GammaNet(nn.Module):
 
     Because of the ``1 / tau`` gain, gamma is very sensitive to the parameters: moving each
     entry of A and W by ``eps`` (as one Adam step of learning rate ``eps`` does) changes
-    gamma by up to ``eps * (||x~||_1 + ||W||_1) / tau``, about ``eps * 100 * sqrt(d)``,
-    which is several units of gamma per step for ``eps = 1e-3``. :meth:`lr_scale` gives the
+    gamma by up to ``eps * (||x~||_1 + ||W||_1) / tau``, of order ``eps * 100 * sqrt(d)``:
+    one unit of gamma or more per step for ``eps = 1e-3``. :meth:`lr_scale` gives the
     Adam learning rate per unit of gamma change, so that a meta learning rate can be set in
     units of gamma (see :class:`~sklearn_calib.estimators.MetaNetClassifier`).
 
