@@ -1,7 +1,17 @@
 """Neural classifiers (skorch) and their network zoo."""
 
 from ._augment import MixedTarget
+from ._checkpoint import CheckpointWarning
+from ._faults import NonFiniteLossError
 from ._net import NetClassifier
 from ._recipes import RECIPES, REFERENCE_PAIRING, Recipe
 
-__all__ = ["RECIPES", "REFERENCE_PAIRING", "MixedTarget", "NetClassifier", "Recipe"]
+__all__ = [
+    "RECIPES",
+    "REFERENCE_PAIRING",
+    "CheckpointWarning",
+    "MixedTarget",
+    "NetClassifier",
+    "NonFiniteLossError",
+    "Recipe",
+]
