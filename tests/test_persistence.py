@@ -124,6 +124,8 @@ def test_unfitted_net_round_trips(how, tmp_path):
     loaded = round_trip(net, how, tmp_path)
     assert loaded.get_params(deep=False) == net.get_params(deep=False)
     assert not loaded.__sklearn_is_fitted__()
+    loaded.set_params(lr=0.2, criterion__gamma=2.0)  # skorch's routing state came along
+    assert loaded.lr == 0.2
 
 
 @pytest.mark.parametrize("how", HOW)

@@ -815,8 +815,9 @@ default=None
         state[_COMPONENTS_KEY] = {
             name: to_numpy_tree(state.pop(name).state_dict()) for name in component_names(self)
         }
-        for name in _REBUILT_AT_LOAD:
-            state.pop(name, None)
+        if state.get("initialized_"):
+            for name in _REBUILT_AT_LOAD:
+                state.pop(name, None)
         if isinstance(state.get("history_"), list):
             state["history_"] = history_as_list(state["history_"])
         if state.get("device_") is not None:
@@ -870,5 +871,5 @@ default=None
 #: Key of the components' state dicts in the state of :meth:`NetClassifier.__getstate__`.
 _COMPONENTS_KEY = "_torch_state_dicts"
 
-#: Attributes that ``initialize`` rebuilds when a net is loaded, so not stored.
+#: Attributes that ``initialize`` rebuilds when an initialised net is loaded, so not stored.
 _REBUILT_AT_LOAD = ("callbacks_", "virtual_params_", "init_context_")
