@@ -13,6 +13,7 @@ import pytest
 import torch
 from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
+from skorch.callbacks import Callback
 
 from sklearn_calib.estimators import CheckpointWarning, NetClassifier, NonFiniteLossError
 from sklearn_calib.estimators._checkpoint import FitCheckpoint
@@ -77,6 +78,17 @@ class NaNGradientAtCall(CrossEntropy):
         if self.calls == self.at:
             loss = loss + 0.0 * torch.sqrt(0.0 * logits.sum())
         return loss
+
+
+class StopAfter(Callback):
+    """Interrupt training (as skorch's EarlyStopping does) after ``epochs`` epochs."""
+
+    def __init__(self, epochs):
+        self.epochs = epochs
+
+    def on_epoch_end(self, net, **kwargs):
+        if len(net.history) == self.epochs:
+            raise KeyboardInterrupt
 
 
 # 1347 training samples in batches of 64: 22 batches per epoch.
@@ -260,9 +272,7 @@ def test_fit_again_with_the_same_checkpoint_dir_resumes(digits, tmp_path):
     assert len(second.history) == 4
     assert_same_weights(weights(second), weights(uninterrupted))
     assert second.history[:, "train_loss"] == uninterrupted.history[:, "train_loss"]
-    np.testing.assert_array_equal(
-        second.predict_proba(X_test), uninterrupted.predict_proba(X_test)
-    )
+    np.testing.assert_array_equal(second.predict_proba(X_test), uninterrupted.predict_proba(X_test))
     # The finished fit's checkpoint is kept: fitting again trains nothing.
     again = small_net(max_epochs=4, mixup_alpha=0.2, checkpoint_dir=tmp_path).fit(X_train, y_train)
     assert_same_weights(weights(again), weights(uninterrupted))
@@ -350,3 +360,60 @@ def test_failed_calls_leave_a_fitted_net_as_it_was(digits):
                 assert current is value, key
         assert list(net.history) == history
         np.testing.assert_array_equal(net.predict_proba(X_test), proba)
+
+
+# ----------------------------------------------------------------- the same on CUDA
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("on_nonfinite", ["raise", "restore"])
+def test_nonfinite_loss_with_cuda_graphs(digits, on_nonfinite):
+    X_train, X_test, y_train, _ = digits
+    net = small_net(device="cuda", optimizer="sgd", max_epochs=2, on_nonfinite=on_nonfinite)
+    net.fit(X_train, y_train)
+    assert net.history[-1, "cuda_graph"]
+    proba, before = net.predict_proba(X_test), weights(net)
+    group = net.optimizer_.param_groups[0]
+    assert isinstance(group["lr"], torch.Tensor)
+    group["lr"].fill_(1e12)  # diverges within the next epoch
+    if on_nonfinite == "raise":
+        with pytest.raises(NonFiniteLossError, match="epoch 3"):
+            net.partial_fit(X_train, y_train)
+    else:
+        with pytest.warns(RuntimeWarning, match="epoch 3"):
+            net.partial_fit(X_train, y_train)
+    assert len(net.history) == 2
+    assert_same_weights(weights(net), before)
+    np.testing.assert_array_equal(net.predict_proba(X_test), proba)
+    net.optimizer_.param_groups[0]["lr"].fill_(0.01)
+    net.partial_fit(X_train, y_train)  # a new CUDA graph over the restored state
+    assert len(net.history) == 3 and np.isfinite(net.history[-1, "train_loss"])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_checkpoint_resume_on_cuda(digits, tmp_path):
+    X_train, X_test, y_train, _ = digits
+    params = {"device": "cuda", "recipe": "onecycle", "lr": 0.05, "mixup_alpha": 0.2}
+    uninterrupted = small_net(max_epochs=4, **params).fit(X_train, y_train)
+    first = small_net(max_epochs=4, checkpoint_dir=tmp_path, **params)
+    # Stop after 2 of 4 epochs (the one-cycle schedule depends on max_epochs).
+    first.set_params(callbacks=[StopAfter(2)]).fit(X_train, y_train)
+    assert len(first.history) == 2
+    resumed = small_net(max_epochs=4, checkpoint_dir=tmp_path, **params).fit(X_train, y_train)
+    assert resumed.history[:2, "dur"] == first.history[:, "dur"]
+    assert len(resumed.history) == 4 and resumed.history[-1, "cuda_graph"]
+    for name, value in weights(resumed).items():
+        torch.testing.assert_close(value, weights(uninterrupted)[name], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        resumed.predict_proba(X_test), uninterrupted.predict_proba(X_test), atol=1e-4
+    )
+
+
+def test_an_epoch_ended_by_a_callback_is_checkpointed(digits, tmp_path):
+    X_train, _, y_train, _ = digits
+    stopped = small_net(max_epochs=4, checkpoint_dir=tmp_path, callbacks=[StopAfter(2)])
+    stopped.fit(X_train, y_train)
+    assert len(stopped.history) == 2
+    resumed = small_net(max_epochs=4, checkpoint_dir=tmp_path).fit(X_train, y_train)
+    assert resumed.history[:2, "dur"] == stopped.history[:, "dur"]
+    assert_same_weights(weights(resumed), weights(small_net(max_epochs=4).fit(X_train, y_train)))

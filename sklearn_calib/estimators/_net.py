@@ -163,7 +163,8 @@ default=None
         weights as an uninterrupted fit on the same device (bit for bit on the CPU). A
         finished fit's checkpoint is kept, so fitting it again trains nothing. A
         truncated, corrupt or foreign file is ignored with a ``CheckpointWarning``.
-        ``partial_fit`` and ``warm_start`` continuations do not checkpoint.
+        An epoch that a callback ends (EarlyStopping) is saved too; the callbacks' own
+        state is not. ``partial_fit`` and ``warm_start`` continuations do not checkpoint.
     **kwargs
         skorch's other parameters (``predict_nonlinearity``, ``iterator_valid__batch_size``,
         ...) and prefixed hyperparameters (``module__*``, ``criterion__*``,

@@ -21,7 +21,8 @@ Faults and checkpoints: at the end of each epoch (the one host synchronisation i
 anyway) :class:`~sklearn_calib.estimators._faults.NonFiniteGuard` checks the epoch's
 losses and the weights, and an optional
 :class:`~sklearn_calib.estimators._checkpoint.FitCheckpoint` is written after the
-epoch's ``on_epoch_end`` callbacks have completed its history row.
+epoch's ``on_epoch_end`` callbacks have completed its history row (also when one of
+them stops training).
 """
 
 import warnings
@@ -244,9 +245,11 @@ class TrainingLoop:
                 if self.valid is not None:
                     self._valid_epoch()
                 net.record_rng_state(self.rngs)
-                net.notify("on_epoch_end", **self.epoch_kwargs)
-                if self.checkpoint is not None:
-                    self.checkpoint.save(net)
+                try:
+                    net.notify("on_epoch_end", **self.epoch_kwargs)
+                finally:  # also when a callback stops training (EarlyStopping)
+                    if self.checkpoint is not None:
+                        self.checkpoint.save(net)
         finally:
             torch.backends.cudnn.benchmark = benchmark
             if self.channels_last:
