@@ -17,6 +17,7 @@ from skorch.callbacks import Callback
 
 from sklearn_calib.estimators import CheckpointWarning, NetClassifier, NonFiniteLossError
 from sklearn_calib.estimators._checkpoint import FitCheckpoint
+from sklearn_calib.estimators.networks import MLP
 from sklearn_calib.losses import CrossEntropy
 
 REPO = Path(__file__).resolve().parents[1]
@@ -132,6 +133,20 @@ def test_nonfinite_loss_on_a_fresh_estimator_leaves_it_unfitted(digits):
         net.fit(X_train, y_train)
     assert not net.__sklearn_is_fitted__()
     assert not hasattr(net, "module_")
+
+
+def test_a_network_given_as_an_instance_is_restored_too(digits):
+    X_train, X_test, y_train, _ = digits
+    module = MLP(input_shape=(64,), n_classes=10, hidden_units=(16,))
+    net = NetClassifier(module=module, lr=0.01, max_epochs=2, random_state=0)
+    net.fit(X_train, y_train)
+    proba, before = net.predict_proba(X_test), weights(net)
+    net.set_params(criterion=NaNFromCall, criterion__nan_from=5)
+    with pytest.raises(NonFiniteLossError, match="epoch 1, batch 5"):
+        net.fit(X_train, y_train)  # trains the same module object from where it is
+    assert net.module_ is module
+    assert_same_weights(weights(net), before)
+    np.testing.assert_array_equal(net.predict_proba(X_test), proba)
 
 
 def test_nonfinite_weights_behind_a_finite_loss_are_detected(digits):

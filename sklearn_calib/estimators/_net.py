@@ -474,7 +474,8 @@ default=None
         )
 
     def _fit(self, X, y, continuing, classes):
-        with transaction(self):
+        reused = isinstance(self.module, nn.Module) or isinstance(self.criterion, nn.Module)
+        with transaction(self, in_place=continuing or reused):
             X, y, y_index = self._validate_training_data(X, y, continuing, classes)
             if not continuing:
                 self.device_ = resolve_device(self.device)

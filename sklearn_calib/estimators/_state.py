@@ -112,20 +112,25 @@ def load_optimizer_state(optimizer, state):
 
 
 @contextlib.contextmanager
-def transaction(net):
+def transaction(net, in_place=True):
     """Put the net back as it was, attributes and weights, if the block raises.
 
-    The attributes are restored from a shallow copy; the torch components of an
-    initialised net, which a continued fit changes in place, from device copies of their
-    state; and the rows of the history object, which skorch clears in place when it
-    initialises a net.
+    The attributes are restored from a shallow copy; the rows of the history object,
+    which skorch clears in place when it initialises a net, from a list; and, with
+    ``in_place``, the torch components of an initialised net from device copies of
+    their state.
 
     Parameters
     ----------
     net : NetClassifier
+    in_place : bool, default=True
+        Whether the block may change the current torch components in place (a continued
+        fit does; a fresh fit builds new ones unless a component was given as an
+        instance).
     """
     saved = dict(net.__dict__)
-    snapshot = capture_components(net) if getattr(net, "initialized_", False) else {}
+    initialized = getattr(net, "initialized_", False)
+    snapshot = capture_components(net) if in_place and initialized else {}
     history = net.__dict__.get("history_")
     rows = list(history) if history is not None else None
     try:
