@@ -3,20 +3,20 @@
 Every search is the same (candidates x folds whole fits of a small MLP on scikit-learn's
 digits, one torch thread per fit); it runs sequentially in this process, then through
 joblib's dask backend on a ``distributed.LocalCluster`` of 1 and of 2 worker processes
-with one thread each. Printed: the cluster start-up time (not counted in the search
-times), each search's wall time, the speed-up of 2 workers over 1 and the Dask overhead
-of 1 worker over the sequential run, the per-fit times (``mean_fit_time`` of each
-candidate), the share of the wall time the workers spent fitting, and whether the
-cross-validation scores equal the sequential ones. Run from
-the repository root::
+with one thread each, and, as the machine's own parallel baseline without Dask, with
+joblib's loky backend on as many processes. Every process first runs one tiny warm-up
+fit. Printed: the start-up times (not counted in the search times), each search's wall
+time, the speed-up of 2 workers over 1, the Dask overhead of 1 worker over the sequential
+run, Dask against loky, the per-fit times (``mean_fit_time`` of each candidate), the
+share of the wall time the workers spent fitting, and whether the cross-validation
+scores equal the sequential ones. Run from the repository root::
 
-    PYTHONPATH=. python benchmarks/bench_dask.py [--epochs 30] [--cv 3] [--hidden 256]
+    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_dask.py [--epochs 30] [--cv 3]
 
 On a machine whose cores are busy with other work the speed-up falls short of 2.
 """
 
 import argparse
-import importlib
 import os
 import time
 
@@ -39,6 +39,19 @@ def make_search(args):
     )
     grid = {"lr": [1e-3, 3e-3], "criterion": ["ce", "focal"]}
     return GridSearchCV(net, grid, cv=args.cv, refit=False)
+
+
+def warm_up():
+    """Run one tiny fit, so that no timed fit pays torch's first-call costs.
+
+    Returns
+    -------
+    threads : int
+        torch's number of threads in this process.
+    """
+    X, y = load_digits(return_X_y=True)
+    NetClassifier(max_epochs=1, random_state=0).fit((X[:128] / 16.0).astype(np.float32), y[:128])
+    return torch.get_num_threads()
 
 
 def timed_fit(search, X, y):
@@ -77,11 +90,26 @@ def main():
         flush=True,
     )
 
+    warm_up()
     sequential_time, sequential = timed_fit(clone(search), X, y)
     n_fits, fit_sum, per_fit = describe_fits(sequential)
     print(
         f"sequential: {sequential_time:.2f} s wall, {n_fits} fits, sum of fit times "
         f"{fit_sum:.2f} s; per-fit mean±std by candidate [s]: {per_fit}",
+        flush=True,
+    )
+
+    start = time.perf_counter()
+    with joblib.parallel_backend("loky", n_jobs=max(args.workers)):
+        threads = joblib.Parallel()(joblib.delayed(warm_up)() for _ in range(max(args.workers)))
+        loky_startup = time.perf_counter() - start
+        loky_time, loky = timed_fit(clone(search), X, y)
+    _, fit_sum, per_fit = describe_fits(loky)
+    print(
+        f"joblib loky, {max(args.workers)} processes (no Dask, the machine's own parallel "
+        f"baseline, torch threads {threads}): {loky_time:.2f} s wall (start-up "
+        f"{loky_startup:.1f} s, not counted), sum of fit times {fit_sum:.2f} s; per-fit [s]: "
+        f"{per_fit}",
         flush=True,
     )
 
@@ -94,8 +122,8 @@ def main():
             ) as cluster,
             Client(cluster) as client,
         ):
-            client.run(importlib.import_module, "sklearn_calib")
             startup = time.perf_counter() - start
+            threads = list(client.run(warm_up).values())
             with joblib.parallel_backend("dask"):
                 walls[n_workers], remote = timed_fit(clone(search), X, y)
         _, fit_sum, per_fit = describe_fits(remote)
@@ -106,7 +134,8 @@ def main():
         )
         busy = fit_sum / (n_workers * walls[n_workers])
         print(
-            f"dask, {n_workers} worker(s): {walls[n_workers]:.2f} s wall (cluster start-up "
+            f"dask, {n_workers} worker(s) (torch threads {threads}): {walls[n_workers]:.2f} s "
+            f"wall (cluster start-up "
             f"{startup:.1f} s, not counted), sum of fit times {fit_sum:.2f} s, workers busy "
             f"{busy:.0%} of the wall time, scores equal to sequential: {same}; per-fit [s]: "
             f"{per_fit}",
@@ -118,6 +147,11 @@ def main():
         for n_workers, wall in walls.items():
             if n_workers > 1:
                 print(f"speed-up of {n_workers} workers over 1: {walls[1] / wall:.2f}")
+    print(
+        f"speed-up of loky {max(args.workers)} processes over sequential: "
+        f"{sequential_time / loky_time:.2f}; dask {max(args.workers)} workers / loky: "
+        f"{walls[max(args.workers)] / loky_time:.2f}"
+    )
 
 
 if __name__ == "__main__":
