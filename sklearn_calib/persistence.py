@@ -13,13 +13,15 @@ What skops can hold
 -------------------
 - The calibrators and :class:`~sklearn_calib.calibrators.CalibratedClassifier` (with any
   estimator skops trusts, such as scikit-learn's).
-- :class:`~sklearn_calib.estimators.NetClassifier`: its state stores the network, loss
-  and optimiser as state dicts of numpy arrays, never pickled torch objects; loading
-  rebuilds them from the parameters (on the fitted device when it exists, otherwise the
-  CPU) and loads the arrays. This needs the parameters to be names (``module="resnet20"``,
-  ``criterion="focal"``, ``optimizer="sgd"``, ``recipe="seed001"``), classes from
-  :data:`~sklearn_calib.estimators.networks.NETWORKS`, :data:`~sklearn_calib.losses.LOSSES`
-  or ``torch.optim`` (SGD, Adam, AdamW), or :class:`~sklearn_calib.estimators.Recipe`.
+- :class:`~sklearn_calib.estimators.NetClassifier` and
+  :class:`~sklearn_calib.estimators.MetaNetClassifier`: their state stores the network,
+  loss, optimiser (and meta-regulariser) as state dicts of numpy arrays, never pickled
+  torch objects; loading rebuilds them from the parameters (on the fitted device when it
+  exists, otherwise the CPU) and loads the arrays. This needs the parameters to be names
+  (``module="resnet20"``, ``criterion="focal"``, ``optimizer="sgd"``,
+  ``recipe="seed001"``), classes from :data:`~sklearn_calib.estimators.networks.NETWORKS`,
+  :data:`~sklearn_calib.losses.LOSSES` or ``torch.optim`` (SGD, Adam, AdamW), or a
+  :class:`~sklearn_calib.estimators.Recipe`.
 
 What it cannot hold without help: parameters that are other objects. Your own network
 or loss class, or a callback, is refused at load until you trust it:
@@ -42,7 +44,7 @@ from .calibrators import (
     TemperatureScaling,
     VectorScaling,
 )
-from .estimators import NetClassifier, Recipe
+from .estimators import MetaNetClassifier, NetClassifier, Recipe
 from .estimators._recipes import OPTIMIZERS
 from .estimators.networks import NETWORKS
 from .losses import LOSSES
@@ -76,6 +78,7 @@ def trusted_types():
         HistogramBinning,
         IsotonicCalibration,
         MatrixScaling,
+        MetaNetClassifier,
         NetClassifier,
         Recipe,
         ScalingBinning,

@@ -3,6 +3,7 @@
 from ._augment import MixedTarget
 from ._checkpoint import CheckpointWarning
 from ._faults import NonFiniteLossError
+from ._meta import MetaNetClassifier
 from ._net import NetClassifier
 from ._recipes import RECIPES, REFERENCE_PAIRING, Recipe
 
@@ -10,6 +11,7 @@ __all__ = [
     "RECIPES",
     "REFERENCE_PAIRING",
     "CheckpointWarning",
+    "MetaNetClassifier",
     "MixedTarget",
     "NetClassifier",
     "NonFiniteLossError",

@@ -78,8 +78,7 @@ class NonFiniteGuard:
         if bad is None:
             batch = len(losses)
             what = (
-                f"the weights became non-finite in epoch {epoch} (at the latest in batch "
-                f"{batch})"
+                f"the weights became non-finite in epoch {epoch} (at the latest in batch {batch})"
             )
         else:
             batch = bad + 1

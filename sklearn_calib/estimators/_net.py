@@ -846,13 +846,26 @@ default=None
         self.initialized_ = False
         try:
             with torch.random.fork_rng(devices=[]):
-                self.initialize()
+                self._rebuild_components(set(components))
         finally:
             moved = device.type == "cpu" and torch.device(state.get("device_") or "cpu") != device
             auto = isinstance(requested, str) and requested == "auto"
             self.__dict__["device"] = "cpu" if moved and not auto else requested
         self.history_ = history_from_list(rows) if isinstance(rows, list) else rows
         restore_components(self, to_torch_tree(components))
+
+    def _rebuild_components(self, names):
+        """Build the torch components of a net being loaded, before their states are loaded.
+
+        ``initialize`` builds the network, loss and optimiser; a subclass whose fit
+        builds more components (named in ``names``, the saved ones) builds them here too.
+
+        Parameters
+        ----------
+        names : set of str
+            Attribute names of the saved component states.
+        """
+        self.initialize()
 
     def _loading_device(self, fitted):
         """Return the fitted device if it exists here, else the CPU (warning if CUDA was named)."""

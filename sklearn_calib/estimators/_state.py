@@ -37,9 +37,7 @@ def component_names(net):
     """
     names = getattr(net, "cuda_dependent_attributes_", ())
     return [
-        name
-        for name in names
-        if name in net.__dict__ and hasattr(net.__dict__[name], "state_dict")
+        name for name in names if name in net.__dict__ and hasattr(net.__dict__[name], "state_dict")
     ]
 
 
