@@ -5,9 +5,9 @@ input, a single class, labels unseen at fit, a different number of classes at pr
 time or negative sample weights raises a ValueError or TypeError whose message names the
 problem, and a fitted estimator predicts afterwards exactly as before.
 
-Estimators added later (MetaNetClassifier, ...) join the walk through the hook lists
-:data:`NET_CLASSIFIERS` (networks trained from ``(X, y)``) and :data:`META_CLASSIFIERS`
-(meta-estimators wrapping a classifier).
+Estimators added later join the walk through the hook lists :data:`NET_CLASSIFIERS`
+(networks trained from ``(X, y)``) and :data:`META_CLASSIFIERS` (meta-estimators wrapping
+a classifier).
 """
 
 import numpy as np
@@ -26,14 +26,20 @@ from sklearn_calib.calibrators import (
     TemperatureScaling,
     VectorScaling,
 )
-from sklearn_calib.estimators import NetClassifier
+from sklearn_calib.estimators import MetaNetClassifier, NetClassifier
 
-#: Classifiers trained from ``(X, y)`` by name: (id, factory of an unfitted instance).
-#: Extend with MetaNetClassifier and any other network classifier.
+#: Network classifiers trained from ``(X, y)``: (id, factory of an unfitted instance).
+#: Extend with any new one.
 NET_CLASSIFIERS = [
     (
         "NetClassifier",
         lambda: NetClassifier(
+            module__hidden_units=(8,), max_epochs=2, batch_size=32, random_state=0
+        ),
+    ),
+    (
+        "MetaNetClassifier",
+        lambda: MetaNetClassifier(
             module__hidden_units=(8,), max_epochs=2, batch_size=32, random_state=0
         ),
     ),

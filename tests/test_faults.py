@@ -15,7 +15,12 @@ from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 from skorch.callbacks import Callback
 
-from sklearn_calib.estimators import CheckpointWarning, NetClassifier, NonFiniteLossError
+from sklearn_calib.estimators import (
+    CheckpointWarning,
+    MetaNetClassifier,
+    NetClassifier,
+    NonFiniteLossError,
+)
 from sklearn_calib.estimators._checkpoint import FitCheckpoint
 from sklearn_calib.estimators.networks import MLP
 from sklearn_calib.losses import CrossEntropy
@@ -441,3 +446,40 @@ def test_an_epoch_ended_by_a_callback_is_checkpointed(digits, tmp_path):
     resumed = small_net(max_epochs=4, checkpoint_dir=tmp_path).fit(X_train, y_train)
     assert resumed.history[:2, "dur"] == stopped.history[:, "dur"]
     assert_same_weights(weights(resumed), weights(small_net(max_epochs=4).fit(X_train, y_train)))
+
+
+# ----------------------------------------------------------------- MetaNetClassifier
+
+
+def test_meta_net_nonfinite_loss_restores_network_and_regularizer(digits):
+    X_train, X_test, y_train, _ = digits
+    net = MetaNetClassifier(module__hidden_units=(16,), max_epochs=2, random_state=0)
+    net.fit(X_train, y_train)
+    proba, gamma = net.predict_proba(X_test), net.sample_gamma(X_test)
+    before = {
+        name: {k: v.clone() for k, v in getattr(net, name).state_dict().items()}
+        for name in ("module_", "meta_regularizer_")
+    }
+    net.optimizer_.param_groups[0]["lr"] = 1e12
+    with pytest.raises(NonFiniteLossError, match="epoch 3"):
+        net.partial_fit(X_train, y_train)
+    for name, state in before.items():
+        assert_same_weights(getattr(net, name).state_dict(), state)
+    assert net.optimizer_.param_groups[0]["lr"] == 1e12  # set before the call, kept
+    np.testing.assert_array_equal(net.predict_proba(X_test), proba)
+    np.testing.assert_array_equal(net.sample_gamma(X_test), gamma)
+
+
+def test_meta_net_checkpoint_resumes_to_identical_weights(digits, tmp_path):
+    X_train, _, y_train, _ = digits
+    params = {"module__hidden_units": (16,), "max_epochs": 3, "random_state": 0}
+    uninterrupted = MetaNetClassifier(**params).fit(X_train, y_train)
+    stopped = MetaNetClassifier(**params, checkpoint_dir=tmp_path, callbacks=[StopAfter(2)])
+    stopped.fit(X_train, y_train)
+    resumed = MetaNetClassifier(**params, checkpoint_dir=tmp_path).fit(X_train, y_train)
+    assert resumed.history[:2, "dur"] == stopped.history[:, "dur"]
+    assert len(resumed.history) == 3
+    for name in ("module_", "meta_regularizer_"):
+        assert_same_weights(
+            getattr(resumed, name).state_dict(), getattr(uninterrupted, name).state_dict()
+        )

@@ -31,7 +31,7 @@ from sklearn_calib.calibrators import (
     TemperatureScaling,
     VectorScaling,
 )
-from sklearn_calib.estimators import NetClassifier
+from sklearn_calib.estimators import MetaNetClassifier, NetClassifier
 
 skops_io = pytest.importorskip("skops.io")
 from skops.io.exceptions import UntrustedTypesFoundException  # noqa: E402
@@ -46,7 +46,7 @@ def digits():
     return train_test_split(X, y, test_size=0.25, random_state=0, stratify=y)
 
 
-def small_net(**params):
+def small_net(cls=NetClassifier, **params):
     defaults = {
         "module__hidden_units": (32,),
         "lr": 0.05,
@@ -56,7 +56,7 @@ def small_net(**params):
         "recipe": "seed001",
         "mixup_alpha": 0.2,
     }
-    return NetClassifier(**{**defaults, **params})
+    return cls(**{**defaults, **params})
 
 
 def round_trip(estimator, how, tmp_path):
@@ -100,22 +100,26 @@ def test_calibrators_round_trip(calibrator, how, tmp_path):
 
 
 @pytest.mark.parametrize("how", HOW)
-def test_net_round_trip_predicts_and_continues_training_identically(digits, how, tmp_path):
+@pytest.mark.parametrize("cls", [NetClassifier, MetaNetClassifier], ids=lambda c: c.__name__)
+def test_net_round_trip_predicts_and_continues_training_identically(digits, cls, how, tmp_path):
     X_train, X_test, y_train, _ = digits
-    net = small_net(train_split=0.2).fit(X_train, y_train)
+    net = small_net(cls=cls, train_split=0.2).fit(X_train, y_train)
     loaded = round_trip(net, how, tmp_path)
     np.testing.assert_array_equal(loaded.predict_proba(X_test), net.predict_proba(X_test))
     assert loaded.get_params(deep=False).keys() == net.get_params(deep=False).keys()
     assert loaded.history[:, "valid_loss"] == net.history[:, "valid_loss"]
     assert loaded.device == "auto" and loaded.device_ == torch.device("cpu")
     # The optimiser state and the random-generator states came along: one more epoch of
-    # each gives the same weights.
+    # each gives the same weights (and meta-regulariser).
     net.partial_fit(X_train, y_train)
     loaded.partial_fit(X_train, y_train)
-    for (name, a), (_, b) in zip(
-        net.module_.state_dict().items(), loaded.module_.state_dict().items(), strict=True
-    ):
-        assert torch.equal(a, b), name
+    for name in ("module_", "meta_regularizer_"):
+        if name not in net.__dict__:
+            continue
+        ours, theirs = getattr(net, name).state_dict(), getattr(loaded, name).state_dict()
+        assert ours.keys() == theirs.keys()
+        for key in ours:
+            assert torch.equal(ours[key], theirs[key]), f"{name}{key}"
 
 
 @pytest.mark.parametrize("how", HOW)
@@ -146,7 +150,7 @@ def test_trusted_types_are_importable_and_cover_the_public_estimators():
     for name in names:
         module, _, attribute = name.rpartition(".")
         assert isinstance(getattr(importlib.import_module(module), attribute), type), name
-    for cls in (NetClassifier, CalibratedClassifier, TemperatureScaling, MatrixScaling):
+    for cls in (NetClassifier, MetaNetClassifier, CalibratedClassifier, TemperatureScaling):
         assert f"{cls.__module__}.{cls.__qualname__}" in names
 
 
@@ -209,9 +213,7 @@ def test_cuda_fitted_net_loads_on_a_cpu_only_machine(digits, how, device, tmp_pa
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        loaded = (
-            persistence.load(tmp_path / "net.skops") if how == "skops" else pickle.loads(data)
-        )
+        loaded = persistence.load(tmp_path / "net.skops") if how == "skops" else pickle.loads(data)
     assert any(issubclass(w.category, DeviceWarning) for w in caught) == (device == "cuda")
     assert loaded.device_ == torch.device("cpu")
     assert loaded.device == ("auto" if device == "auto" else "cpu")
