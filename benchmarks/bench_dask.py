@@ -1,22 +1,24 @@
 """Scale-out: a GridSearchCV over NetClassifier, sequential and on Dask with 1 and 2 workers.
 
 Every search is the same (candidates x folds whole fits of a small MLP on scikit-learn's
-digits, one torch thread per fit); it runs sequentially in this process, then through
-joblib's dask backend on a ``distributed.LocalCluster`` of 1 and of 2 worker processes
-with one thread each, and, as the machine's own parallel baseline without Dask, with
-joblib's loky backend on as many processes. Every process first runs one tiny warm-up
-fit. Printed: the start-up times (not counted in the search times), each search's wall
-time, the speed-up of 2 workers over 1, the Dask overhead of 1 worker over the sequential
-run, Dask against loky, the per-fit times (``mean_fit_time`` of each candidate), the
-share of the wall time the workers spent fitting, and whether the cross-validation
-scores equal the sequential ones. Run from the repository root::
+digits, one torch thread per fit). Each round runs it sequentially in this process, with
+joblib's loky backend on 2 processes (the machine's own parallel baseline, without Dask),
+and through joblib's dask backend on a ``distributed.LocalCluster`` of 1 and of 2 worker
+processes with one thread each; the clusters are started once (start-up printed, not
+counted) and every process runs one warm-up fit first. Printed: each round's wall times,
+then per mode the best wall time over the rounds, the sum of fit times and the share of
+the wall time the processes spent fitting, the per-fit times (``mean_fit_time`` of each
+candidate), whether the cross-validation scores equal the sequential ones, and the
+ratios: Dask 1 worker over sequential, 2 workers over 1, loky over sequential and Dask
+over loky. Run from the repository root::
 
-    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_dask.py [--epochs 30] [--cv 3]
+    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_dask.py [--repeat 3] [--epochs 30]
 
-On a machine whose cores are busy with other work the speed-up falls short of 2.
+On a machine whose cores are busy with other work the speed-ups fall short of 2.
 """
 
 import argparse
+import contextlib
 import os
 import time
 
@@ -68,12 +70,24 @@ def describe_fits(search):
     return n_fits, float(np.sum(times) * search.n_splits_), per_fit
 
 
+def run_round(search, X, y, clients, n_loky):
+    """Time the search once in each mode; return {mode: (wall, fitted search)}."""
+    results = {"sequential": timed_fit(clone(search), X, y)}
+    with joblib.parallel_backend("loky", n_jobs=n_loky):
+        results[f"loky, {n_loky} processes"] = timed_fit(clone(search), X, y)
+    for n_workers, client in clients.items():
+        with joblib.parallel_backend("dask", client=client):
+            results[f"dask, {n_workers} worker(s)"] = timed_fit(clone(search), X, y)
+    return results
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--epochs", type=int, default=30)
     parser.add_argument("--cv", type=int, default=3)
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
 
     from distributed import Client, LocalCluster
@@ -83,75 +97,73 @@ def main():
     torch.set_num_threads(1)
     search = make_search(args)
     n_candidates = len(search.param_grid["lr"]) * len(search.param_grid["criterion"])
+    n_loky = max(args.workers)
     print(
         f"GridSearchCV: {n_candidates} candidates x {args.cv} folds, MLP({args.hidden}) "
         f"{args.epochs} epochs on digits {X.shape}, one torch thread per fit, "
         f"{os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.1f}",
         flush=True,
     )
-
     warm_up()
-    sequential_time, sequential = timed_fit(clone(search), X, y)
-    n_fits, fit_sum, per_fit = describe_fits(sequential)
-    print(
-        f"sequential: {sequential_time:.2f} s wall, {n_fits} fits, sum of fit times "
-        f"{fit_sum:.2f} s; per-fit mean±std by candidate [s]: {per_fit}",
-        flush=True,
-    )
-
-    start = time.perf_counter()
-    with joblib.parallel_backend("loky", n_jobs=max(args.workers)):
-        threads = joblib.Parallel()(joblib.delayed(warm_up)() for _ in range(max(args.workers)))
-        loky_startup = time.perf_counter() - start
-        loky_time, loky = timed_fit(clone(search), X, y)
-    _, fit_sum, per_fit = describe_fits(loky)
-    print(
-        f"joblib loky, {max(args.workers)} processes (no Dask, the machine's own parallel "
-        f"baseline, torch threads {threads}): {loky_time:.2f} s wall (start-up "
-        f"{loky_startup:.1f} s, not counted), sum of fit times {fit_sum:.2f} s; per-fit [s]: "
-        f"{per_fit}",
-        flush=True,
-    )
-
-    walls = {}
-    for n_workers in args.workers:
-        start = time.perf_counter()
-        with (
-            LocalCluster(
-                n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None
-            ) as cluster,
-            Client(cluster) as client,
-        ):
+    with contextlib.ExitStack() as stack:
+        clients = {}
+        for n_workers in args.workers:
+            start = time.perf_counter()
+            cluster = stack.enter_context(
+                LocalCluster(
+                    n_workers=n_workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=":0",
+                )
+            )
+            clients[n_workers] = stack.enter_context(Client(cluster, set_as_default=False))
             startup = time.perf_counter() - start
-            threads = list(client.run(warm_up).values())
-            with joblib.parallel_backend("dask"):
-                walls[n_workers], remote = timed_fit(clone(search), X, y)
-        _, fit_sum, per_fit = describe_fits(remote)
+            threads = list(clients[n_workers].run(warm_up).values())
+            print(
+                f"dask cluster of {n_workers} worker(s): start-up {startup:.1f} s (not "
+                f"counted), torch threads {threads}",
+                flush=True,
+            )
+        with joblib.parallel_backend("loky", n_jobs=n_loky):
+            threads = joblib.Parallel()(joblib.delayed(warm_up)() for _ in range(n_loky))
+        print(f"loky, {n_loky} processes: torch threads {threads}", flush=True)
+
+        rounds = []
+        for index in range(args.repeat):
+            rounds.append(run_round(search, X, y, clients, n_loky))
+            walls = ", ".join(f"{mode} {wall:.2f} s" for mode, (wall, _) in rounds[-1].items())
+            print(f"round {index + 1} (load {os.getloadavg()[0]:.1f}): {walls}", flush=True)
+
+    sequential = rounds[0]["sequential"][1]
+    best = {}
+    for mode in rounds[0]:
+        wall, fitted = min((r[mode] for r in rounds), key=lambda pair: pair[0])
+        best[mode] = wall
+        n_workers = 1 if mode == "sequential" else int(mode.split(", ")[1].split()[0])
+        n_fits, fit_sum, per_fit = describe_fits(fitted)
         same = all(
-            np.array_equal(remote.cv_results_[k], sequential.cv_results_[k])
-            for k in sequential.cv_results_
-            if k.startswith("split")
+            np.array_equal(fitted.cv_results_[key], sequential.cv_results_[key])
+            for key in sequential.cv_results_
+            if key.startswith("split")
         )
-        busy = fit_sum / (n_workers * walls[n_workers])
         print(
-            f"dask, {n_workers} worker(s) (torch threads {threads}): {walls[n_workers]:.2f} s "
-            f"wall (cluster start-up "
-            f"{startup:.1f} s, not counted), sum of fit times {fit_sum:.2f} s, workers busy "
-            f"{busy:.0%} of the wall time, scores equal to sequential: {same}; per-fit [s]: "
-            f"{per_fit}",
+            f"{mode}: best wall {wall:.2f} s, {n_fits} fits, sum of fit times {fit_sum:.2f} s, "
+            f"busy {fit_sum / (n_workers * wall):.0%}, scores equal to sequential: {same}; "
+            f"per-fit mean±std by candidate [s]: {per_fit}",
             flush=True,
         )
-
-    if 1 in walls:
-        print(f"dask 1 worker / sequential: {walls[1] / sequential_time:.2f}")
-        for n_workers, wall in walls.items():
-            if n_workers > 1:
-                print(f"speed-up of {n_workers} workers over 1: {walls[1] / wall:.2f}")
-    print(
-        f"speed-up of loky {max(args.workers)} processes over sequential: "
-        f"{sequential_time / loky_time:.2f}; dask {max(args.workers)} workers / loky: "
-        f"{walls[max(args.workers)] / loky_time:.2f}"
-    )
+    dask = {int(m.split(", ")[1].split()[0]): w for m, w in best.items() if m.startswith("dask")}
+    loky_wall = best[f"loky, {n_loky} processes"]
+    if 1 in dask:
+        print(f"dask 1 worker / sequential: {dask[1] / best['sequential']:.2f}")
+    for n_workers, wall in dask.items():
+        if n_workers > 1 and 1 in dask:
+            print(f"speed-up of dask {n_workers} workers over 1: {dask[1] / wall:.2f}")
+    speed_up = best["sequential"] / loky_wall
+    print(f"speed-up of loky {n_loky} processes over sequential: {speed_up:.2f}")
+    if n_loky in dask:
+        print(f"dask {n_loky} workers / loky {n_loky} processes: {dask[n_loky] / loky_wall:.2f}")
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ def client():
         patch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), path]) if path else str(REPO))
         with (
             distributed.LocalCluster(
-                n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+                n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
             ) as cluster,
             distributed.Client(cluster) as client,
         ):
