@@ -103,7 +103,7 @@ def test_calibrators_round_trip(calibrator, how, tmp_path):
 @pytest.mark.parametrize("cls", [NetClassifier, MetaNetClassifier], ids=lambda c: c.__name__)
 def test_net_round_trip_predicts_and_continues_training_identically(digits, cls, how, tmp_path):
     X_train, X_test, y_train, _ = digits
-    net = small_net(cls=cls, train_split=0.2).fit(X_train, y_train)
+    net = small_net(cls=cls, train_split=0.2, max_epochs=2).fit(X_train, y_train)
     loaded = round_trip(net, how, tmp_path)
     np.testing.assert_array_equal(loaded.predict_proba(X_test), net.predict_proba(X_test))
     assert loaded.get_params(deep=False).keys() == net.get_params(deep=False).keys()
