@@ -264,3 +264,15 @@ def test_gpu_fitted_net_predicts_in_a_process_without_cuda(digits, how, tmp_path
     )
     assert result.returncode == 0, result.stderr.decode()[-2000:]
     np.testing.assert_allclose(np.load(tmp_path / "out.npy"), expected, atol=1e-5)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_net_fitted_on_a_gpu_this_machine_lacks_loads_on_the_current_one(digits):
+    X_train, X_test, y_train, _ = digits
+    net = small_net(max_epochs=1, device="cuda").fit(X_train, y_train)
+    state = net.__getstate__()
+    state["device_"] = f"cuda:{torch.cuda.device_count()}"
+    loaded = NetClassifier.__new__(NetClassifier)
+    loaded.__setstate__(state)
+    assert loaded.device_ == torch.device("cuda")
+    np.testing.assert_allclose(loaded.predict_proba(X_test), net.predict_proba(X_test), atol=1e-6)

@@ -870,7 +870,11 @@ default=None
     def _loading_device(self, fitted):
         """Return the fitted device if it exists here, else the CPU (warning if CUDA was named)."""
         fitted = torch.device(fitted) if fitted is not None else torch.device("cpu")
-        if fitted.type != "cuda" or torch.cuda.is_available():
+        if fitted.type != "cuda":
+            return fitted
+        if torch.cuda.is_available():
+            if fitted.index is not None and fitted.index >= torch.cuda.device_count():
+                return torch.device("cuda")  # fitted on a GPU this machine lacks
             return fitted
         requested = self.__dict__["device"]
         if not (isinstance(requested, str) and requested == "auto"):
