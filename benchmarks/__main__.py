@@ -123,21 +123,23 @@ def run_command(args, argv, stream=sys.stdout):
     experiments = [EXPERIMENTS[name] for name in args.names]
     store = RunStore(args.store)
     runs_by_name, tasks = plan(experiments, config)
-    estimator = Estimator(config.epoch_seconds)
+    estimator = Estimator(config.epoch_seconds, config.run_overhead)
     missing = [t for t in tasks if store.status(t.key, t.spec) != "valid"]
     stream.write(
         f"{len(tasks)} runs for {', '.join(args.names)} ({config.preset}, {config.data.name}, "
         f"{len(config.seeds)} seeds, {config.epochs} epochs): {len(missing)} to train, "
-        f"about {format_duration(estimator.total(missing))} at {config.epoch_seconds:g} s/epoch"
-        "\n"
+        f"about {format_duration(estimator.total(missing, args.jobs))} (before timing: "
+        f"{config.epoch_seconds:g} s/epoch + {config.run_overhead:g} s/run)\n"
     )
     if args.dry_run:
+        counted = set()
         for experiment in experiments:
-            keys = {run.key for run in runs_by_name[experiment.name]}
-            new = [t for t in missing if t.key in keys]
+            keys = [run.key for run in runs_by_name[experiment.name]]
+            new = [t for t in missing if t.key in set(keys) - counted]
+            counted.update(keys)
             stream.write(
-                f"  {experiment.name}: {len(keys)} runs, {len(new)} not stored, "
-                f"about {format_duration(estimator.total(new))}\n"
+                f"  {experiment.name}: {len(keys)} runs, {len(new)} to train beyond the "
+                f"experiments above, about {format_duration(estimator.total(new, args.jobs))}\n"
             )
         return 0
     device = resolve_device(args.device)
@@ -148,7 +150,7 @@ def run_command(args, argv, stream=sys.stdout):
         data_home=args.data_home,
         max_minutes=args.max_minutes,
         jobs=args.jobs,
-        prior_epoch_seconds=config.epoch_seconds,
+        estimator=estimator,
         stream=stream,
     )
     stream.write(

@@ -133,7 +133,13 @@ MIXUP = Method("Mixup α=1", "seed002", "ce", group="Mixup", mixup_alpha=1.0)
 
 
 def meta(label, regularizer, meta_loss):
-    """A meta-learned method of seed 003 (MetaNetClassifier, issue 6)."""
+    """A meta-learned method of seed 003 (``MetaNetClassifier``, issue 6).
+
+    The estimator picks its own loss (focal loss with a per-sample gamma for "gamma_net",
+    cross-entropy for "l2") and holds out 10 % of the training data as its
+    meta-validation part; ``train_split=None`` leaves it no second (history-only)
+    validation part, since the experiments do no model selection.
+    """
     loss = "focal" if regularizer == "gamma_net" else "ce"
     return Method(
         label,
@@ -141,7 +147,11 @@ def meta(label, regularizer, meta_loss):
         loss,
         group="meta",
         estimator="meta",
-        estimator_params=(("meta_loss", meta_loss), ("regularizer", regularizer)),
+        estimator_params=(
+            ("meta_loss", meta_loss),
+            ("regularizer", regularizer),
+            ("train_split", None),
+        ),
     )
 
 

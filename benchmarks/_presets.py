@@ -125,6 +125,8 @@ class Config:
         Training samples followed per epoch in tracked runs (learned epochs).
     epoch_seconds : float
         Prior guess of the seconds per epoch, until runs of this sweep are timed.
+    run_overhead : float
+        Prior guess of the seconds per run besides its epochs.
     device : str
     data_home : str or None
         Folder of the Fashion-MNIST files.
@@ -143,6 +145,7 @@ class Config:
     families: dict
     track_train: int
     epoch_seconds: float
+    run_overhead: float
     device: str = "auto"
     data_home: str | None = None
     toy_samples: int = 10000
@@ -220,13 +223,13 @@ def make_config(
     data = _data(preset, dataset, train_size)
     if preset == "full" and dataset == "fashion_mnist":
         network, network_params = "resnet20", {}
-        families, track_train, epoch_seconds = _families(512, 128), 5000, 0.78
+        families, track_train, epoch_seconds, overhead = _families(512, 128), 5000, 0.78, 2.0
     elif dataset == "fashion_mnist":
         network, network_params = "cnn", {}
-        families, track_train, epoch_seconds = _families(128, 64), 1000, 0.5
+        families, track_train, epoch_seconds, overhead = _families(128, 64), 1000, 0.5, 0.5
     else:
         network, network_params = "mlp", {"hidden_units": [64]}
-        families, track_train, epoch_seconds = _families(128, 64), 1000, 0.05
+        families, track_train, epoch_seconds, overhead = _families(128, 64), 1000, 0.05, 0.2
     default_seeds = 2 if preset == "quick" else 3
     n_seeds = default_seeds if seeds is None else int(seeds)
     if n_seeds < 1:
@@ -244,6 +247,7 @@ def make_config(
         families=families,
         track_train=track_train,
         epoch_seconds=epoch_seconds,
+        run_overhead=overhead,
         device=device,
         data_home=data_home,
         toy_samples=2000 if preset == "quick" else 10000,

@@ -125,9 +125,9 @@ class Report:
         self.blocks.append(block)
 
     def figure(self, fig, name, caption):
-        """Save a matplotlib figure as ``name`` (PNG, 100 dpi) and reference it."""
+        """Save a matplotlib figure as ``name`` (PNG, 80 dpi) and reference it."""
         path = self.folder / name
-        fig.savefig(path, dpi=100)
+        fig.savefig(path, dpi=80)
         pyplot().close(fig)
         self.figures.append(name)
         self.blocks.append(f"![{caption}]({name})\n\n*{caption}*")

@@ -67,31 +67,41 @@ def format_duration(seconds):
 
 
 class Estimator:
-    """Seconds per epoch (training and per-run overhead together) by cost group.
+    """Expected wall time of a run, from the runs timed so far in the sweep.
+
+    Runs are grouped by network, estimator and batch size; a group's runs take their
+    measured mean seconds per epoch (training and per-run overhead together). Before a
+    group is timed: the other plain groups' mean, else the prior ``epochs *
+    prior_epoch + prior_overhead``; meta-learned runs cost :data:`META_FACTOR` times that.
 
     Parameters
     ----------
-    prior : float
-        Guess before any run of the sweep is timed.
+    prior_epoch : float
+        Seconds per epoch assumed before any run is timed.
+    prior_overhead : float, default=0.0
+        Seconds per run on top of its epochs (setup, evaluation, writing the record).
     """
 
-    def __init__(self, prior):
-        self.prior = prior
+    def __init__(self, prior_epoch, prior_overhead=0.0):
+        self.prior_epoch = prior_epoch
+        self.prior_overhead = prior_overhead
         self.timed = {}
 
     def add(self, spec, seconds, epochs):
         self.timed.setdefault(_cost_group(spec), []).append(seconds / max(epochs, 1))
 
-    def per_epoch(self, spec):
+    def run_seconds(self, spec):
+        epochs = spec["training"]["epochs"]
         group = _cost_group(spec)
         if group in self.timed:
-            return sum(self.timed[group]) / len(self.timed[group])
+            return epochs * sum(self.timed[group]) / len(self.timed[group])
         plain = [v for g, values in self.timed.items() if g[1] == "net" for v in values]
-        base = sum(plain) / len(plain) if plain else self.prior
-        return base * (META_FACTOR if spec["estimator"]["name"] == "meta" else 1.0)
-
-    def run_seconds(self, spec):
-        return self.per_epoch(spec) * spec["training"]["epochs"]
+        seconds = (
+            epochs * sum(plain) / len(plain)
+            if plain
+            else epochs * self.prior_epoch + self.prior_overhead
+        )
+        return seconds * (META_FACTOR if spec["estimator"]["name"] == "meta" else 1.0)
 
     def total(self, tasks, jobs=1):
         return sum(self.run_seconds(t.spec) for t in tasks) / max(jobs, 1)
@@ -174,7 +184,7 @@ def execute(
     data_home=None,
     max_minutes=None,
     jobs=1,
-    prior_epoch_seconds=1.0,
+    estimator=None,
     stream=None,
 ):
     """Train the tasks the store lacks, within the time budget.
@@ -191,8 +201,8 @@ def execute(
         the call began.
     jobs : int, default=1
         Runs trained at the same time (worker processes when > 1).
-    prior_epoch_seconds : float, default=1.0
-        Seconds per epoch assumed before a run of the sweep is timed.
+    estimator : Estimator or None, default=None
+        Run-time estimates (a prior of 1 s per epoch when None).
     stream : file or None, default=None
         Where progress goes (stdout).
 
@@ -212,7 +222,7 @@ def execute(
             store.discard(task.key)
             summary.redone.append(task.key)
         todo.append(task)
-    estimator = Estimator(prior_epoch_seconds)
+    estimator = estimator or Estimator(1.0)
     progress = Progress(len(todo), estimator, jobs, stream)
     progress.remaining = list(todo)
     deadline = None if max_minutes is None else start + 60.0 * max_minutes

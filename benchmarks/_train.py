@@ -146,6 +146,7 @@ def build_estimator(spec, device, callbacks):
         if cls is None:
             raise RuntimeError("MetaNetClassifier is not in this checkout (issue 6).")
         kwargs.update(spec["estimator"]["params"])
+        kwargs["criterion"] = None
     else:
         cls = estimators.NetClassifier
     return cls(spec["network"]["name"], **kwargs)
@@ -202,7 +203,7 @@ def train_run(spec, *, device="auto", data_home=None, report=None):
     history = {
         name: [float(v) for v in net.history[:, name]] for name in ("train_loss", "lr", "dur")
     }
-    for name in ("gamma_mean", "gamma_std"):
+    for name in ("meta_loss", "gamma_mean", "gamma_std", "l2_mean", "l2_std"):
         if name in net.history[-1]:
             history[name] = [float(v) for v in net.history[:, name]]
     if tracker is not None:
