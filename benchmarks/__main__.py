@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 from ._presets import DATASETS, PRESETS, make_config
-from ._runner import Estimator, Task, execute, format_duration
+from ._report import format_duration
+from ._runner import Estimator, Task, execute
 from ._store import RunStore
 from ._train import meta_estimator
 from .experiments import EXPERIMENTS

@@ -30,6 +30,18 @@ def finite_mean(values):
     return float(values.mean()) if values.size else math.nan
 
 
+def format_duration(seconds):
+    """``"42s"``, ``"3m05s"`` or ``"1h02m"``."""
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m{seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
 def markdown_table(headers, rows):
     """A GitHub Markdown table."""
     lines = ["| " + " | ".join(map(str, headers)) + " |", "|" + "---|" * len(headers)]
@@ -49,7 +61,7 @@ def write_csv(path, rows):
 
 def _csv_value(value):
     if isinstance(value, float):
-        return "" if not math.isfinite(value) else repr(round(value, 10))
+        return "" if not math.isfinite(value) else f"{value:.7g}"
     return "" if value is None else value
 
 

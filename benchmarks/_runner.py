@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ._report import format_duration
 from ._store import RunStore
 from ._train import train_run
 
@@ -53,17 +54,6 @@ class Summary:
 
 def _cost_group(spec):
     return (spec["network"]["name"], spec["estimator"]["name"], spec["training"]["batch_size"])
-
-
-def format_duration(seconds):
-    seconds = int(round(seconds))
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes, seconds = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes}m{seconds:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
 
 
 class Estimator:

@@ -8,6 +8,7 @@ rebuilds the model from the dict alone, so it also runs in a worker process.
 """
 
 import datetime
+import gc
 import platform
 import time
 
@@ -210,6 +211,9 @@ def train_run(spec, *, device="auto", data_home=None, report=None):
         tracked_history, tracked_arrays = tracker.results()
         history.update(tracked_history)
         arrays.update(tracked_arrays)
+    epochs = len(net.history)
+    del net, tracker, callbacks, X
+    gc.collect()  # frees the run's CUDA graph and device data before the next run
     meta = {
         "device": str(device_),
         "device_name": (
@@ -220,7 +224,7 @@ def train_run(spec, *, device="auto", data_home=None, report=None):
         "torch": torch.__version__,
         "fit_seconds": fit_seconds,
         "wall_seconds": time.perf_counter() - start,
-        "epochs": len(net.history),
+        "epochs": epochs,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
     return arrays, history, meta

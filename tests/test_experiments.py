@@ -101,7 +101,7 @@ def test_focal_end_to_end_resume_and_corruption(tmp_path, one_thread, count_trai
         assert 0.0 <= float(row["test_ece"]) <= 1.0
         assert float(row["temperature"]) in GRID_SEED002
         assert row["reduction"] == ("mean" if row["method"] == "Brier" else "sum")
-        assert row["grad_clip"] == "2.0"
+        assert float(row["grad_clip"]) == 2.0
     text = report.read_text()
     for piece in ("## Setup", "## Results", "## Agreement with the paper", "Table C.3",
                   "summed over the batch", "gradient norm clipped to 2", "Seeds: 0, 1",

@@ -22,7 +22,7 @@ from .._posthoc import (
     nll_temperature,
     scaled_probabilities,
 )
-from .._report import finite_mean, mean_std
+from .._report import finite_mean, format_duration, mean_std
 from .._store import run_key
 from .._train import GRIDS, make_spec, meta_estimator
 
@@ -319,8 +319,8 @@ def setup_text(context, families, extra=()):
         "seeds (sample std).",
         *extra,
         f"- Trained on {', '.join(devices) or 'n/a'}; {len(records)} runs, "
-        f"{fit / 60:.1f} min of training in total (runs shared with other experiments are "
-        "counted here too).",
+        f"{format_duration(fit)} of training in total (runs shared with other experiments "
+        "are counted here too).",
         f"- Command: `{context.command}`",
     ]
     return "\n".join(lines)
