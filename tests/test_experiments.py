@@ -5,6 +5,7 @@ import io
 import numpy as np
 import pytest
 import torch
+from scipy import stats
 from scipy.special import softmax
 
 import benchmarks._runner as runner
@@ -16,6 +17,7 @@ from benchmarks._report import read_csv
 from benchmarks._store import RunStore, pack_logits, run_key, unpack_logits
 from benchmarks._train import make_spec, train_run
 from benchmarks.experiments import EXPERIMENTS
+from benchmarks.experiments._base import choose_coefficients, mark, ttest
 from benchmarks.experiments.focal import METHODS as FOCAL_METHODS
 from benchmarks.experiments.toy_gaussians import pearson, weight_values
 from sklearn_calib.calibrators import TemperatureScaling
@@ -270,3 +272,18 @@ def test_tracked_run_on_cuda():
     arrays, history, meta = train_run(spec, device="cuda")
     assert meta["device"].startswith("cuda")
     assert np.isfinite(history["opt_ece"]).all() and np.isfinite(arrays["test_logits"]).all()
+
+
+def test_marks_and_coefficients_chosen_on_validation():
+    assert mark([2.0, 2.1, 2.2], [1.0, 1.1, 1.2]).startswith("▲")
+    assert mark([1.0, 1.1, 1.2], [2.0, 2.1, 2.2]).startswith("▼")
+    assert mark([1.0, 1.3, 1.2], [1.1, 1.2, 1.25]).startswith(("△", "▽"))
+    assert "n/a" in mark([1.0, 1.0], [2.0, 2.0])
+    a, b = [0.1, 0.4, 0.2], [0.3, 0.5, 0.6]
+    assert ttest(a, b) == pytest.approx(stats.ttest_ind(a, b).pvalue)
+    rows = [
+        {"method": "A", "val_ece": 0.01, "test_ece": 0.05},
+        {"method": "B", "val_ece": 0.02, "test_ece": 0.01},
+    ]
+    assert choose_coefficients(rows, {"g": ["A", "B"]}) == {"g": "A"}
+    assert choose_coefficients(rows, {"g": ["A", "B"]}, by="test_ece") == {"g": "B"}

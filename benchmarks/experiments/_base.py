@@ -273,13 +273,17 @@ def _nan_last(value):
 
 
 def ttest(values, reference):
-    """Two-sample t-test (scipy.stats.ttest_ind); p-value, NaN with fewer than 2 + 2 values."""
+    """Two-sample t-test (``scipy.stats.ttest_ind``) p-value.
+
+    NaN with fewer than two finite values on a side or with no variance on either side
+    (the test is undefined there).
+    """
     values = [v for v in values if math.isfinite(v)]
     reference = [v for v in reference if math.isfinite(v)]
     if len(values) < 2 or len(reference) < 2:
         return math.nan
     if np.ptp(values) == 0 and np.ptp(reference) == 0:
-        return 0.0 if values[0] != reference[0] else 1.0
+        return math.nan
     return float(stats.ttest_ind(values, reference).pvalue)
 
 
