@@ -10,7 +10,7 @@ from .calibrators import (
     TemperatureScaling,
     VectorScaling,
 )
-from .estimators import NetClassifier
+from .estimators import MetaNetClassifier, NetClassifier
 from .losses import get_loss
 from .plotting import ReliabilityDisplay
 from .scoring import (
@@ -37,6 +37,7 @@ __all__ = [
     "HistogramBinning",
     "IsotonicCalibration",
     "MatrixScaling",
+    "MetaNetClassifier",
     "NetClassifier",
     "ScalingBinning",
     "TemperatureScaling",

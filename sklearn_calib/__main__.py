@@ -1,121 +1,163 @@
-"""Main job: fit scikit-learn classifiers on the digits data and report their calibration.
+"""Main job: train small networks, calibrate them post hoc and report their calibration.
 
-Run ``python -m sklearn_calib`` (or the ``sklearn-calib`` console script). It prints a
-calibration report table and writes it, with a reliability diagram PNG, to ``--out``.
+Run ``python -m sklearn_calib`` (or the ``sklearn-calib`` console script). On digits (or
+Fashion-MNIST) it trains a network with cross-entropy and with focal loss, calibrates each
+with temperature scaling and histogram binning on a held-out calibration split, prints a
+calibration report table and writes it, with the reliability diagrams as a PNG, to
+``--out``. The experiment itself is in :mod:`sklearn_calib._experiment`.
 """
 
 import argparse
 import pathlib
 import sys
 
-from sklearn.datasets import load_digits
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import train_test_split
-from sklearn.naive_bayes import GaussianNB
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
-
+from ._experiment import (
+    DATASETS,
+    HB_BINS,
+    build_models,
+    default_n_train,
+    fit_and_calibrate,
+    load_data,
+    save_reliability_diagrams,
+)
 from ._report import calibration_report, format_report
+from .estimators._device import resolve_device
 
 DEFAULT_OUT = "sklearn_calib_output"
 REPORT_FILE = "report.txt"
-FIGURE_FILE = "reliability_digits.png"
+FIGURE_FILE = "reliability_{dataset}.png"
+NETWORKS = ("mlp", "cnn")
 
 
-def _models():
-    return {
-        "LogisticRegression": make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000)),
-        "GaussianNB": GaussianNB(),
-    }
+def _size(text):
+    """Parse a split size: a fraction in (0, 1) or a number of samples >= 1."""
+    value = float(text)
+    if 0 < value < 1:
+        return value
+    if value >= 1 and value.is_integer():
+        return int(value)
+    raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1) or a count >= 1, got {text}")
 
 
 def _parser():
     parser = argparse.ArgumentParser(
         prog="python -m sklearn_calib",
-        description="Fit classifiers on scikit-learn's digits and report their calibration.",
+        description=(
+            "Train a network with cross-entropy and with focal loss, calibrate each with "
+            "temperature scaling (TS) and histogram binning (HB) on a held-out split, and "
+            "report their calibration on the test split."
+        ),
     )
+    parser.add_argument(
+        "--dataset",
+        choices=sorted(DATASETS),
+        default="digits",
+        help="scikit-learn's digits (default; also fits LogisticRegression and GaussianNB) "
+        "or Fashion-MNIST (needs the Debian package dataset-fashion-mnist or --data-home)",
+    )
+    parser.add_argument("--data-home", help="folder of the Fashion-MNIST IDX files")
     parser.add_argument(
         "--out", default=DEFAULT_OUT, help=f"output directory (default: {DEFAULT_OUT})"
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the train/test split")
+    parser.add_argument("--network", choices=NETWORKS, default="mlp", help="network (default: mlp)")
+    parser.add_argument("--epochs", type=int, default=30, help="training epochs (default: 30)")
     parser.add_argument(
-        "--test-size", type=float, default=0.5, help="fraction held out for the report"
+        "--lr", type=float, default=0.01, help="AdamW learning rate (default: 0.01)"
     )
+    parser.add_argument("--gamma", type=float, default=3.0, help="focal loss gamma (default: 3)")
+    parser.add_argument(
+        "--n-train",
+        type=int,
+        help="largest number of training images (default: all on CUDA; on the CPU all of "
+        "digits and 5000 of Fashion-MNIST)",
+    )
+    parser.add_argument(
+        "--calibration-size",
+        type=_size,
+        help="fraction or number of the non-test images that calibrate "
+        "(default: 0.25 of digits, 5000 of Fashion-MNIST)",
+    )
+    parser.add_argument(
+        "--test-size",
+        type=float,
+        default=0.4,
+        help="fraction of digits held out for the report (Fashion-MNIST has its own test set)",
+    )
+    parser.add_argument(
+        "--device", default="auto", help="torch device of the networks (default: auto, CUDA if any)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the splits and networks")
     parser.add_argument("--n-bins", type=int, default=15, help="bins of the binned metrics")
     return parser
 
 
-def _save_figure(predictions, y_test, n_bins, path):
-    """Draw one reliability diagram per model side by side and save it as a PNG."""
-    from matplotlib.figure import Figure
-
-    from .plotting import ReliabilityDisplay
-
-    figure = Figure(figsize=(5 * len(predictions), 6.5), layout="constrained")
-    axes = figure.subplots(2, len(predictions), squeeze=False, height_ratios=[3, 1])
-    for column, (name, (proba, classes)) in enumerate(predictions.items()):
-        ReliabilityDisplay.from_predictions(
-            y_test,
-            proba,
-            n_bins=n_bins,
-            labels=classes,
-            name=name,
-            ax=axes[0, column],
-            hist_ax=axes[1, column],
-        )
-        axes[0, column].set_title(name)
-    figure.savefig(path, dpi=100)
-
-
-def run_job(out=DEFAULT_OUT, *, seed=0, test_size=0.5, n_bins=15):
-    """Fit the models, write the report and the reliability diagram, return the reports.
+def run_job(
+    data,
+    out=DEFAULT_OUT,
+    *,
+    network="mlp",
+    epochs=30,
+    lr=0.01,
+    gamma=3.0,
+    device="cpu",
+    seed=0,
+    n_bins=15,
+):
+    """Fit and calibrate the models, write the report and the diagrams, return the reports.
 
     Parameters
     ----------
+    data : Bunch
+        Splits from :func:`sklearn_calib._experiment.load_data`.
     out : str or path, default="sklearn_calib_output"
         Output directory, created if needed.
-    seed : int, default=0
-        Seed of the stratified train/test split.
-    test_size : float, default=0.5
-        Fraction of the data held out for the report.
+    network, epochs, lr, gamma, device, seed
+        The networks' parameters, see :func:`sklearn_calib._experiment.build_models`.
     n_bins : int, default=15
-        Number of bins of the binned metrics and the diagram.
+        Number of bins of the binned metrics and the diagrams.
 
     Returns
     -------
     reports : dict of str to dict of str to float
-        Model name to its calibration report on the held-out data.
+        Row name to its calibration report on the test split.
     """
-    X, y = load_digits(return_X_y=True)
-    X_train, X_test, y_train, y_test = train_test_split(
-        X, y, test_size=test_size, stratify=y, random_state=seed
+    models = build_models(
+        data.name, network=network, epochs=epochs, lr=lr, gamma=gamma, device=device, seed=seed
     )
-    predictions, reports = {}, {}
-    for name, model in _models().items():
-        model.fit(X_train, y_train)
-        proba = model.predict_proba(X_test)
-        predictions[name] = (proba, model.classes_)
-        reports[name] = calibration_report(y_test, proba, labels=model.classes_, n_bins=n_bins)
-
-    out = pathlib.Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    predictions = fit_and_calibrate(models, data)
+    reports = {
+        name: calibration_report(
+            data.y_test, proba, labels=data.classes, n_bins=n_bins, temperature=temperature
+        )
+        for name, (proba, temperature) in predictions.items()
+    }
     header = (
-        f"digits: {len(y)} samples, {len(set(y))} classes; train {len(y_train)}, "
-        f"test {len(y_test)} (seed {seed}); binned metrics use {n_bins} bins"
+        f"{data.description}\n"
+        f"networks: {network}, {epochs} epochs of AdamW (lr {lr:g}) on {device}; focal loss "
+        f"gamma {gamma:g}\n"
+        "calibrated on the calibration split: TS = temperature scaling (T: its temperature), "
+        f"HB = histogram binning ({HB_BINS} bins)\n"
+        f"metrics on the test split; binned metrics use {n_bins} bins"
     )
     table = format_report(reports)
+    out = pathlib.Path(out)
+    out.mkdir(parents=True, exist_ok=True)
     (out / REPORT_FILE).write_text(f"{header}\n\n{table}\n")
+    print()
     print(header)
     print()
     print(table)
     print()
     print(f"wrote {out / REPORT_FILE}")
+    figure = out / FIGURE_FILE.format(dataset=data.name)
     try:
-        _save_figure(predictions, y_test, n_bins, out / FIGURE_FILE)
+        save_reliability_diagrams(
+            predictions, data.y_test, figure, labels=data.classes, n_bins=n_bins
+        )
     except ImportError:
-        print("matplotlib is not installed: skipped the reliability diagram")
+        print("matplotlib is not installed: skipped the reliability diagrams")
     else:
-        print(f"wrote {out / FIGURE_FILE}")
+        print(f"wrote {figure}")
     return reports
 
 
@@ -130,15 +172,47 @@ def main(argv=None):
     Returns
     -------
     status : int
-        0 on success.
+        0 on success, 1 when the data set is not installed.
     """
     parser = _parser()
     args = parser.parse_args(argv)
     if not 0 < args.test_size < 1:
         parser.error(f"expected --test-size in (0, 1), got {args.test_size}")
-    if args.n_bins < 1:
-        parser.error(f"expected --n-bins >= 1, got {args.n_bins}")
-    run_job(args.out, seed=args.seed, test_size=args.test_size, n_bins=args.n_bins)
+    for name in ("n_bins", "epochs"):
+        if getattr(args, name) < 1:
+            parser.error(f"expected --{name.replace('_', '-')} >= 1, got {getattr(args, name)}")
+    if not args.lr > 0:
+        parser.error(f"expected --lr > 0, got {args.lr}")
+    try:
+        device = resolve_device(args.device)
+    except ValueError as exc:
+        parser.error(str(exc))
+    n_train = args.n_train if args.n_train is not None else default_n_train(args.dataset, device)
+    try:
+        data = load_data(
+            args.dataset,
+            data_home=args.data_home,
+            test_size=args.test_size,
+            calibration_size=args.calibration_size,
+            n_train=n_train,
+            seed=args.seed,
+        )
+    except FileNotFoundError as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 1
+    except ValueError as exc:
+        parser.error(str(exc))
+    run_job(
+        data,
+        args.out,
+        device=device,
+        n_bins=args.n_bins,
+        network=args.network,
+        epochs=args.epochs,
+        lr=args.lr,
+        gamma=args.gamma,
+        seed=args.seed,
+    )
     return 0
 
 

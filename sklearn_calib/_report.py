@@ -23,8 +23,11 @@ REPORT_METRICS = (
     ("SECE", smooth_calibration_error, False),
 )
 
+#: Column of the fitted temperature, filled for temperature-scaled models only.
+TEMPERATURE_COLUMN = "T"
 
-def calibration_report(y_true, y_prob, *, labels=None, n_bins=15):
+
+def calibration_report(y_true, y_prob, *, labels=None, n_bins=15, temperature=None):
     """Compute every metric of the report for one set of predictions.
 
     Parameters
@@ -37,21 +40,29 @@ def calibration_report(y_true, y_prob, *, labels=None, n_bins=15):
         The class of each column of ``y_prob``.
     n_bins : int, default=15
         Number of bins of the binned metrics.
+    temperature : float, default=None
+        The temperature of a temperature-scaled model, reported in the column
+        ``TEMPERATURE_COLUMN``; None leaves the column out.
 
     Returns
     -------
     report : dict of str to float
-        One entry per column of ``REPORT_METRICS``, in order.
+        One entry per column of ``REPORT_METRICS``, in order, then the temperature if given.
     """
     report = {}
     for name, metric, binned in REPORT_METRICS:
         options = {"n_bins": n_bins} if binned else {}
         report[name] = metric(y_true, y_prob, labels=labels, **options)
+    if temperature is not None:
+        report[TEMPERATURE_COLUMN] = float(temperature)
     return report
 
 
 def format_report(reports, *, digits=4):
     """Format reports as a plain-text table, one row per model.
+
+    The columns are the union of the reports' entries, in order of appearance; a row
+    without an entry shows "-".
 
     Parameters
     ----------

@@ -183,7 +183,8 @@ def test_net_classifier_is_calibrated_through_its_logits(n_classes):
     X, y = _data(n_classes=n_classes, seed=9)
     names = np.array(["ant", "bee", "cow"])[y]
     net = NetClassifier(module__hidden_units=(16,), lr=0.05, max_epochs=10, random_state=0)
-    clf = CalibratedClassifier(net, calibration_size=0.25, random_state=0).fit(X, names)
+    clf = CalibratedClassifier(net, TemperatureScaling(), calibration_size=0.25, random_state=0)
+    clf.fit(X, names)
     assert clf.score_method_ == "decision_function"
     assert clf.calibrators_[0].input == "logits"
     np.testing.assert_array_equal(clf.classes_, ["ant", "bee", "cow"][:n_classes])

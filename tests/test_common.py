@@ -13,7 +13,7 @@ from sklearn_calib.calibrators import (
     TemperatureScaling,
     VectorScaling,
 )
-from sklearn_calib.estimators import NetClassifier
+from sklearn_calib.estimators import MetaNetClassifier, NetClassifier
 
 # --------------------------------------------------------------------- NetClassifier
 
@@ -39,6 +39,25 @@ def _net_expected_failures(estimator):
 
 @parametrize_with_checks([_tiny_net()], expected_failed_checks=_net_expected_failures)
 def test_net_classifier_estimator_checks(estimator, check):
+    check(estimator)
+
+
+# ----------------------------------------------------------------- MetaNetClassifier
+
+
+def _tiny_meta_net():
+    """A MetaNetClassifier (gamma-Net, SECE) as small as the NetClassifier of the checks."""
+    return MetaNetClassifier(
+        module__hidden_units=(16,),
+        lr=0.1,
+        max_epochs=12,
+        batch_size=32,
+        random_state=0,
+    )
+
+
+@parametrize_with_checks([_tiny_meta_net()], expected_failed_checks=_net_expected_failures)
+def test_meta_net_classifier_estimator_checks(estimator, check):
     check(estimator)
 
 

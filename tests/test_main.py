@@ -1,18 +1,34 @@
+import re
+import struct
+from pathlib import Path
+
 import numpy as np
 import pytest
+import torch
 from sklearn.datasets import load_digits
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
-from sklearn.naive_bayes import GaussianNB
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from sklearn_calib.__main__ import FIGURE_FILE, REPORT_FILE, main
-from sklearn_calib._report import REPORT_METRICS, calibration_report, format_report
+from sklearn_calib._experiment import default_n_train
+from sklearn_calib._report import (
+    REPORT_METRICS,
+    TEMPERATURE_COLUMN,
+    calibration_report,
+    format_report,
+)
+from sklearn_calib.calibrators import HistogramBinning, TemperatureScaling
+from sklearn_calib.datasets import FASHION_MNIST_HOME
 from sklearn_calib.scoring import expected_calibration_error, smooth_calibration_error
+
+COLUMNS = [name for name, _, _ in REPORT_METRICS] + [TEMPERATURE_COLUMN]
+CALIBRATIONS = ("", "+TS", "+HB")
 
 
 def read_table(text):
+    """Parse the report table: row name to column to value (None for "-")."""
     lines = text.strip().splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("model"))
     columns = lines[start].split()[1:]
@@ -21,44 +37,161 @@ def read_table(text):
         if not line.strip():
             break
         name, *values = line.split()
-        rows[name] = dict(zip(columns, map(float, values), strict=True))
+        cells = [None if value == "-" else float(value) for value in values]
+        rows[name] = dict(zip(columns, cells, strict=True))
     return rows
 
 
-def test_main_job_prints_and_writes_the_report_and_the_diagram(tmp_path, capsys):
-    assert main(["--out", str(tmp_path / "out"), "--seed", "3", "--n-bins", "10"]) == 0
+def png_size(path):
+    """Width and height of a PNG, from its IHDR chunk."""
+    data = path.read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n") and data[12:16] == b"IHDR"
+    return struct.unpack(">II", data[16:24])
+
+
+def check_rows(rows, models):
+    """Every model has its three rows; T only for TS; calibration keeps the accuracy."""
+    assert list(rows) == [model + suffix for model in models for suffix in CALIBRATIONS]
+    for model in models:
+        for suffix in CALIBRATIONS:
+            row = rows[model + suffix]
+            assert list(row) == COLUMNS
+            assert all(row[name] is not None for name in COLUMNS[:-1])
+            assert 0 <= row["ECE"] <= row["MCE"] <= 1
+            assert (row["T"] is not None) == (suffix == "+TS")
+        assert rows[model + "+TS"]["T"] > 0
+        # TS divides the logits by one T > 0 and top-label HB keeps each row's top class:
+        # neither changes a prediction
+        accuracy = rows[model]["accuracy"]
+        assert rows[model + "+TS"]["accuracy"] == accuracy
+        assert rows[model + "+HB"]["accuracy"] == accuracy
+
+
+def test_main_job_on_digits_prints_and_writes_the_report_and_the_diagrams(tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = ["--out", str(out), "--seed", "3", "--n-bins", "10", "--epochs", "2"]
+    assert main(argv) == 0
     printed = capsys.readouterr().out
-    written = (tmp_path / "out" / REPORT_FILE).read_text()
+    written = (out / REPORT_FILE).read_text()
     assert read_table(printed) == read_table(written)
+    assert "train 808, calibration 270, test 719 (seed 3)" in written
     rows = read_table(written)
-    assert set(rows) == {"LogisticRegression", "GaussianNB"}
-    assert list(rows["GaussianNB"]) == [name for name, _, _ in REPORT_METRICS]
-    png = (tmp_path / "out" / FIGURE_FILE).read_bytes()
-    assert png.startswith(b"\x89PNG") and len(png) > 10_000
+    models = ["LogisticRegression", "GaussianNB", "mlp-CE", "mlp-focal3"]
+    check_rows(rows, models)
+    # one panel (diagram and histogram) per row: 3 columns, one row of panels per model
+    assert png_size(out / FIGURE_FILE.format(dataset="digits")) == (3 * 360, 4 * 440)
 
+    # the LogisticRegression rows, recomputed on the same splits
     X, y = load_digits(return_X_y=True)
-    X_train, X_test, y_train, y_test = train_test_split(
-        X, y, test_size=0.5, stratify=y, random_state=3
+    X_pool, X_test, y_pool, y_test = train_test_split(
+        X / 16, y, test_size=0.4, stratify=y, random_state=3
     )
-    models = {
-        "LogisticRegression": make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000)),
-        "GaussianNB": GaussianNB(),
-    }
-    for name, model in models.items():
-        proba = model.fit(X_train, y_train).predict_proba(X_test)
-        assert rows[name]["accuracy"] == pytest.approx(np.mean(proba.argmax(1) == y_test), abs=1e-4)
-        ece = expected_calibration_error(y_test, proba, n_bins=10)
-        assert rows[name]["ECE"] == pytest.approx(ece, abs=5e-5)
-        sece = smooth_calibration_error(y_test, proba)
-        assert rows[name]["SECE"] == pytest.approx(sece, abs=5e-5)
+    X_train, X_cal, y_train, y_cal = train_test_split(
+        X_pool, y_pool, test_size=0.25, stratify=y_pool, random_state=3
+    )
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
+    model.fit(X_train, y_train)
+    proba = model.predict_proba(X_test)
+    row = rows["LogisticRegression"]
+    assert row["accuracy"] == pytest.approx(np.mean(proba.argmax(1) == y_test), abs=1e-4)
+    assert row["ECE"] == pytest.approx(
+        expected_calibration_error(y_test, proba, n_bins=10), abs=5e-5
+    )
+    assert row["SECE"] == pytest.approx(smooth_calibration_error(y_test, proba), abs=5e-5)
+    scores_cal, scores_test = model.decision_function(X_cal), model.decision_function(X_test)
+    ts = TemperatureScaling().fit(scores_cal, y_cal)
+    assert rows["LogisticRegression+TS"]["T"] == pytest.approx(ts.temperature_, abs=5e-5)
+    hb = HistogramBinning().fit(scores_cal, y_cal)
+    for suffix, calibrator in (("+TS", ts), ("+HB", hb)):
+        ece = expected_calibration_error(y_test, calibrator.predict_proba(scores_test), n_bins=10)
+        assert rows["LogisticRegression" + suffix]["ECE"] == pytest.approx(ece, abs=5e-5)
 
 
-@pytest.mark.parametrize("argv", [["--test-size", "1.5"], ["--n-bins", "0"], ["--seed", "x"]])
+fashion_mnist_installed = pytest.mark.skipif(
+    not all(
+        any((Path(FASHION_MNIST_HOME) / f"{name}{ending}").is_file() for ending in ("", ".gz"))
+        for name in (
+            "train-images-idx3-ubyte",
+            "train-labels-idx1-ubyte",
+            "t10k-images-idx3-ubyte",
+            "t10k-labels-idx1-ubyte",
+        )
+    ),
+    reason="dataset-fashion-mnist is not installed",
+)
+
+
+@fashion_mnist_installed
+def test_main_job_on_fashion_mnist_subset(tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = ["--dataset", "fashion_mnist", "--n-train", "300", "--calibration-size", "1000"]
+    assert main([*argv, "--epochs", "5", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "train 300, calibration 1000, test 10000 (seed 0)" in printed
+    rows = read_table(printed)
+    check_rows(rows, ["mlp-CE", "mlp-focal3"])
+    assert rows["mlp-CE"]["accuracy"] > 0.6  # 10 classes: chance is 0.1
+    assert png_size(out / FIGURE_FILE.format(dataset="fashion_mnist")) == (3 * 360, 2 * 440)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_main_job_trains_the_networks_on_cuda(tmp_path, capsys):
+    argv = ["--device", "cuda", "--epochs", "2", "--network", "cnn", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "2 epochs of AdamW (lr 0.01) on cuda" in printed
+    check_rows(read_table(printed), ["LogisticRegression", "GaussianNB", "cnn-CE", "cnn-focal3"])
+
+
+def test_main_rejects_missing_fashion_mnist_with_the_install_hint(tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = ["--dataset", "fashion_mnist", "--data-home", str(tmp_path / "nowhere")]
+    assert main([*argv, "--out", str(out)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("python -m sklearn_calib: error: Fashion-MNIST files not found")
+    assert "apt-get install dataset-fashion-mnist" in captured.err
+    assert "Traceback" not in captured.err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--test-size", "1.5"],
+        ["--n-bins", "0"],
+        ["--seed", "x"],
+        ["--epochs", "0"],
+        ["--lr", "0"],
+        ["--calibration-size", "0"],
+        ["--calibration-size", "2.5"],
+        ["--calibration-size", "2000"],
+        ["--n-train", "5"],
+        ["--network", "resnet"],
+        ["--dataset", "cifar10"],
+        ["--device", "nonsense"],
+    ],
+)
 def test_main_rejects_bad_arguments(argv, capsys):
     with pytest.raises(SystemExit) as info:
         main(argv)
     assert info.value.code == 2
     assert "error" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is available")
+def test_main_rejects_cuda_without_cuda(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--device", "cuda"])
+    assert info.value.code == 2
+    assert "CUDA is not available" in capsys.readouterr().err
+
+
+def test_default_training_size_is_bounded_on_the_cpu_only():
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    assert default_n_train("fashion_mnist", cpu) == 5000
+    assert default_n_train("fashion_mnist", cuda) is None
+    assert default_n_train("digits", cpu) is None
 
 
 def test_format_report_aligns_rows_and_marks_missing_values():
@@ -73,21 +206,52 @@ def test_format_report_aligns_rows_and_marks_missing_values():
     assert lines[3].split()[-1] == "-"
 
 
-def test_readme_quickstart_runs():
-    import re
-    from pathlib import Path
+def test_report_shows_the_temperature_of_temperature_scaled_rows_only():
+    reports = {
+        "model": calibration_report([0, 1, 1], [0.2, 0.7, 0.4]),
+        "model+TS": calibration_report([0, 1, 1], [0.3, 0.6, 0.45], temperature=1.75),
+    }
+    assert list(reports["model+TS"]) == COLUMNS and reports["model+TS"]["T"] == 1.75
+    assert TEMPERATURE_COLUMN not in reports["model"]
+    rows = read_table(format_report(reports))
+    assert rows["model"]["T"] is None and rows["model+TS"]["T"] == 1.75
+    assert rows["model+TS"]["accuracy"] == pytest.approx(2 / 3, abs=5e-5)
 
+
+def readme_snippet(section):
+    """The first Python code block after the README heading ``section``."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    text = readme.split(f"## {section}\n", 1)[1]
+    return re.search(r"```python\n(.*?)```", text, re.S).group(1)
+
+
+def test_readme_quickstart_runs():
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = readme.split("## Quickstart: measuring calibration", 1)[1]
-    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     namespace = {}
-    exec(code, namespace)
+    exec(readme_snippet("Quickstart: measuring calibration"), namespace)
     search, X_test, y_test = namespace["search"], namespace["X_test"], namespace["y_test"]
     assert search.best_score_ < 0
     assert 0 < expected_calibration_error(y_test, search.predict_proba(X_test)) < 0.1
     plt.close("all")
+
+
+def test_readme_neural_network_quickstart_runs(capsys):
+    namespace = {}
+    exec(readme_snippet("Quickstart: calibrated neural networks"), namespace)
+    search, calibrated = namespace["search"], namespace["calibrated"]
+    X_test, y_test = namespace["X_test"], namespace["y_test"]
+    scores = search.cv_results_["mean_test_score"]
+    assert search.best_params_["criterion__gamma"] == [1, 3, 5][np.argmax(scores)]
+    network, calibrator = calibrated.estimators_[0], calibrated.calibrators_[0]
+    assert network.criterion_.gamma == search.best_params_["criterion__gamma"]
+    assert calibrator.temperature_ > 0
+    # temperature scaling keeps the network's predictions
+    np.testing.assert_array_equal(calibrated.predict(X_test), network.predict(X_test))
+    ece = expected_calibration_error(y_test, calibrated.predict_proba(X_test))
+    assert 0 < ece < 0.1
+    printed = capsys.readouterr().out.splitlines()
+    assert float(printed[-1]) == pytest.approx(ece)

@@ -10,10 +10,15 @@ import pytest
 import torch
 from sklearn.datasets import load_digits
 from sklearn.metrics import accuracy_score, log_loss
-from sklearn.model_selection import GridSearchCV, cross_val_score, train_test_split
+from sklearn.model_selection import (
+    GridSearchCV,
+    StratifiedKFold,
+    cross_val_score,
+    train_test_split,
+)
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
-from skorch.callbacks import Callback, EarlyStopping, LRScheduler
+from skorch.callbacks import Callback, EarlyStopping, LRScheduler, ProgressBar
 from skorch.dataset import Dataset
 from skorch.exceptions import DeviceWarning
 from skorch.helper import predefined_split
@@ -27,7 +32,9 @@ from sklearn_calib.estimators import (
     _training,
 )
 from sklearn_calib.estimators._augment import mixup, random_crop, random_flip
+from sklearn_calib.estimators._training import needs_live_batches
 from sklearn_calib.estimators.networks import NETWORKS
+from sklearn_calib.scoring import expected_calibration_error, get_scorer, smooth_calibration_error
 
 
 @pytest.fixture(scope="module")
@@ -60,25 +67,35 @@ def test_pipeline_on_digits_reaches_sensible_accuracy(digits):
     assert pipe[-1].history[:, "cuda_graph"] == [False] * 10
 
 
-def test_grid_search_routes_criterion_params(digits):
+def test_grid_search_tunes_focal_gamma_by_ece(digits):
     X_train, _, y_train, _ = digits
-    search = GridSearchCV(
-        small_net(criterion="focal", max_epochs=3),
-        {"criterion__gamma": [1, 3]},
-        scoring="neg_log_loss",
-        cv=2,
-    )
-    search.fit(X_train[:600], y_train[:600])
-    assert search.best_params_["criterion__gamma"] in (1, 3)
-    assert search.best_estimator_.criterion_.gamma == search.best_params_["criterion__gamma"]
-    assert np.isfinite(search.cv_results_["mean_test_score"]).all()
+    X, y = X_train[:600], y_train[:600]
+    net = small_net(criterion="focal", max_epochs=3)
+    grid = {"criterion__gamma": [1, 3, 5]}
+    search = GridSearchCV(net, grid, scoring=get_scorer("neg_ece"), cv=2).fit(X, y)
+    scores = search.cv_results_["mean_test_score"]
+    assert np.isfinite(scores).all() and (scores <= 0).all()
+    assert len(set(scores)) == 3  # gamma changes the fitted networks and their ECE
+    assert search.best_score_ == scores.max()
+    gamma = search.best_params_["criterion__gamma"]
+    assert search.best_estimator_.criterion_.gamma == gamma
+    # the first fold's score of gamma = 5, recomputed: minus the ECE on the held-out fold
+    train, test = next(StratifiedKFold(2).split(X, y))
+    fold = small_net(criterion="focal", criterion__gamma=5, max_epochs=3).fit(X[train], y[train])
+    ece = expected_calibration_error(y[test], fold.predict_proba(X[test]))
+    assert search.cv_results_["split0_test_score"][2] == pytest.approx(-ece, abs=1e-6)
 
 
-def test_cross_val_score(digits):
+def test_cross_val_score_by_smooth_ece(digits):
     X_train, _, y_train, _ = digits
-    scores = cross_val_score(small_net(max_epochs=4), X_train, y_train, cv=3)
-    assert scores.shape == (3,)
-    assert scores.min() > 0.8
+    X, y = X_train[:600], y_train[:600]
+    scores = cross_val_score(small_net(max_epochs=4), X, y, cv=3, scoring=get_scorer("neg_sece"))
+    assert scores.shape == (3,) and (scores < 0).all()
+    train, test = next(StratifiedKFold(3).split(X, y))
+    fold = small_net(max_epochs=4).fit(X[train], y[train])
+    sece = smooth_calibration_error(y[test], fold.predict_proba(X[test]))
+    assert scores[0] == pytest.approx(-sece, abs=1e-6)
+    assert fold.score(X[test], y[test]) > 0.8
 
 
 def test_string_labels(digits):
@@ -486,3 +503,10 @@ def test_bad_input_raises(digits):
         net.predict(X_test[:, :10])
     with pytest.raises(ValueError, match="NaN"):
         net.predict_proba(np.full_like(X_test, np.nan))
+
+
+def test_epoch_callbacks_keep_the_fast_path():
+    epoch_scheduler = LRScheduler(policy="MultiStepLR", milestones=[2], gamma=0.1)
+    batch_scheduler = LRScheduler(policy="CyclicLR", base_lr=0.01, max_lr=0.1, step_every="batch")
+    assert not needs_live_batches([("lr", epoch_scheduler), ("bar", ProgressBar())])
+    assert needs_live_batches([("lr", batch_scheduler)])

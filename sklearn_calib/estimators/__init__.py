@@ -1,7 +1,15 @@
 """Neural classifiers (skorch) and their network zoo."""
 
 from ._augment import MixedTarget
+from ._meta import MetaNetClassifier
 from ._net import NetClassifier
 from ._recipes import RECIPES, REFERENCE_PAIRING, Recipe
 
-__all__ = ["RECIPES", "REFERENCE_PAIRING", "MixedTarget", "NetClassifier", "Recipe"]
+__all__ = [
+    "RECIPES",
+    "REFERENCE_PAIRING",
+    "MetaNetClassifier",
+    "MixedTarget",
+    "NetClassifier",
+    "Recipe",
+]

@@ -22,7 +22,7 @@ import warnings
 
 import numpy as np
 import torch
-from skorch.callbacks import Callback, ProgressBar
+from skorch.callbacks import Callback, LRScheduler, ProgressBar
 
 from ._augment import augment_images, mixup
 from ._device import fits_on_device
@@ -34,7 +34,10 @@ _BATCH_HOOKS = ("on_batch_begin", "on_batch_end", "on_grad_computed")
 
 
 def needs_live_batches(callbacks):
-    """Whether a callback does per-batch work (a ProgressBar does not count).
+    """Whether a callback does per-batch work.
+
+    A ProgressBar does not count, nor does an ``LRScheduler`` that steps once per epoch
+    (its batch hook then does nothing).
 
     Parameters
     ----------
@@ -47,6 +50,8 @@ def needs_live_batches(callbacks):
     """
     for _, callback in callbacks:
         if isinstance(callback, ProgressBar):
+            continue
+        if isinstance(callback, LRScheduler) and callback.step_every == "epoch":
             continue
         for hook in _BATCH_HOOKS:
             if getattr(type(callback), hook) is not getattr(Callback, hook):

@@ -1,0 +1,532 @@
+"""MetaNetClassifier: a NetClassifier whose regulariser is meta-learned for calibration."""
+
+import numbers
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+import torch
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+from skorch.dataset import Dataset
+from skorch.utils import TeeGenerator
+from torch import nn
+
+from .._loss_base import GammaWeighted
+from ..losses import resolve_loss
+from ._augment import MixedTarget
+from ._device import autocast, autocast_dtype
+from ._gamma_net import ElementwiseL2, GammaNet, build_regularizer
+from ._meta_step import META_LOSSES, MetaBatches, meta_objective, meta_step
+from ._net import NetClassifier, _make_eager
+from ._training import BatchSource
+
+_REGULARIZERS = {"gamma_net": GammaNet, "l2": ElementwiseL2}
+_POSITIVE = Interval(numbers.Real, 0, None, closed="neither")
+
+
+@dataclass
+class _FitState:
+    """What one fit needs besides the network: meta batches, the statistics split, the loss."""
+
+    batches: MetaBatches
+    statistics: BatchSource
+    objective: partial
+
+
+class MetaNetClassifier(NetClassifier):
+    """A NetClassifier trained with a meta-learned regulariser for calibration.
+
+    Meta-regularisation (seed 003, extending Bohdal et al. 2021): ``fit`` splits
+    the data, stratified and seeded by ``random_state``, into training, validation and
+    meta-validation parts (8:1:1 by default). Each step takes a training batch and a
+    meta-validation batch, makes a virtual SGD step of the classifier head only on the
+    regularised training loss (``W' = W - lr * dL/dW``, kept differentiable), computes the
+    meta loss of the meta batch through the updated head (the backbone's features of the
+    meta batch are detached), steps the regulariser's parameters with Adam, and then makes
+    the real update of the whole network with the updated regulariser.
+
+    The four meta-learning methods of seed 003's Table 1:
+
+    ================  ===============  =============
+    method            ``regularizer``  ``meta_loss``
+    ================  ===============  =============
+    FLgamma-SECE      "gamma_net"      "sece"
+    FLgamma-DECE      "gamma_net"      "dece"
+    CE-DECE           "l2"             "dece"
+    CE-SECE           "l2"             "sece"
+    ================  ===============  =============
+
+    Parameters
+    ----------
+    module : str or type of torch.nn.Module or torch.nn.Module, default="mlp"
+        As in :class:`NetClassifier`; the network must have ``features`` (the penultimate
+        representation, shape (n, d)) and ``head`` (an ``nn.Linear``) with ``forward(x) ==
+        head(features(x))``, as every network of the zoo has.
+    regularizer : {"gamma_net", "l2"}, default="gamma_net"
+        "gamma_net": a gamma-Net predicts one focal-loss gamma per training sample
+        from its detached penultimate features (``gamma = |x~ W| / tau``, starting at 1).
+        "l2": a learnable element-wise L2 penalty on the head's weight and bias
+        (one coefficient per entry, starting at 0 and kept >= 0).
+    meta_loss : {"sece", "dece", "ce_dece"}, default="sece"
+        Meta objective on the meta-validation batch: SECE (seed 003), DECE (Bohdal et al.),
+        or CE + 0.5 DECE, the objective of Bohdal et al.'s code.
+    criterion : str, type of torch.nn.Module or None, default=None
+        The training loss. None: focal loss with ``gamma=1`` for "gamma_net" (the
+        per-sample gamma replaces the criterion's own, which is used only for the recorded
+        ``valid_loss``), cross-entropy for "l2". "gamma_net" needs a criterion whose weight
+        takes a per-sample ``gamma`` ("focal", "focal_gra", "inverse_focal",
+        "dual_focal", ...).
+    train_split : float, callable or None, default=0.1
+        The validation part. A float is its fraction of all the data (stratified, seeded);
+        a callable ``(dataset, y) -> (train, valid)`` is applied to what remains after the
+        meta-validation part; None: no validation part. The history records
+        ``valid_loss`` and ``valid_acc`` as in :class:`NetClassifier`.
+    meta_fraction : float, default=0.1
+        Fraction of all the data held out as the meta-validation part (stratified, seeded).
+    tau : float, default=0.01
+        Temperature of the gamma-Net.
+    bandwidth : float, default=0.01
+        SECE's Gaussian-kernel bandwidth (the paper's value).
+    include_self : bool, default=True
+        Whether SECE's sums include ``j = i`` (see :func:`~sklearn_calib.losses.smooth_ece`).
+    n_bins : int, default=15
+        DECE's number of soft bins.
+    t_a : float, default=100.0
+        DECE's soft-ranking temperature.
+    t_b : float, default=0.01
+        DECE's soft-binning temperature.
+    meta_lr : float, default=1e-3
+        Learning rate of the regulariser's Adam optimiser.
+    virtual_lr : float or None, default=None
+        Learning rate of the virtual SGD step of the head. None: the network optimiser's
+        current learning rate (of its first parameter group), as in Bohdal et al.'s code.
+    keep_regularizer : bool, default=True
+        Whether pickling keeps the regulariser (``meta_regularizer_``) and its optimiser.
+        Prediction never needs them; they are needed to continue meta-learning with
+        ``partial_fit``/``warm_start`` (a continued fit without them starts a new
+        regulariser) and by :meth:`sample_gamma`.
+    **kwargs
+        Every other parameter of :class:`NetClassifier` (``lr``, ``max_epochs``,
+        ``batch_size``, ``optimizer``, ``recipe``, ``augment``, ``device``,
+        ``random_state``, ...) and the prefixed ones (``module__*``, ``criterion__*``,
+        ``optimizer__*``). The meta batch size is ``batch_size``, or the size of the
+        meta-validation part when smaller.
+
+    Attributes
+    ----------
+    meta_regularizer_ : torch.nn.Module or None
+        The learned regulariser: ``GammaNet`` or ``ElementwiseL2`` (module
+        ``sklearn_calib.estimators._gamma_net``); None after unpickling with
+        ``keep_regularizer=False``.
+    meta_optimizer_ : torch.optim.Adam or None
+        Its optimiser.
+    history_ : skorch.History
+        Per epoch, besides :class:`NetClassifier`'s entries: ``meta_loss`` (mean over the
+        epoch's steps, before each regulariser step) and, for "gamma_net", ``gamma_mean``
+        and ``gamma_std`` (population std) of the per-sample gamma on the validation part
+        (on the meta-validation part when ``train_split=None``), computed in evaluation
+        mode at the end of the epoch; for "l2", ``l2_mean`` and ``l2_std`` of the learned
+        coefficients.
+    Other attributes are those of :class:`NetClassifier`.
+
+    Notes
+    -----
+    The meta batch's features come from the backbone in training mode (as the training
+    batch's, and as in Bohdal et al.'s code), without gradient; batch-norm running
+    statistics therefore also see the meta-validation inputs (never their labels). Meta
+    batches are neither augmented nor mixed. The step makes no host synchronisation, so
+    on CUDA it is captured in a CUDA graph like NetClassifier's (unless the
+    meta-validation data does not fit on the device). The gamma statistics cost one more
+    inference pass over the validation part and one more host synchronisation per epoch.
+    skorch's ``save_params`` does not save the regulariser; pickling does.
+
+    References
+    ----------
+    "Towards unbiased calibration using meta-regularization" (seed 003, anonymous
+    submission under double-blind review). Bohdal, Yang, Hospedales.
+    "Meta-calibration: learning of model calibration using differentiable expected
+    calibration error." arXiv:2106.09613, 2021.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_digits
+    >>> from sklearn_calib.estimators import MetaNetClassifier
+    >>> X, y = load_digits(return_X_y=True)
+    >>> net = MetaNetClassifier(max_epochs=3, random_state=0).fit(X / 16, y)
+    >>> net.predict_proba(X[:2] / 16).shape
+    (2, 10)
+    >>> sorted(k for k in net.history[-1] if k.startswith("gamma"))
+    ['gamma_mean', 'gamma_std']
+    """
+
+    train_step_capturable = True
+
+    _parameter_constraints = {
+        **NetClassifier._parameter_constraints,
+        "regularizer": [StrOptions(set(_REGULARIZERS))],
+        "meta_loss": [StrOptions(set(META_LOSSES))],
+        "meta_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "tau": [_POSITIVE],
+        "bandwidth": [_POSITIVE],
+        "include_self": ["boolean"],
+        "n_bins": [Interval(numbers.Integral, 1, None, closed="left")],
+        "t_a": [_POSITIVE],
+        "t_b": [_POSITIVE],
+        "meta_lr": [_POSITIVE],
+        "virtual_lr": [_POSITIVE, None],
+        "keep_regularizer": ["boolean"],
+    }
+
+    _fit_state = None
+
+    def __init__(
+        self,
+        module="mlp",
+        *,
+        regularizer="gamma_net",
+        meta_loss="sece",
+        criterion=None,
+        train_split=0.1,
+        meta_fraction=0.1,
+        tau=0.01,
+        bandwidth=0.01,
+        include_self=True,
+        n_bins=15,
+        t_a=100.0,
+        t_b=0.01,
+        meta_lr=1e-3,
+        virtual_lr=None,
+        keep_regularizer=True,
+        **kwargs,
+    ):
+        super().__init__(module, criterion=criterion, train_split=train_split, **kwargs)
+        self.regularizer = regularizer
+        self.meta_loss = meta_loss
+        self.meta_fraction = meta_fraction
+        self.tau = tau
+        self.bandwidth = bandwidth
+        self.include_self = include_self
+        self.n_bins = n_bins
+        self.t_a = t_a
+        self.t_b = t_b
+        self.meta_lr = meta_lr
+        self.virtual_lr = virtual_lr
+        self.keep_regularizer = keep_regularizer
+
+    # ------------------------------------------------------------------ components
+
+    def _check_params(self):
+        super()._check_params()
+        if isinstance(self.train_split, numbers.Real) and (
+            self.train_split + self.meta_fraction >= 1
+        ):
+            raise ValueError(
+                f"Expected `train_split + meta_fraction` < 1 so that training data remains, "
+                f"got {self.train_split} + {self.meta_fraction}."
+            )
+
+    def initialize_criterion(self):
+        """Build the loss; None is focal (gamma 1) for "gamma_net", cross-entropy for "l2"."""
+        if self.criterion is not None:
+            return super().initialize_criterion()
+        kwargs = self.get_params_for("criterion")
+        if self.regularizer == "gamma_net":
+            self.criterion_ = resolve_loss("focal")(**{"gamma": 1.0, **kwargs})
+        else:
+            self.criterion_ = resolve_loss("ce")(**kwargs)
+        return self
+
+    def initialize(self):
+        """Initialise the network and forget the regulariser of a previous fit."""
+        super().initialize()
+        self.meta_regularizer_ = None
+        self.meta_optimizer_ = None
+        return self
+
+    def _head(self):
+        """Return the network's classifier head, checking the features/head structure."""
+        head = getattr(self.module_, "head", None)
+        if not isinstance(head, nn.Linear) or not callable(getattr(self.module_, "features", None)):
+            raise ValueError(
+                f"{type(self).__name__} needs a network with a `features` module (the "
+                "penultimate representation) and a `head` nn.Linear, with forward(x) == "
+                f"head(features(x)); got {type(self.module_).__name__}."
+            )
+        return head
+
+    def _prepare_regularizer(self):
+        """Check the network and criterion; build the regulariser unless one fits already."""
+        head = self._head()
+        if self.regularizer == "gamma_net" and not isinstance(self.criterion_, GammaWeighted):
+            raise ValueError(
+                "regularizer='gamma_net' needs a criterion that takes a per-sample gamma "
+                "(focal, focal_gra, inverse_focal, dual_focal, dual_focal_gra, bsce, "
+                f"bsce_gra), got {type(self.criterion_).__name__}."
+            )
+        current = getattr(self, "meta_regularizer_", None)
+        if isinstance(current, _REGULARIZERS[self.regularizer]) and current.matches(head):
+            for group in self.meta_optimizer_.param_groups:
+                if isinstance(group["lr"], torch.Tensor):
+                    group["lr"].fill_(self.meta_lr)
+                else:
+                    group["lr"] = self.meta_lr
+        else:
+            with self._current_init_context("regularizer"):
+                self.meta_regularizer_ = build_regularizer(self.regularizer, head, self.tau)
+                self.meta_optimizer_ = self._meta_optimizer(self.meta_regularizer_.parameters())
+        if isinstance(self.meta_regularizer_, GammaNet):
+            self.meta_regularizer_.tau = self.tau
+
+    def _meta_optimizer(self, params):
+        """Adam on the regulariser; on CUDA fused and capturable with a tensor lr."""
+        if self.device_.type == "cuda":
+            lr = torch.tensor(self.meta_lr, dtype=torch.float32, device=self.device_)
+            return torch.optim.Adam(params, lr=lr, fused=True, capturable=True)
+        return torch.optim.Adam(params, lr=self.meta_lr)
+
+    # ------------------------------------------------------------------ fitting
+
+    def _train(self, X, y, y_index, rngs):
+        self._prepare_regularizer()
+        try:
+            super()._train(X, y, y_index, rngs)
+        finally:
+            self._fit_state = None
+
+    def _split(self, X, y, y_index, seed):
+        """Hold out the meta-validation part, then split the rest as NetClassifier does."""
+        n = len(X)
+        float_split = isinstance(self.train_split, numbers.Real)
+        n_meta = max(1, round(self.meta_fraction * n))
+        n_valid = max(1, round(self.train_split * n)) if float_split else 0
+        if n - n_meta - n_valid < 1:
+            raise ValueError(
+                f"{type(self).__name__} needs at least one training sample besides "
+                f"{n_meta} meta-validation and {n_valid} validation samples, got {n} samples."
+            )
+        rng = np.random.default_rng(seed)
+        meta, rest = _stratified_holdout(y_index, n_meta, rng)
+        if float_split:
+            valid, train = (rest[part] for part in _stratified_holdout(y_index[rest], n_valid, rng))
+            X_train, X_valid = X[train], X[valid]
+            split = (
+                (X_train, y_index[train]),
+                (X_valid, y_index[valid]),
+                Dataset(X_train, y[train]),
+                Dataset(X_valid, y[valid]),
+            )
+        else:
+            split = super()._split(X[rest], y[rest], y_index[rest], seed)
+        batches = MetaBatches(X[meta], y_index[meta], self.device_, self.batch_size)
+        statistics = batches.source
+        if split[1] is not None and self.regularizer == "gamma_net":
+            statistics = BatchSource(*split[1], self.device_)
+        objective = partial(
+            meta_objective,
+            meta_loss=self.meta_loss,
+            bandwidth=self.bandwidth,
+            include_self=self.include_self,
+            n_bins=self.n_bins,
+            t_a=self.t_a,
+            t_b=self.t_b,
+        )
+        self._fit_state = _FitState(batches, statistics, objective)
+        return split
+
+    def train_step_is_capturable(self):
+        """Whether :meth:`train_step` may be captured: yes while the meta data is on the device."""
+        state = self._fit_state
+        return state is None or state.batches.resident
+
+    def train_step(self, batch, **fit_params):
+        """Make one meta step and then the real update of the network on ``batch``.
+
+        Parameters
+        ----------
+        batch : tuple of (torch.Tensor, torch.Tensor or MixedTarget)
+            Inputs and targets of a training batch on ``device_``.
+
+        Returns
+        -------
+        step : dict
+            ``"loss"``: the detached 0-d regularised training loss; ``"y_pred"``: the
+            logits.
+        """
+        X, y = batch
+        state = self._fit_state
+        module, head, regularizer = self.module_, self.module_.head, self.meta_regularizer_
+        dtype = autocast_dtype(self.precision, self.device_)
+        self.optimizer_.zero_grad(set_to_none=True)
+        with autocast(dtype, self.device_):
+            features = module.features(X)
+            logits = head(features)
+        X_meta, y_meta = state.batches.next_batch()
+        with torch.no_grad(), autocast(dtype, self.device_):
+            meta_features = module.features(X_meta)
+        features = features.detach().float()
+        meta_loss = meta_step(
+            regularizer,
+            self.meta_optimizer_,
+            self._training_loss,
+            state.objective,
+            (features, y),
+            (meta_features.float(), y_meta),
+            head,
+            self._virtual_lr(),
+        )
+        state.batches.record(meta_loss)
+        loss = regularizer.regularized_loss(
+            self._training_loss, logits.float(), y, features, head.weight, head.bias, learn=False
+        )
+        loss.backward()
+        self.notify(
+            "on_grad_computed",
+            named_parameters=TeeGenerator(self.get_all_learnable_params()),
+            batch=batch,
+            training=True,
+        )
+        if self.grad_clip is not None:
+            parameters = [p for _, p in self.get_all_learnable_params()]
+            torch.nn.utils.clip_grad_norm_(parameters, self.grad_clip)
+        self.optimizer_.step()
+        if self.loss_reduction == "sum":
+            loss = loss / logits.shape[0]
+        return {"loss": loss.detach(), "y_pred": logits}
+
+    def _training_loss(self, logits, target, **criterion_kwargs):
+        """The criterion on float32 logits (mixup pairs weighted), summed if asked."""
+        if isinstance(target, MixedTarget):
+            loss = target.lam * self.criterion_(logits, target.y_a, **criterion_kwargs) + (
+                1.0 - target.lam
+            ) * self.criterion_(logits, target.y_b, **criterion_kwargs)
+        else:
+            loss = self.criterion_(logits, target, **criterion_kwargs)
+        if self.loss_reduction == "sum":
+            loss = loss * logits.shape[0]
+        return loss
+
+    def _virtual_lr(self):
+        if self.virtual_lr is not None:
+            return self.virtual_lr
+        return self.optimizer_.param_groups[0]["lr"]
+
+    # ------------------------------------------------------------------ epoch hooks
+
+    def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, **kwargs):
+        """Start the history's epoch and reshuffle the meta-validation batches."""
+        super().on_epoch_begin(net, dataset_train=dataset_train, dataset_valid=dataset_valid)
+        if self._fit_state is not None:
+            self._fit_state.batches.shuffle()
+
+    def on_epoch_end(self, net, dataset_train=None, dataset_valid=None, **kwargs):
+        """Record ``meta_loss`` and the regulariser's statistics (one host sync)."""
+        super().on_epoch_end(net, dataset_train=dataset_train, dataset_valid=dataset_valid)
+        state = self._fit_state
+        if state is None:
+            return
+        steps = max(1, self.history[-1, "train_batch_count"])
+        stats = {"meta_loss": state.batches.loss_sum / steps}
+        if isinstance(self.meta_regularizer_, GammaNet):
+            stats.update(self.meta_regularizer_.statistics(self._source_features(state.statistics)))
+        else:
+            stats.update(self.meta_regularizer_.statistics())
+        for name, value in zip(stats, torch.stack(list(stats.values())).tolist(), strict=True):
+            self.history.record(name, value)
+
+    # ------------------------------------------------------------------ gamma
+
+    def _features(self, X):
+        """Float32 penultimate features of a device batch (evaluation, autocast as in fit)."""
+        with autocast(autocast_dtype(self.precision, self.device_), self.device_):
+            return self.module_.features(X).float()
+
+    def _source_features(self, source):
+        """Features of every sample of a BatchSource, in evaluation mode."""
+        self._set_training(False)
+        channels_last = self.device_.type == "cuda" and source.X.ndim == 4
+        chunks = []
+        with torch.inference_mode():
+            for X, _ in source.slices(self.inference_batch_size()):
+                if channels_last:
+                    X = X.contiguous(memory_format=torch.channels_last)
+                chunks.append(self._features(X))
+        return torch.cat(chunks)
+
+    def sample_gamma(self, X):
+        """Return the gamma-Net's per-sample focal gamma of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, ...)
+
+        Returns
+        -------
+        gamma : ndarray of shape (n_samples,), dtype float32
+        """
+        check_is_fitted(self)
+        if not isinstance(getattr(self, "meta_regularizer_", None), GammaNet):
+            raise ValueError(
+                "sample_gamma needs the fitted gamma-Net: fit with regularizer='gamma_net' "
+                "(and unpickle a model pickled with keep_regularizer=True)."
+            )
+        X = self._validate_X(X)
+        self._set_training(False)
+        chunks = []
+        batch_size = self.inference_batch_size()
+        with torch.inference_mode():
+            for start in range(0, len(X), batch_size):
+                chunk = np.require(X[start : start + batch_size], requirements=["C", "W"])
+                batch = torch.from_numpy(chunk).to(self.device_)
+                chunks.append(self.meta_regularizer_(self._features(batch)))
+        return torch.cat(chunks).cpu().numpy()
+
+    # ------------------------------------------------------------------ persistence
+
+    def __getstate__(self):
+        if self.keep_regularizer:
+            return super().__getstate__()
+        names = ("meta_regularizer_", "meta_optimizer_")
+        kept = {name: self.__dict__.pop(name) for name in names if name in self.__dict__}
+        try:
+            state = super().__getstate__()
+        finally:
+            self.__dict__.update(kept)
+        state.update(dict.fromkeys(kept))
+        return state
+
+    def __setstate__(self, state):
+        fitted = state.get("device_")
+        super().__setstate__(state)
+        if fitted is not None and fitted.type == "cuda" and self.device_.type != "cuda":
+            _make_eager(self.__dict__.get("meta_optimizer_"))
+
+
+def _stratified_holdout(y, n_holdout, rng):
+    """Split ``range(len(y))`` into a stratified random holdout of ``n_holdout`` and the rest.
+
+    Each class gives ``n_holdout * n_class / n`` samples rounded down, and the remaining
+    samples go to the classes with the largest fractional parts (ties at random), so the
+    holdout has exactly ``n_holdout`` samples for any class sizes.
+
+    Returns
+    -------
+    holdout, rest : ndarray of int
+        Sorted indices.
+    """
+    n = len(y)
+    _, codes, counts = np.unique(y, return_inverse=True, return_counts=True)
+    ideal = counts * (n_holdout / n)
+    quota = np.floor(ideal).astype(np.int64)
+    remaining = n_holdout - int(quota.sum())
+    if remaining > 0:
+        priority = np.lexsort((rng.random(len(counts)), quota - ideal))
+        quota[priority[:remaining]] += 1
+    order = rng.permutation(n)
+    order = order[np.argsort(codes[order], kind="stable")]
+    rank = np.arange(n) - np.repeat(np.cumsum(counts) - counts, counts)
+    in_holdout = rank < np.repeat(quota, counts)
+    return np.sort(order[in_holdout]), np.sort(order[~in_holdout])
+
+
+__all__ = ["MetaNetClassifier"]

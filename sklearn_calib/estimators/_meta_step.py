@@ -1,0 +1,180 @@
+"""The outer step of meta-regularisation: a virtual head update and a meta-loss descent.
+
+One call of :func:`meta_step` (Luketina et al. 2015; Bohdal et al. 2021; seed 003):
+
+1. the regularised training loss of a training batch, as a function of the classifier
+   head ``(W, b)`` applied to the batch's detached penultimate features;
+2. a virtual SGD step of the head only, ``W' = W - lr * dL/dW`` (and ``b'``), kept in the
+   autograd graph (``create_graph=True``), so ``W'`` depends on the regulariser;
+3. the meta loss (SECE, DECE or CE + 0.5 DECE) of a meta-validation batch's detached
+   features through the virtual head ``(W', b')``;
+4. its gradient with respect to the regulariser's parameters only, and one step of the
+   regulariser's optimiser.
+
+Everything stays on the device: no host synchronisation, static shapes, so the step can
+be captured in a CUDA graph. :class:`MetaBatches` cuts the meta-validation batches from
+tensors on the device by a position counter that is itself a device tensor.
+"""
+
+import torch
+import torch.nn.functional as F
+
+from sklearn_calib._torch_calibration import full_precision
+from sklearn_calib.losses import differentiable_ece, smooth_ece
+
+from ._training import BatchSource
+
+#: Meta losses: SECE (seed 003), DECE, and CE + 0.5 DECE (the objective of Bohdal et al.'s code).
+META_LOSSES = ("sece", "dece", "ce_dece")
+
+
+def meta_objective(logits, target, meta_loss, *, bandwidth, include_self, n_bins, t_a, t_b):
+    """Return the meta loss of a batch of logits (0-d tensor).
+
+    Parameters
+    ----------
+    logits : torch.Tensor of shape (n, K)
+    target : torch.Tensor of shape (n,)
+        Class indices.
+    meta_loss : {"sece", "dece", "ce_dece"}
+        "sece": :func:`~sklearn_calib.losses.smooth_ece`; "dece":
+        :func:`~sklearn_calib.losses.differentiable_ece`; "ce_dece": cross-entropy plus
+        0.5 times DECE.
+    bandwidth, include_self : float, bool
+        SECE's kernel bandwidth and whether ``j = i`` is in its sums.
+    n_bins, t_a, t_b : int, float, float
+        DECE's number of soft bins and its temperatures.
+
+    Returns
+    -------
+    loss : torch.Tensor
+    """
+    probs = torch.softmax(logits, dim=1)
+    if meta_loss == "sece":
+        return smooth_ece(probs, target, bandwidth=bandwidth, include_self=include_self)
+    dece = differentiable_ece(probs, target, n_bins=n_bins, t_a=t_a, t_b=t_b)
+    if meta_loss == "dece":
+        return dece
+    return F.cross_entropy(logits, target) + 0.5 * dece
+
+
+def virtual_head(loss, weight, bias, lr):
+    """Return the head after one differentiable SGD step on ``loss``: ``(W', b')``.
+
+    Parameters
+    ----------
+    loss : torch.Tensor
+        0-d loss, a function of ``weight`` and ``bias``.
+    weight : torch.Tensor of shape (K, d)
+    bias : torch.Tensor of shape (K,) or None
+    lr : float or torch.Tensor
+        Step size (a 0-d device tensor is read when the step runs).
+
+    Returns
+    -------
+    weight, bias : torch.Tensor, torch.Tensor or None
+        Differentiable with respect to whatever ``loss`` depends on.
+    """
+    params = [weight] if bias is None else [weight, bias]
+    grads = torch.autograd.grad(loss, params, create_graph=True)
+    updated = [param - lr * grad for param, grad in zip(params, grads, strict=True)]
+    return updated[0], (None if bias is None else updated[1])
+
+
+def meta_step(regularizer, optimizer, loss_fn, objective, batch, meta_batch, head, lr):
+    """Make one outer step: virtual head update, meta loss, regulariser update.
+
+    Parameters
+    ----------
+    regularizer : GammaNet or ElementwiseL2
+        Its parameters are the ones stepped.
+    optimizer : torch.optim.Optimizer
+        Optimiser of the regulariser's parameters.
+    loss_fn : callable
+        ``loss_fn(logits, target, **criterion_kwargs)``, the network's training loss.
+    objective : callable
+        ``objective(logits, target)``, the meta loss (see :func:`meta_objective`).
+    batch : tuple of (torch.Tensor, target)
+        Detached float32 penultimate features (n, d) of a training batch and its targets
+        (class indices or a MixedTarget).
+    meta_batch : tuple of (torch.Tensor, torch.Tensor)
+        Detached float32 features and class indices of a meta-validation batch.
+    head : torch.nn.Linear
+        The network's classifier head; it is not modified.
+    lr : float or torch.Tensor
+        Learning rate of the virtual step.
+
+    Returns
+    -------
+    meta_loss : torch.Tensor
+        The detached 0-d meta loss, before the regulariser's step.
+    """
+    features, target = batch
+    meta_features, meta_target = meta_batch
+    optimizer.zero_grad(set_to_none=True)
+    with full_precision(features.device):
+        logits = F.linear(features, head.weight, head.bias)
+        inner = regularizer.regularized_loss(
+            loss_fn, logits, target, features, head.weight, head.bias, learn=True
+        )
+        weight, bias = virtual_head(inner, head.weight, head.bias, lr)
+        loss = objective(F.linear(meta_features, weight, bias), meta_target)
+    loss.backward(inputs=list(regularizer.parameters()))
+    optimizer.step()
+    regularizer.project_()
+    return loss.detach()
+
+
+class MetaBatches:
+    """Meta-validation batches cut on the device, cycling through a shuffled order.
+
+    The batch of each call is ``order[(position + arange(size)) % n]`` and the position
+    advances in place, so the same code runs eagerly and replayed in a CUDA graph. Call
+    :meth:`shuffle` between epochs (never inside a captured step).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, ...)
+    y : ndarray of shape (n,)
+        Class indices.
+    device : torch.device
+    batch_size : int
+        Meta batch size; the batches have ``min(batch_size, n)`` samples.
+    """
+
+    def __init__(self, X, y, device, batch_size):
+        self.source = BatchSource(X, y, device)
+        self.n_samples = self.source.n_samples
+        self.size = min(batch_size, self.n_samples)
+        self.channels_last = device.type == "cuda" and X.ndim == 4
+        index_device = device if self.source.resident else torch.device("cpu")
+        self.order = torch.randperm(self.n_samples, device=index_device)
+        self.offsets = torch.arange(self.size, device=index_device)
+        self.position = torch.zeros((), dtype=torch.int64, device=index_device)
+        self.loss_sum = torch.zeros((), dtype=torch.float32, device=device)
+
+    @property
+    def resident(self):
+        """Whether the meta data is on the device (needed for CUDA-graph capture)."""
+        return self.source.resident
+
+    def shuffle(self):
+        """Draw a new order (torch's default generator) and reset the loss sum, in place."""
+        self.order.copy_(torch.randperm(self.n_samples, device=self.order.device))
+        self.loss_sum.zero_()
+
+    def next_batch(self):
+        """Return the next meta batch ``(X, y)`` on the device."""
+        index = self.order[torch.remainder(self.position + self.offsets, self.n_samples)]
+        self.position.add_(self.size).remainder_(self.n_samples)
+        X, y = self.source.take(index)
+        if self.channels_last:
+            X = X.contiguous(memory_format=torch.channels_last)
+        return X, y
+
+    def record(self, meta_loss):
+        """Add a step's meta loss to the epoch's sum (on the device)."""
+        self.loss_sum.add_(meta_loss)
+
+
+__all__ = ["META_LOSSES", "MetaBatches", "meta_objective", "meta_step", "virtual_head"]

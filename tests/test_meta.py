@@ -1,0 +1,517 @@
+"""MetaNetClassifier (meta-regularisation, seed 003): the gamma-Net, the meta step, the estimator.
+
+The SPEC section 1 oracles of SECE and DECE are tested where the metrics live: numpy in
+tests/test_scoring.py::test_spec_oracles, torch in tests/test_losses.py::
+test_sece_and_dece_oracles, and their agreement to 1e-6 in tests/test_losses.py::
+test_torch_sece_and_dece_agree_with_numpy_metrics. Here the meta objectives the estimator
+builds are checked against the same oracles.
+"""
+
+import io
+import pickle
+from functools import partial
+
+import numpy as np
+import pytest
+import torch
+from sklearn.datasets import load_digits
+from sklearn.model_selection import GridSearchCV, cross_val_score, train_test_split
+from torch import nn
+from torch.utils.data import Subset
+
+from sklearn_calib import CalibratedClassifier, MetaNetClassifier, TemperatureScaling
+from sklearn_calib.estimators._gamma_net import ElementwiseL2, GammaNet, build_regularizer
+from sklearn_calib.estimators._meta import _stratified_holdout
+from sklearn_calib.estimators._meta_step import MetaBatches, meta_objective, meta_step
+from sklearn_calib.losses import CrossEntropy, FocalLoss
+
+# SPEC section 1 batch oracle
+Z_SPEC = torch.tensor([[2.0, 1.0, 0.0], [0.5, 1.5, 0.0], [3.0, 0.0, 0.0], [0.0, 0.0, 0.2]])
+Y_SPEC = torch.tensor([0, 0, 0, 2])
+META_PARAMS = {"bandwidth": 0.01, "include_self": True, "n_bins": 15, "t_a": 100.0, "t_b": 0.01}
+
+COMBINATIONS = [("gamma_net", "sece"), ("gamma_net", "dece"), ("l2", "dece"), ("l2", "sece")]
+
+
+@pytest.fixture(scope="module")
+def digits():
+    X, y = load_digits(return_X_y=True)
+    X = (X / 16.0).astype(np.float32)
+    return train_test_split(X, y, test_size=0.25, random_state=0, stratify=y)
+
+
+def small_meta(**params):
+    defaults = {
+        "module__hidden_units": (32,),
+        "lr": 0.01,
+        "max_epochs": 4,
+        "batch_size": 64,
+        "random_state": 0,
+    }
+    return MetaNetClassifier(**{**defaults, **params})
+
+
+@pytest.fixture(scope="module")
+def fitted(digits):
+    X_train, _, y_train, _ = digits
+    return small_meta(max_epochs=6).fit(X_train, y_train)
+
+
+# ------------------------------------------------------------------ meta objectives
+
+
+def test_meta_objectives_hit_the_spec_oracles():
+    sece = partial(meta_objective, Z_SPEC, Y_SPEC, "sece")
+    assert sece(**META_PARAMS).item() == pytest.approx(0.418082, abs=1e-5)
+    assert sece(**{**META_PARAMS, "include_self": False}).item() == pytest.approx(
+        0.581326, abs=1e-5
+    )
+    dece = meta_objective(Z_SPEC, Y_SPEC, "dece", **META_PARAMS).item()
+    assert dece == pytest.approx(0.322067, abs=1e-5)
+    probs = torch.softmax(Z_SPEC.double(), 1).numpy()
+    ce = -np.log(probs[np.arange(4), Y_SPEC.numpy()]).mean()
+    assert meta_objective(Z_SPEC, Y_SPEC, "ce_dece", **META_PARAMS).item() == pytest.approx(
+        ce + 0.5 * 0.322067, abs=1e-5
+    )
+
+
+def test_meta_objectives_pass_their_parameters():
+    wide = meta_objective(Z_SPEC, Y_SPEC, "sece", **{**META_PARAMS, "bandwidth": 10.0})
+    # a very wide kernel averages the accuracy over the batch: |0.75 - r_i| on average
+    r = torch.softmax(Z_SPEC, 1).max(1).values
+    assert wide.item() == pytest.approx((0.75 - r).abs().mean().item(), abs=1e-4)
+    coarse = meta_objective(Z_SPEC, Y_SPEC, "dece", **{**META_PARAMS, "n_bins": 1, "t_a": 1e4})
+    # one bin: |mean accuracy - mean confidence|
+    assert coarse.item() == pytest.approx(abs(0.75 - r.mean().item()), abs=1e-4)
+
+
+# ------------------------------------------------------------------ the gamma-Net
+
+
+@pytest.mark.parametrize("d, k", [(64, 10), (3, 10), (1, 2)])
+@pytest.mark.parametrize("scale", [0.1, 1.0, 30.0])
+def test_gamma_net_starts_at_gamma_one(d, k, scale):
+    torch.manual_seed(d + k)
+    net = GammaNet(d, k, tau=0.01)
+    features = scale * torch.randn(50, d).relu()
+    gamma = net(features)
+    assert gamma.shape == (50,)
+    torch.testing.assert_close(gamma, torch.ones(50), atol=1e-3 * max(1.0, scale), rtol=0)
+
+
+def test_gamma_net_formula():
+    torch.manual_seed(0)
+    net = GammaNet(5, 3, tau=0.1)
+    with torch.no_grad():
+        net.attention.normal_()
+        net.weight.normal_()
+    x = torch.randn(7, 5)
+    A, W = net.attention.detach().double(), net.weight.detach().double()
+    s = torch.softmax(x.double() @ A, 1)
+    expected = ((s @ A.T) @ W).abs() / 0.1
+    torch.testing.assert_close(net(x).double(), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_elementwise_l2_penalty_and_projection():
+    head = nn.Linear(3, 2)
+    l2 = ElementwiseL2(tuple(head.weight.shape), tuple(head.bias.shape))
+    assert l2(head.weight, head.bias).item() == 0.0
+    with torch.no_grad():
+        l2.weight_coef.fill_(2.0)
+        l2.bias_coef.copy_(torch.tensor([-1.0, 0.5]))
+    expected = 2.0 * head.weight.square().sum() - head.bias[0] ** 2 + 0.5 * head.bias[1] ** 2
+    torch.testing.assert_close(l2(head.weight, head.bias), expected)
+    l2.project_()
+    assert l2.bias_coef.tolist() == [0.0, 0.5]
+    assert l2.matches(head) and not l2.matches(nn.Linear(3, 4))
+
+
+# ------------------------------------------------------------------ the meta step
+
+
+def _toy_problem(seed=0, d=16, k=4, n=256):
+    """Two batches of four Gaussian classes and an overconfident head for them."""
+    generator = torch.Generator().manual_seed(seed)
+    centers = 1.5 * torch.randn(k, d, generator=generator)
+
+    def batch():
+        y = torch.randint(0, k, (n,), generator=generator)
+        return (centers[y] + torch.randn(n, d, generator=generator)).relu(), y
+
+    head = nn.Linear(d, k)
+    with torch.no_grad():
+        head.weight.copy_(centers.relu())
+        head.bias.copy_(0.1 * torch.randn(k, generator=generator))
+    return batch(), batch(), head
+
+
+def _setup(kind, meta_loss):
+    batch, meta_batch, head = _toy_problem()
+    torch.manual_seed(1)
+    regularizer = build_regularizer(kind, head, tau=0.01)
+    optimizer = torch.optim.Adam(regularizer.parameters(), lr=1e-3)
+    loss = FocalLoss(gamma=1.0) if kind == "gamma_net" else CrossEntropy()
+    objective = partial(meta_objective, meta_loss=meta_loss, **META_PARAMS)
+    step = partial(meta_step, regularizer, optimizer, loss, objective, batch, meta_batch, head)
+    return regularizer, head, step
+
+
+@pytest.mark.parametrize("kind, meta_loss", COMBINATIONS)
+def test_one_meta_step_gives_finite_nonzero_gradients(kind, meta_loss):
+    regularizer, head, step = _setup(kind, meta_loss)
+    before = [p.detach().clone() for p in regularizer.parameters()]
+    head_before = [p.detach().clone() for p in head.parameters()]
+    step(0.5)
+    for param in regularizer.parameters():
+        assert param.grad is not None
+        assert torch.isfinite(param.grad).all()
+        assert param.grad.abs().sum() > 0
+    after = list(regularizer.parameters())
+    assert any(not torch.equal(p.detach(), old) for p, old in zip(after, before, strict=True))
+    if kind == "l2":
+        assert all(p.min() >= 0 for p in after)
+    for param, old in zip(head.parameters(), head_before, strict=True):
+        assert param.grad is None
+        assert torch.equal(param.detach(), old)
+
+
+@pytest.mark.parametrize("kind, meta_loss", COMBINATIONS)
+def test_meta_steps_lower_the_meta_loss_on_a_fixed_batch(kind, meta_loss):
+    _, _, step = _setup(kind, meta_loss)
+    losses = [step(0.5).item() for _ in range(21)]
+    assert losses[-1] < 0.98 * losses[0], losses
+
+
+def test_virtual_step_learning_rate_scales_the_meta_gradient():
+    grads = []
+    for lr in (0.0, 0.5):
+        regularizer, _, step = _setup("gamma_net", "sece")
+        step(lr)
+        grads.append(regularizer.weight.grad.abs().sum().item())
+    assert grads[0] == 0.0 and grads[1] > 0.0
+
+
+def test_meta_batches_cycle_through_a_permutation():
+    X = np.arange(10, dtype=np.float32).reshape(10, 1)
+    y = np.arange(10) % 2
+    torch.manual_seed(0)
+    batches = MetaBatches(X, y, torch.device("cpu"), batch_size=4)
+    seen = torch.cat([batches.next_batch()[0].flatten() for _ in range(5)])
+    order = X[batches.order.numpy(), 0]
+    np.testing.assert_array_equal(seen.numpy(), np.tile(order, 2))
+    batches.record(torch.tensor(2.0))
+    batches.shuffle()
+    assert batches.loss_sum.item() == 0.0
+    assert sorted(batches.order.tolist()) == list(range(10))
+    small = MetaBatches(X[:3], y[:3], torch.device("cpu"), batch_size=4)
+    assert small.next_batch()[0].shape == (3, 1)
+
+
+# ------------------------------------------------------------------ the split
+
+
+@pytest.mark.parametrize("n_holdout", [1, 7, 30])
+def test_stratified_holdout(n_holdout):
+    y = np.repeat([0, 1, 2, 3], [50, 20, 9, 1])
+    holdout, rest = _stratified_holdout(y, n_holdout, np.random.default_rng(0))
+    assert len(holdout) == n_holdout
+    np.testing.assert_array_equal(np.sort(np.concatenate([holdout, rest])), np.arange(80))
+    counts = np.bincount(y[holdout], minlength=4)
+    assert np.all(np.abs(counts - n_holdout * np.bincount(y) / 80) < 1)
+    again, _ = _stratified_holdout(y, n_holdout, np.random.default_rng(0))
+    np.testing.assert_array_equal(holdout, again)
+
+
+def test_fit_splits_8_1_1(digits):
+    X_train, _, y_train, _ = digits
+    net = small_meta(max_epochs=1).fit(X_train, y_train)
+    n = len(X_train)
+    n_meta = n_valid = round(0.1 * n)
+    epoch = net.history[-1]
+    assert sum(b.get("train_batch_size", 0) for b in epoch["batches"]) == n - n_meta - n_valid
+    assert sum(b.get("valid_batch_size", 0) for b in epoch["batches"]) == (
+        n_valid
+    )
+
+
+# ------------------------------------------------------------------ the estimator
+
+
+@pytest.mark.parametrize("regularizer, meta_loss", COMBINATIONS)
+def test_all_four_methods_fit_digits(digits, regularizer, meta_loss):
+    X_train, X_test, y_train, y_test = digits
+    net = small_meta(regularizer=regularizer, meta_loss=meta_loss).fit(X_train, y_train)
+    proba = net.predict_proba(X_test)
+    np.testing.assert_allclose(proba.sum(1), 1.0, atol=1e-5)
+    assert net.score(X_test, y_test) > 0.85
+    history = net.history
+    assert np.isfinite(history[:, "meta_loss"]).all()
+    keys = ("gamma_mean", "gamma_std") if regularizer == "gamma_net" else ("l2_mean", "l2_std")
+    for key in keys:
+        values = np.asarray(history[:, key])
+        assert values.shape == (4,) and np.isfinite(values).all()
+    if regularizer == "l2":
+        coefs = torch.cat([p.detach().flatten() for p in net.meta_regularizer_.parameters()])
+        assert coefs.min() >= 0 and coefs.max() > 0
+        assert history[-1, "l2_mean"] == pytest.approx(coefs.mean().item(), rel=1e-5)
+        assert type(net.criterion_).__name__ == "CrossEntropy"
+    else:
+        assert isinstance(net.criterion_, FocalLoss) and net.criterion_.gamma == 1.0
+
+
+def test_gammas_after_training_are_positive_and_varied(fitted, digits):
+    _, X_test, _, _ = digits
+    gamma = fitted.sample_gamma(X_test)
+    assert gamma.shape == (len(X_test),) and gamma.dtype == np.float32
+    assert np.all(gamma > 0) and np.all(np.isfinite(gamma))
+    assert gamma.std() > 1e-3
+    assert np.all(np.asarray(fitted.history[:, "gamma_std"]) > 0)
+    assert np.all(np.asarray(fitted.history[:, "gamma_mean"]) > 0)
+
+
+def test_meta_regularizer_has_gradients_after_fit(fitted):
+    for param in fitted.meta_regularizer_.parameters():
+        assert torch.isfinite(param.grad).all() and param.grad.abs().sum() > 0
+    for param in fitted.module_.parameters():
+        assert param.grad is None
+
+
+def test_history_gamma_statistics_are_those_of_the_validation_part(digits):
+    X_train, _, y_train, _ = digits
+    record = {}
+
+    def last_tenth(dataset, y):
+        n_train = len(dataset) - len(dataset) // 9
+        record["X_valid"] = dataset.X[n_train:]
+        return Subset(dataset, range(n_train)), Subset(dataset, range(n_train, len(dataset)))
+
+    net = small_meta(max_epochs=2, train_split=last_tenth).fit(X_train, y_train)
+    gamma = net.sample_gamma(record["X_valid"])
+    assert net.history[-1, "gamma_mean"] == pytest.approx(gamma.mean(), rel=1e-5)
+    assert net.history[-1, "gamma_std"] == pytest.approx(gamma.std(), rel=1e-4)
+
+
+def test_partial_fit_continues_the_regularizer(digits):
+    X_train, _, y_train, _ = digits
+    net = small_meta(max_epochs=1).fit(X_train, y_train)
+    regularizer = net.meta_regularizer_
+    before = [p.detach().clone() for p in regularizer.parameters()]
+    net.partial_fit(X_train, y_train)
+    assert net.meta_regularizer_ is regularizer
+    assert len(net.history) == 2
+    assert any(not torch.equal(p, b) for p, b in zip(regularizer.parameters(), before, strict=True))
+    net.fit(X_train, y_train)
+    assert net.meta_regularizer_ is not regularizer
+    assert len(net.history) == 1
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_pickle_round_trip(fitted, digits, keep):
+    _, X_test, _, _ = digits
+    fitted.set_params(keep_regularizer=keep)
+    try:
+        loaded = pickle.loads(pickle.dumps(fitted))
+    finally:
+        fitted.set_params(keep_regularizer=True)
+    np.testing.assert_array_equal(loaded.predict_proba(X_test), fitted.predict_proba(X_test))
+    assert isinstance(fitted.meta_regularizer_, GammaNet)
+    if keep:
+        assert isinstance(loaded.meta_regularizer_, GammaNet)
+        np.testing.assert_array_equal(loaded.sample_gamma(X_test), fitted.sample_gamma(X_test))
+    else:
+        assert loaded.meta_regularizer_ is None and loaded.meta_optimizer_ is None
+        with pytest.raises(ValueError, match="gamma-Net"):
+            loaded.sample_gamma(X_test)
+        buffer = io.BytesIO()
+        pickle.dump(loaded, buffer)
+        assert len(buffer.getvalue()) < len(pickle.dumps(fitted))
+
+
+def test_unpickled_without_regularizer_can_continue(fitted, digits):
+    X_train, X_test, y_train, _ = digits
+    loaded = pickle.loads(pickle.dumps(fitted.set_params(keep_regularizer=False)))
+    fitted.set_params(keep_regularizer=True)
+    loaded.set_params(max_epochs=1, keep_regularizer=True).partial_fit(X_train, y_train)
+    assert isinstance(loaded.meta_regularizer_, GammaNet)
+    assert len(loaded.history) == len(fitted.history) + 1
+    assert np.isfinite(loaded.predict_proba(X_test)).all()
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"mixup_alpha": 0.4},
+        {"loss_reduction": "sum", "grad_clip": 2.0, "lr": 0.001},
+        {"recipe": "onecycle", "lr": 0.05},
+        {"train_split": None},
+        {"regularizer": "l2", "train_split": None, "meta_loss": "ce_dece"},
+        {"criterion": "focal_gra", "virtual_lr": 0.1, "include_self": False},
+        {"criterion": "inverse_focal", "criterion__gamma": 0.5},
+    ],
+)
+def test_training_options(digits, options):
+    X_train, X_test, y_train, _ = digits
+    net = small_meta(max_epochs=2, **options).fit(X_train[:600], y_train[:600])
+    assert np.isfinite(net.history[:, "train_loss"]).all()
+    assert np.isfinite(net.history[:, "meta_loss"]).all()
+    np.testing.assert_allclose(net.predict_proba(X_test).sum(1), 1.0, atol=1e-5)
+
+
+def test_image_network_with_batch_norm(digits):
+    X_train, X_test, y_train, y_test = digits
+    net = small_meta(
+        module="cnn", module__channels=(8,), module__hidden_units=0, max_epochs=3, lr=0.03
+    ).fit(X_train.reshape(-1, 1, 8, 8), y_train)
+    assert net.score(X_test.reshape(-1, 1, 8, 8), y_test) > 0.5
+    assert np.isfinite(net.history[:, "gamma_std"]).all()
+
+
+def test_refit_is_identical(digits):
+    X_train, X_test, y_train, _ = digits
+    first = small_meta(max_epochs=2).fit(X_train, y_train).predict_proba(X_test)
+    second = small_meta(max_epochs=2).fit(X_train, y_train).predict_proba(X_test)
+    np.testing.assert_array_equal(first, second)
+
+
+# ------------------------------------------------------------------ scikit-learn integration
+
+
+def test_grid_search_and_cross_val_score(digits):
+    X_train, _, y_train, _ = digits
+    X, y = X_train[:500], y_train[:500]
+    search = GridSearchCV(
+        small_meta(max_epochs=2),
+        {"regularizer": ["gamma_net", "l2"], "meta_loss": ["sece"]},
+        scoring="neg_log_loss",
+        cv=2,
+    ).fit(X, y)
+    assert np.isfinite(search.cv_results_["mean_test_score"]).all()
+    assert search.best_estimator_.regularizer in ("gamma_net", "l2")
+    scores = cross_val_score(small_meta(max_epochs=3, lr=0.03), X, y, cv=3)
+    assert scores.shape == (3,) and np.all(scores > 0.5)
+
+
+def test_calibrated_classifier(digits):
+    X_train, X_test, y_train, _ = digits
+    calibrated = CalibratedClassifier(small_meta(max_epochs=3), TemperatureScaling(), cv=2)
+    calibrated.fit(X_train, y_train)
+    proba = calibrated.predict_proba(X_test)
+    np.testing.assert_allclose(proba.sum(1), 1.0, atol=1e-5)
+    assert proba.shape == (len(X_test), 10)
+
+
+# ------------------------------------------------------------------ errors
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"regularizer": "dropout"}, "regularizer"),
+        ({"meta_loss": "ece"}, "meta_loss"),
+        ({"tau": 0.0}, "tau"),
+        ({"bandwidth": -1.0}, "bandwidth"),
+        ({"n_bins": 0}, "n_bins"),
+        ({"t_a": 0}, "t_a"),
+        ({"meta_lr": 0.0}, "meta_lr"),
+        ({"virtual_lr": -0.1}, "virtual_lr"),
+        ({"meta_fraction": 1.0}, "meta_fraction"),
+        ({"keep_regularizer": "yes"}, "keep_regularizer"),
+        ({"train_split": 0.5, "meta_fraction": 0.5}, "train_split \\+ meta_fraction"),
+        ({"criterion": "ce"}, "per-sample gamma"),
+        ({"criterion": "brier"}, "per-sample gamma"),
+    ],
+)
+def test_bad_parameters_raise(digits, params, match):
+    X_train, _, y_train, _ = digits
+    with pytest.raises(ValueError, match=match):
+        small_meta(**params).fit(X_train[:100], y_train[:100])
+
+
+class _NoHead(nn.Module):
+    def __init__(self, input_shape, n_classes):
+        super().__init__()
+        self.layer = nn.Linear(input_shape[0], n_classes)
+
+    def forward(self, x):
+        return self.layer(x)
+
+
+def test_network_without_features_and_head_raises(digits):
+    X_train, _, y_train, _ = digits
+    with pytest.raises(ValueError, match="`features` module"):
+        MetaNetClassifier(_NoHead, max_epochs=1).fit(X_train[:100], y_train[:100])
+
+
+def test_too_few_samples_raise():
+    with pytest.raises(ValueError, match="at least one training sample"):
+        MetaNetClassifier(max_epochs=1).fit(np.eye(2, dtype=np.float32), [0, 1])
+
+
+def test_sample_gamma_needs_the_gamma_net(digits):
+    X_train, X_test, y_train, _ = digits
+    net = small_meta(regularizer="l2", max_epochs=1).fit(X_train, y_train)
+    with pytest.raises(ValueError, match="gamma-Net"):
+        net.sample_gamma(X_test)
+
+
+# ------------------------------------------------------------------ CUDA
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+@cuda
+@pytest.mark.parametrize("regularizer", ["gamma_net", "l2"])
+@pytest.mark.parametrize("module", ["mlp", "cnn"])
+def test_cuda_graph_matches_eager(digits, regularizer, module):
+    X_train, X_test, y_train, y_test = digits
+    if module == "cnn":
+        X_train, X_test = X_train.reshape(-1, 1, 8, 8), X_test.reshape(-1, 1, 8, 8)
+    params = {
+        "regularizer": regularizer,
+        "module": module,
+        "max_epochs": 8,
+        "lr": 0.01,
+        "device": "cuda",
+    }
+    if module == "cnn":
+        params.update(module__hidden_units=32, lr=0.03)
+    graph = small_meta(cuda_graphs=True, **params).fit(X_train, y_train)
+    eager = small_meta(cuda_graphs=False, **params).fit(X_train, y_train)
+    assert graph.history[:, "cuda_graph"] == [True] * 8
+    assert eager.history[:, "cuda_graph"] == [False] * 8
+    graph_acc, eager_acc = graph.score(X_test, y_test), eager.score(X_test, y_test)
+    assert eager_acc > 0.8
+    assert abs(graph_acc - eager_acc) <= 0.03, (graph_acc, eager_acc)
+    np.testing.assert_allclose(
+        graph.history[:, "meta_loss"], eager.history[:, "meta_loss"], rtol=0.2, atol=0.01
+    )
+    key = "gamma_std" if regularizer == "gamma_net" else "l2_std"
+    assert np.isfinite(graph.history[:, key]).all() and graph.history[-1, key] > 0
+
+
+@cuda
+def test_cuda_host_resident_meta_data_runs_eagerly(digits, monkeypatch):
+    from sklearn_calib.estimators import _training
+
+    X_train, X_test, y_train, _ = digits
+    monkeypatch.setattr(_training, "fits_on_device", lambda nbytes, device: False)
+    net = small_meta(max_epochs=2, device="cuda", cuda_graphs="auto").fit(X_train, y_train)
+    assert net.history[:, "cuda_graph"] == [False, False]
+    assert np.isfinite(net.history[:, "meta_loss"]).all()
+    np.testing.assert_allclose(net.predict_proba(X_test).sum(1), 1.0, atol=1e-5)
+
+
+@cuda
+def test_cuda_model_unpickles_and_continues_on_cpu(digits, monkeypatch):
+    X_train, X_test, y_train, _ = digits
+    net = small_meta(max_epochs=2, device="cuda").fit(X_train, y_train)
+    payload = pickle.dumps(net)
+    loaded = pickle.loads(payload)
+    np.testing.assert_allclose(
+        loaded.predict_proba(X_test), net.predict_proba(X_test), rtol=1e-5, atol=1e-6
+    )
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    cpu = pickle.loads(payload)
+    assert cpu.device_.type == "cpu"
+    cpu.set_params(max_epochs=1).partial_fit(X_train, y_train)
+    assert np.isfinite(cpu.history[-1, "meta_loss"])
