@@ -10,13 +10,14 @@ from scipy.special import softmax
 
 import benchmarks._runner as runner
 from benchmarks.__main__ import EXIT_INCOMPLETE, main, plan
-from benchmarks._methods import Method, regularizer_methods
+from benchmarks._methods import FLG_SECE, regularizer_methods
 from benchmarks._posthoc import ece_temperature, grid_ece, learned_epochs
 from benchmarks._presets import GRID_SEED002, make_config
 from benchmarks._report import read_csv
 from benchmarks._store import RunStore, pack_logits, run_key, unpack_logits
 from benchmarks._train import make_spec, train_run
 from benchmarks.experiments import EXPERIMENTS
+from benchmarks.experiments import _base as base
 from benchmarks.experiments._base import choose_coefficients, mark, ttest
 from benchmarks.experiments.focal import METHODS as FOCAL_METHODS
 from benchmarks.experiments.toy_gaussians import pearson, weight_values
@@ -256,13 +257,28 @@ def test_brier_weight_with_beta_one_correlates_like_focal():
         assert pearson(brier, target) == pytest.approx(pearson(focal, target), abs=1e-12)
 
 
-def test_pending_meta_methods_are_listed_not_faked():
+def test_meta_methods_pending_without_meta_estimator(monkeypatch):
     config = make_config("quick")
     meta = EXPERIMENTS["meta"]
     trained = {run.method.label for run in meta.runs(config)}
-    for method in meta.pending(config):
-        assert isinstance(method, Method) and method.estimator == "meta"
-        assert method.label not in trained
+    assert {"CE-DECE", "CE-SECE", "FLγ-DECE", "FLγ-SECE"} <= trained
+    assert meta.pending(config) == []
+    monkeypatch.setattr(base, "meta_estimator", lambda: None)
+    pending = meta.pending(config)
+    assert [m.label for m in pending] == ["CE-DECE", "CE-SECE", "FLγ-DECE", "FLγ-SECE"]
+    assert all(m.estimator == "meta" for m in pending)
+    assert not {m.label for m in pending} & {run.method.label for run in meta.runs(config)}
+    assert "pending" in base.pending_note(meta, config)
+
+
+def test_meta_learned_run_records_gamma(one_thread):
+    config = make_config("quick", "digits", epochs=2, train_size=300)
+    spec = make_spec(config, FLG_SECE, 0)
+    assert spec["estimator"]["params"]["train_split"] is None
+    arrays, history, meta = train_run(spec, device="cpu")
+    assert meta["epochs"] == 2 and len(history["gamma_mean"]) == 2
+    assert all(g > 0 for g in history["gamma_mean"]) and len(history["meta_loss"]) == 2
+    assert np.isfinite(arrays["test_logits"]).all()
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
