@@ -109,6 +109,43 @@ def pyplot():
     return plt
 
 
+def reliability_figure(rows):
+    """A grid of reliability diagrams (library's :class:`ReliabilityDisplay`, 15 bins).
+
+    Parameters
+    ----------
+    rows : list of (str, list of (str, ndarray, ndarray))
+        One row per phase ("before TS", ...): its label and its panels, each a title, the
+        labels and the probabilities.
+
+    Returns
+    -------
+    figure : matplotlib Figure
+    """
+    from sklearn_calib.plotting import ReliabilityDisplay
+
+    plt = pyplot()
+    n_cols = max(len(panels) for _, panels in rows)
+    fig, axes = plt.subplots(
+        len(rows),
+        n_cols,
+        figsize=(3.2 * n_cols, 3.2 * len(rows)),
+        squeeze=False,
+        layout="constrained",
+    )
+    for row_axes, (phase, panels) in zip(axes, rows, strict=True):
+        for ax, (title, y, proba) in zip(row_axes, panels, strict=False):
+            labels = np.arange(proba.shape[1])
+            ReliabilityDisplay.from_predictions(
+                y, proba, n_bins=15, labels=labels, ax=ax, name=title
+            )
+            ax.set_title(f"{title}, {phase}" if phase else title, fontsize=9)
+            ax.legend(fontsize=7, loc="upper left")
+        for ax in row_axes[len(panels) :]:
+            ax.set_visible(False)
+    return fig
+
+
 class Report:
     """The outputs of one experiment.
 

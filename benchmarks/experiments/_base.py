@@ -187,6 +187,35 @@ class Experiment:
         raise NotImplementedError
 
 
+def reliability_panels(context, labels, grid, phases=("before TS", "after TS")):
+    """Rows of :func:`~benchmarks._report.reliability_figure` for the first seed's runs.
+
+    Parameters
+    ----------
+    context : Context
+    labels : list of str
+        Method labels, one panel each.
+    grid : str
+        Temperature grid of the "after TS" row (T chosen on validation ECE).
+    phases : tuple of str, default=("before TS", "after TS")
+
+    Returns
+    -------
+    rows : list of (str, list of (str, ndarray, ndarray))
+    """
+    first = min(run.seed for run in context.runs)
+    runs = {run.method.label: run for run in context.runs if run.seed == first}
+    rows = []
+    for phase in phases:
+        panels = []
+        for label in labels:
+            ev = context.evaluation(runs[label], grid)
+            temperature = ev.temperature if phase == "after TS" else 1.0
+            panels.append((label, ev.test_y, scaled_probabilities(ev.test_logits, temperature)))
+        rows.append((phase, panels))
+    return rows
+
+
 def run_row(run, **values):
     """The identifying columns of a run's CSV row, followed by ``values``."""
     method = run.method

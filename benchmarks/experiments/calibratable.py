@@ -10,7 +10,7 @@ curve from focal loss gamma = 3 through CE to inverse focal loss gamma = 3.
 import math
 
 from .._methods import focal_gra, inverse_focal, regularizer_methods
-from .._report import Report, pyplot, verdict
+from .._report import Report, pyplot, reliability_figure, verdict
 from ._base import (
     Experiment,
     cell,
@@ -19,6 +19,7 @@ from ._base import (
     mean_of,
     metric_rows,
     pct,
+    reliability_panels,
     setup_text,
     std_of,
     ttest,
@@ -97,6 +98,12 @@ class Calibratable(Experiment):
             "inverse_focal.png",
             "Figure 6(b-f): accuracy, ECE, validation temperature, ECE with TS and "
             "with HB along focal γ=3 → CE → inverse focal γ=3 (mean ± std).",
+        )
+        report.figure(
+            reliability_figure(reliability_panels(context, compared, "seed001")),
+            "reliability.png",
+            f"Figure 2: reliability diagrams on the test set (seed {context.runs[0].seed}, 15 "
+            "bins) before and after temperature scaling.",
         )
         self._claims(report, rows, chosen)
         notes = [

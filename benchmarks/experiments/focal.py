@@ -7,8 +7,8 @@ ECE, as seed 002's code), and the test error.
 """
 
 from .._methods import BRIER, CE_B, FOCAL_3, LS_005, MMCE
-from .._report import Report, mean_std, verdict
-from ._base import Experiment, cell, mean_of, metric_rows, pct, setup_text
+from .._report import Report, mean_std, reliability_figure, verdict
+from ._base import Experiment, cell, mean_of, metric_rows, pct, reliability_panels, setup_text
 
 METHODS = [CE_B, BRIER, MMCE, LS_005, FOCAL_3]
 
@@ -53,6 +53,12 @@ class Focal(Experiment):
             ["method", "error (%)"],
             [[label, error_cell(rows, label)] for label in labels],
             "**Table C.3.** Test error (%).",
+        )
+        report.figure(
+            reliability_figure(reliability_panels(context, labels, "seed002")),
+            "reliability.png",
+            f"Reliability diagrams on the test set (seed {context.runs[0].seed}, 15 bins) "
+            "before and after temperature scaling.",
         )
         self._claims(report, rows, labels)
         notes = [

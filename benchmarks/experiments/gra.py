@@ -17,8 +17,8 @@ from .._methods import (
     FLSD53_GRA,
     MMCE,
 )
-from .._report import Report, verdict
-from ._base import Experiment, cell, mean_of, metric_rows, pct, setup_text
+from .._report import Report, reliability_figure, verdict
+from ._base import Experiment, cell, mean_of, metric_rows, pct, reliability_panels, setup_text
 
 TABLE1 = [CE_B, BRIER, MMCE, FLSD53, DUAL_FOCAL, BSCE, BSCE_GRA]
 PAIRS = [(FLSD53, FLSD53_GRA), (DUAL_FOCAL, DUAL_FOCAL_GRA), (BSCE, BSCE_GRA)]
@@ -78,6 +78,12 @@ class Gra(Experiment):
             pair_rows,
             "**Table 2.** Weight on the loss (differentiated) against weight on the gradient "
             "(GRA, detached); ECE and AdaECE in %.",
+        )
+        report.figure(
+            reliability_figure(reliability_panels(context, [m.label for m in TABLE1], "seed002")),
+            "reliability.png",
+            f"Reliability diagrams on the test set (seed {context.runs[0].seed}, 15 bins) "
+            "before and after temperature scaling.",
         )
         self._claims(report, rows)
         notes = [

@@ -22,8 +22,8 @@ from .._methods import (
     MIXUP,
     MMCE,
 )
-from .._report import Report, finite_mean, mean_std, pyplot, verdict
-from ._base import Experiment, metric_rows, pending_note, setup_text
+from .._report import Report, finite_mean, mean_std, pyplot, reliability_figure, verdict
+from ._base import Experiment, metric_rows, pending_note, reliability_panels, setup_text
 
 METHODS = [CE_B, FOCAL_1, FLSD53, LS_005, LS_01, MIXUP, MMCE, CE_DECE, CE_SECE, FLG_DECE, FLG_SECE]
 META = [CE_DECE, CE_SECE, FLG_DECE, FLG_SECE]
@@ -79,6 +79,15 @@ class Meta(Experiment):
             table,
             "**Table 1.** Test metrics (M = 15 bins; ACE = adaptive ECE). CE (TS) is the CE "
             "models with the NLL-optimal temperature of the validation set.",
+        )
+        trained = [m.label for m in METHODS if self.available(m)]
+        ((_, panels),) = reliability_panels(context, trained, "seed002", phases=("",))
+        half = (len(panels) + 1) // 2
+        report.figure(
+            reliability_figure([("", panels[:half]), ("", panels[half:])]),
+            "reliability.png",
+            f"Figure 2: reliability diagrams on the test set (seed {context.runs[0].seed}, 15 "
+            "bins), without temperature scaling.",
         )
         gamma = self._gamma_figure(context)
         if gamma is not None:
