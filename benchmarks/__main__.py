@@ -11,6 +11,7 @@ prints the plan and its time estimate without training.
 import argparse
 import shlex
 import sys
+import traceback
 from pathlib import Path
 
 from ._presets import DATASETS, PRESETS, make_config
@@ -23,6 +24,9 @@ from .experiments._base import Context
 
 #: Exit status when the time budget stopped the sweep before every run was trained.
 EXIT_INCOMPLETE = 75
+#: Exit status when an experiment's analysis raised (its traceback is printed; the stored
+#: runs are kept, so a later call only redoes the analysis).
+EXIT_FAILED = 1
 
 DEFAULT_STORE = "benchmarks/results/store"
 DEFAULT_OUT = "benchmarks/results/reports"
@@ -160,7 +164,7 @@ def run_command(args, argv, stream=sys.stdout):
         + "\n"
     )
     command = "python -m benchmarks " + shlex.join(argv)
-    records = {}
+    records, failed = {}, []
     for experiment in experiments:
         runs = runs_by_name[experiment.name]
         for run in runs:
@@ -172,8 +176,15 @@ def run_command(args, argv, stream=sys.stdout):
             stream.write(f"{experiment.name}: runs missing, report not written (call again)\n")
             continue
         context = Context(config, runs, records, Path(args.out) / experiment.name, command, device)
-        path = experiment.analyze(context)
+        try:
+            path = experiment.analyze(context)
+        except Exception:  # one failed analysis must not cost the other reports
+            failed.append(experiment.name)
+            stream.write(f"{experiment.name}: analysis failed\n{traceback.format_exc()}")
+            continue
         stream.write(f"{experiment.name}: wrote {path}\n")
+    if failed:
+        return EXIT_FAILED
     return 0 if summary.complete else EXIT_INCOMPLETE
 
 

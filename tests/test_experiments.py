@@ -137,6 +137,17 @@ def test_focal_end_to_end_resume_and_corruption(tmp_path, one_thread, count_trai
     assert "2 corrupt records redone" in output
     assert (tmp_path / "out" / "focal" / "runs.csv").read_text() == first_csv
 
+    # A diverged run (non-finite logits) is named in the report, never silently averaged.
+    record = store.load(keys[2])
+    arrays = dict(record.arrays)
+    arrays["test_logits"] = np.full_like(arrays["test_logits"], np.nan)
+    store.save(keys[2], record.spec, arrays, record.history, record.meta)
+    status, _ = _run(*args)
+    assert status == 0 and len(count_trainings) == 12
+    assert "Diverged runs" in report.read_text()
+    (row,) = [r for r in read_csv(tmp_path / "out" / "focal" / "runs.csv") if r["key"] == keys[2]]
+    assert row["test_ece"] == "" and row["ts_ece"] == ""
+
 
 def test_store_detects_corrupt_partial_and_mismatched_records(tmp_path):
     store = RunStore(tmp_path)

@@ -16,6 +16,7 @@ import numpy as np
 from scipy import stats
 
 from .._posthoc import (
+    METRICS,
     ece_temperature,
     evaluate,
     histogram_binning,
@@ -90,7 +91,9 @@ class RunEvaluation:
 
     Temperatures are chosen on the validation set (never on test data): by ECE over
     ``grid`` (the seeds' way) or by NLL (exact). Histogram binning (15 equal-size bins on
-    the top-1 confidence) is fitted on the validation set.
+    the top-1 confidence) is fitted on the validation set. A run whose logits are not all
+    finite (a diverged training) gets NaN everywhere; tables show it as "–" and the
+    report's setup names it.
 
     Parameters
     ----------
@@ -106,42 +109,62 @@ class RunEvaluation:
         self.device = device
         self.val_logits, self.val_y = record.logits("val")
         self.test_logits, self.test_y = record.logits("test")
+        self.finite = bool(
+            np.isfinite(self.val_logits).all() and np.isfinite(self.test_logits).all()
+        )
+
+    def _metrics(self, compute, names=tuple(METRICS)):
+        return compute() if self.finite else dict.fromkeys(names, math.nan)
 
     @functools.cached_property
     def pre(self):
         """Test metrics of the raw model."""
-        return evaluate(self.test_y, scaled_probabilities(self.test_logits))
+        return self._metrics(lambda: evaluate(self.test_y, scaled_probabilities(self.test_logits)))
 
     @functools.cached_property
     def val_ece(self):
         """Validation ECE of the raw model (for choosing coefficients)."""
-        return evaluate(self.val_y, scaled_probabilities(self.val_logits), ("ece",))["ece"]
+        proba = scaled_probabilities(self.val_logits)
+        return self._metrics(lambda: evaluate(self.val_y, proba, ("ece",)), ("ece",))["ece"]
 
     @functools.cached_property
     def temperature(self):
         """Temperature with the lowest validation ECE on the grid."""
+        if not self.finite:
+            return math.nan
         return ece_temperature(self.val_logits, self.val_y, GRIDS[self.grid], device=self.device)
 
     @functools.cached_property
     def post(self):
         """Test metrics after temperature scaling with :attr:`temperature`."""
-        return evaluate(self.test_y, scaled_probabilities(self.test_logits, self.temperature))
+        return self._metrics(
+            lambda: evaluate(self.test_y, scaled_probabilities(self.test_logits, self.temperature))
+        )
 
     @functools.cached_property
     def nll_temperature(self):
         """NLL-optimal validation temperature."""
-        return nll_temperature(self.val_logits, self.val_y)
+        return nll_temperature(self.val_logits, self.val_y) if self.finite else math.nan
 
     @functools.cached_property
     def post_nll(self):
         """Test metrics after temperature scaling with :attr:`nll_temperature`."""
-        return evaluate(self.test_y, scaled_probabilities(self.test_logits, self.nll_temperature))
+        return self._metrics(
+            lambda: evaluate(
+                self.test_y, scaled_probabilities(self.test_logits, self.nll_temperature)
+            )
+        )
 
     @functools.cached_property
     def hb(self):
         """Test metrics after histogram binning fitted on the validation set."""
-        proba = histogram_binning(self.val_logits, self.val_y, self.test_logits)
-        return evaluate(self.test_y, proba, ("accuracy", "ece", "mce", "ada_ece"))
+        names = ("accuracy", "ece", "mce", "ada_ece")
+
+        def compute():
+            proba = histogram_binning(self.val_logits, self.val_y, self.test_logits)
+            return evaluate(self.test_y, proba, names)
+
+        return self._metrics(compute, names)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -188,7 +211,9 @@ class Experiment:
 
 
 def reliability_panels(context, labels, grid, phases=("before TS", "after TS")):
-    """Rows of :func:`~benchmarks._report.reliability_figure` for the first seed's runs.
+    """Rows of :func:`~benchmarks._report.reliability_figure`: each method's first run.
+
+    The first run is that of the lowest seed whose logits are finite.
 
     Parameters
     ----------
@@ -203,12 +228,14 @@ def reliability_panels(context, labels, grid, phases=("before TS", "after TS")):
     -------
     rows : list of (str, list of (str, ndarray, ndarray))
     """
-    first = min(run.seed for run in context.runs)
-    runs = {run.method.label: run for run in context.runs if run.seed == first}
+    runs = {}
+    for run in sorted(context.runs, key=lambda run: run.seed):
+        if run.method.label not in runs and context.evaluation(run, grid).finite:
+            runs[run.method.label] = run
     rows = []
     for phase in phases:
         panels = []
-        for label in labels:
+        for label in [label for label in labels if label in runs]:
             ev = context.evaluation(runs[label], grid)
             temperature = ev.temperature if phase == "after TS" else 1.0
             panels.append((label, ev.test_y, scaled_probabilities(ev.test_logits, temperature)))
@@ -346,6 +373,16 @@ def setup_text(context, families, extra=()):
     for name in families:
         family = config.families[name]
         lines.append(f"- Recipe `{name}` family: {family.describe(epochs)}.")
+    diverged = [
+        f"{run.method.label} seed {run.seed}"
+        for run, record in zip(context.runs, records, strict=True)
+        if not all(np.isfinite(record.logits(split)[0]).all() for split in ("val", "test"))
+    ]
+    if diverged:
+        lines.append(
+            f"- Diverged runs (non-finite logits; their metrics are left out, shown as –): "
+            f"{', '.join(diverged)}."
+        )
     lines += [
         f"- Seeds: {', '.join(map(str, config.seeds))} (weight initialisation and batch "
         "order; the data split is the same for all seeds). Tables give mean ± std over "

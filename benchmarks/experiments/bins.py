@@ -30,6 +30,8 @@ class Bins(Experiment):
         rows = []
         for run in context.runs:
             ev = context.evaluation(run, "seed002")
+            if not ev.finite:
+                continue
             variants = [(run.method.label, scaled_probabilities(ev.test_logits))]
             if run.method.label == CE_B.label:
                 variants.append((CE_TS, scaled_probabilities(ev.test_logits, ev.nll_temperature)))

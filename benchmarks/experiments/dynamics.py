@@ -193,9 +193,9 @@ class Dynamics(Experiment):
             arrays = tracked[label]
             learned = learned_epochs(arrays["track_correct"])
             groups = learned_groups(arrays["track_correct"].shape[0])
-            data = [
-                arrays["track_max_logit"][(learned >= lo) & (learned <= hi)] for _, lo, hi in groups
-            ]
+            max_logit = arrays["track_max_logit"]
+            finite = np.isfinite(max_logit)
+            data = [max_logit[finite & (learned >= lo) & (learned <= hi)] for _, lo, hi in groups]
             ax.hist(data, bins=30, stacked=True, label=[name for name, _, _ in groups])
             ax.set_title(label)
             ax.set_xlabel("max logit")
@@ -211,6 +211,8 @@ class Dynamics(Experiment):
             arrays = context.record(run).arrays
             max_logit = arrays["track_max_logit"].astype(np.float64)
             learned = learned_epochs(arrays["track_correct"])
+            if not np.isfinite(max_logit).all():
+                continue
             spread[run.method.label][0].append(float(max_logit.std()))
             rho = stats.spearmanr(learned, max_logit).statistic if np.ptp(learned) else math.nan
             spread[run.method.label][1].append(float(rho))

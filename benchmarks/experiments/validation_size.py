@@ -42,6 +42,8 @@ class ValidationSize(Experiment):
             if run.method.label not in labels:
                 continue
             ev = context.evaluation(run, "seed001")
+            if not ev.finite:
+                continue
             n_val = len(ev.val_y)
             for size in sizes_for(n_val):
                 draws = 1 if size == n_val else DRAWS
