@@ -1,21 +1,15 @@
 """Post-hoc calibration and metrics of stored logits, with the library's metrics.
 
 Temperature scaling as the seeds do it picks ``T`` from a grid by the ECE of the
-calibration data. :func:`grid_ece` computes the ECE of every temperature of a grid in one
-vectorised pass (on the device when there is one): dividing logits by ``T > 0`` keeps the
-predicted class, so only the confidence ``1 / sum_k exp((z_k - z_max) / T)`` depends on
-``T``; bins follow the library's rule ((lower, upper] on ``linspace(0, 1, M + 1)``, 0 in
-the first bin) and sums are float64. It selects the same temperature as
-``TemperatureScaling(objective="ece", grid=...)`` (tested), hundreds of times faster,
-which the sweeps need (thousands of fits).
+calibration data: the library's vectorised grid search, here run on the device where the
+logits are (the sweeps make thousands of such fits).
 """
 
 import numpy as np
-import torch
 from scipy.special import softmax
 
-from sklearn_calib._binning import uniform_bin_edges
 from sklearn_calib.calibrators import HistogramBinning, TemperatureScaling
+from sklearn_calib.calibrators._temperature_grid import grid_ece
 from sklearn_calib.scoring import (
     adaptive_calibration_error,
     brier_score,
@@ -25,50 +19,6 @@ from sklearn_calib.scoring import (
     negative_log_likelihood,
     top_label_accuracy,
 )
-
-#: Elements of one (temperatures x samples x classes) block of :func:`grid_ece`.
-_BLOCK = 1 << 24
-
-
-def grid_ece(logits, y, temperatures, *, n_bins=15, device=None):
-    """ECE of ``softmax(logits / T)`` for every ``T`` of a grid.
-
-    Parameters
-    ----------
-    logits : ndarray or torch.Tensor of shape (n_samples, n_classes)
-    y : ndarray or torch.Tensor of shape (n_samples,)
-        Class indices.
-    temperatures : array-like of shape (n_temperatures,)
-        Positive temperatures.
-    n_bins : int, default=15
-    device : str, torch.device or None, default=None
-        Where to compute; None: where ``logits`` is (the CPU for numpy input).
-
-    Returns
-    -------
-    ece : ndarray of shape (n_temperatures,), float64
-    """
-    z = torch.as_tensor(logits, device=device).to(torch.float64)
-    device = z.device
-    y = torch.as_tensor(y, device=device).long()
-    temps = torch.as_tensor(np.asarray(temperatures, dtype=np.float64), device=device)
-    if temps.ndim != 1 or not bool((temps > 0).all()):
-        raise ValueError("Expected a 1-D grid of positive temperatures.")
-    n, k = z.shape
-    offsets = z - z.max(dim=1, keepdim=True).values
-    correct = (z.argmax(dim=1) == y).to(torch.float64)
-    edges = torch.as_tensor(uniform_bin_edges(n_bins), device=device)
-    step = max(1, _BLOCK // max(n * k, 1))
-    result = []
-    for start in range(0, len(temps), step):
-        block = temps[start : start + step]
-        confidence = 1.0 / torch.exp(offsets[None] / block[:, None, None]).sum(dim=2)
-        bins = (torch.searchsorted(edges, confidence, right=False) - 1).clamp_(0, n_bins - 1)
-        bins += n_bins * torch.arange(len(block), device=device)[:, None]
-        gaps = torch.zeros(len(block) * n_bins, dtype=torch.float64, device=device)
-        gaps.index_add_(0, bins.reshape(-1), (correct[None] - confidence).reshape(-1))
-        result.append(gaps.view(len(block), n_bins).abs().sum(dim=1) / n)
-    return torch.cat(result).cpu().numpy()
 
 
 def ece_temperature(logits, y, temperatures, *, n_bins=15, device=None):
