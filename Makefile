@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "$(TORCH)"
-	$(BIN)/python -m pip install -q -e ".[test,plot]"
+	$(BIN)/python -m pip install -q -e ".[test,plot,dask]"
 	touch $(STAMP)
 
 run: $(STAMP)

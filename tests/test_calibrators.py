@@ -19,6 +19,7 @@ from sklearn_calib.calibrators import (
     VectorScaling,
 )
 from sklearn_calib.calibrators._base import softmax
+from sklearn_calib.calibrators._temperature_grid import grid_ece
 from sklearn_calib.scoring import expected_calibration_error
 
 ALL_CALIBRATORS = [
@@ -519,3 +520,18 @@ def test_bad_transform_input_raises(calibrator):
     binary = clone(calibrator).fit(binary_logits[:, 1], binary_y)
     with pytest.raises(ValueError, match="fitted on 1-D binary scores"):
         binary.predict_proba(binary_logits)
+
+
+def test_grid_ece_equals_the_metric_at_every_temperature():
+    rng = np.random.default_rng(2)
+    logits = rng.normal(size=(700, 6)) * 3
+    y = rng.integers(0, 6, size=700)
+    weight = rng.integers(0, 3, size=700).astype(float)
+    grid = np.round(np.arange(1, 61) * 0.05, 2)
+    for sample_weight in (None, weight):
+        expected = [
+            expected_calibration_error(y, softmax(logits / t), sample_weight=sample_weight)
+            for t in grid
+        ]
+        actual = grid_ece(logits, y, grid, sample_weight=sample_weight)
+        np.testing.assert_allclose(actual, expected, rtol=0, atol=1e-12)

@@ -6,8 +6,8 @@ import numpy as np
 from scipy.optimize import minimize, minimize_scalar
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..scoring import expected_calibration_error
 from ._base import BaseCalibrator, softmax
+from ._temperature_grid import grid_ece
 from ._temperature_solver import fit_inverse_temperature
 
 #: Seed 001's pool of temperatures for the ECE objective: 0.01, 0.02, ..., 10.
@@ -106,16 +106,7 @@ class TemperatureScaling(BaseCalibrator):
             self.temperature_ = 1.0 / beta
             return
         grid = _check_grid(self.grid)
-        errors = [
-            expected_calibration_error(
-                y_index,
-                softmax(logits / temperature),
-                n_bins=self.n_bins,
-                labels=np.arange(self.n_classes_),
-                sample_weight=sample_weight,
-            )
-            for temperature in grid
-        ]
+        errors = grid_ece(logits, y_index, grid, n_bins=self.n_bins, sample_weight=sample_weight)
         self.temperature_ = float(grid[int(np.argmin(errors))])
         self.n_iter_ = len(grid)
 

@@ -18,7 +18,7 @@ from ._augment import MixedTarget
 from ._device import autocast, autocast_dtype
 from ._gamma_net import ElementwiseL2, GammaNet, build_regularizer
 from ._meta_step import META_LOSSES, MetaBatches, meta_objective, meta_step
-from ._net import NetClassifier, _make_eager
+from ._net import NetClassifier
 from ._training import BatchSource
 
 _REGULARIZERS = {"gamma_net": GammaNet, "l2": ElementwiseL2}
@@ -314,10 +314,10 @@ class MetaNetClassifier(NetClassifier):
 
     # ------------------------------------------------------------------ fitting
 
-    def _train(self, X, y, y_index, rngs):
+    def _train(self, *args, **kwargs):
         self._prepare_regularizer()
         try:
-            super()._train(X, y, y_index, rngs)
+            super()._train(*args, **kwargs)
         finally:
             self._fit_state = None
 
@@ -522,11 +522,10 @@ class MetaNetClassifier(NetClassifier):
         state.update(dict.fromkeys(kept))
         return state
 
-    def __setstate__(self, state):
-        fitted = state.get("device_")
-        super().__setstate__(state)
-        if fitted is not None and fitted.type == "cuda" and self.device_.type != "cuda":
-            _make_eager(self.__dict__.get("meta_optimizer_"))
+    def _rebuild_components(self, names):
+        super()._rebuild_components(names)
+        if "meta_regularizer_" in names:
+            self._prepare_regularizer()
 
 
 def _stratified_holdout(y, n_holdout, rng):

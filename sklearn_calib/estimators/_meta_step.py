@@ -130,7 +130,7 @@ class MetaBatches:
 
     The batch of each call is ``order[(position + arange(size)) % n]`` and the position
     advances in place, so the same code runs eagerly and replayed in a CUDA graph. Call
-    :meth:`shuffle` between epochs (never inside a captured step).
+    :meth:`shuffle` before each epoch (never inside a captured step).
 
     Parameters
     ----------
@@ -148,7 +148,7 @@ class MetaBatches:
         self.size = min(batch_size, self.n_samples)
         self.channels_last = device.type == "cuda" and X.ndim == 4
         index_device = device if self.source.resident else torch.device("cpu")
-        self.order = torch.randperm(self.n_samples, device=index_device)
+        self.order = torch.arange(self.n_samples, device=index_device)  # shuffled per epoch
         self.offsets = torch.arange(self.size, device=index_device)
         self.position = torch.zeros((), dtype=torch.int64, device=index_device)
         self.loss_sum = torch.zeros((), dtype=torch.float32, device=device)
@@ -159,8 +159,13 @@ class MetaBatches:
         return self.source.resident
 
     def shuffle(self):
-        """Draw a new order (torch's default generator) and reset the loss sum, in place."""
+        """Draw a new order (torch's default generator), restart it, reset the loss sum.
+
+        All in place. Each epoch then depends only on the random state at its start, so a
+        fit resumed from a checkpoint continues exactly.
+        """
         self.order.copy_(torch.randperm(self.n_samples, device=self.order.device))
+        self.position.zero_()
         self.loss_sum.zero_()
 
     def next_batch(self):

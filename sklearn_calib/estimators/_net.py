@@ -3,6 +3,7 @@
 import contextlib
 import inspect
 import numbers
+import os
 import warnings
 from functools import partial
 
@@ -28,8 +29,19 @@ from .._validation import encode_labels
 from ..losses import resolve_loss
 from ._augment import AUGMENTATIONS, MixedTarget
 from ._callbacks import VerboseProgressBar
+from ._checkpoint import FitCheckpoint
 from ._device import PRECISIONS, autocast, autocast_dtype, resolve_device
+from ._faults import ON_NONFINITE
 from ._recipes import RECIPES, Recipe, base_lr, resolve_optimizer, resolve_recipe
+from ._state import (
+    component_names,
+    history_as_list,
+    history_from_list,
+    restore_components,
+    to_numpy_tree,
+    to_torch_tree,
+    transaction,
+)
 from ._training import BatchSource, TrainingLoop
 from .networks import resolve_network
 
@@ -131,6 +143,28 @@ default=None
         Whether ``fit`` continues training the fitted network instead of starting anew.
     classes : array-like or None, default=None
         The class labels; None infers them from ``y``.
+    on_nonfinite : {"raise", "restore"}, default="raise"
+        What a non-finite training loss (or non-finite weights) does. The losses stay on
+        the device and are checked once per epoch, at its end. "raise": a
+        :class:`~sklearn_calib.estimators.NonFiniteLossError` naming the epoch and the
+        first bad batch; the estimator is left as it was before the call. "restore": the
+        weights and optimiser state from before that epoch are loaded back, the epoch is
+        dropped from the history, a ``RuntimeWarning`` says what happened and ``fit``
+        returns with the last finite epoch's model (it keeps one device copy of the
+        weights and optimiser state per epoch).
+    checkpoint_dir : str, path-like or None, default=None
+        Directory of per-epoch checkpoints. A ``fit`` from a fresh start writes, after
+        every epoch, one file named by a fingerprint of the fit (the parameters except
+        ``checkpoint_dir``, ``callbacks``, ``verbose``, ``device``, ``on_nonfinite`` and
+        ``warm_start``, the classes and the training data); files are replaced
+        atomically. To resume a fit whose process died, call ``fit`` again with the same
+        parameters and data: it loads the checkpoint (weights, optimiser state, history,
+        random-generator states) and trains the remaining epochs only, reaching the same
+        weights as an uninterrupted fit on the same device (bit for bit on the CPU). A
+        finished fit's checkpoint is kept, so fitting it again trains nothing. A
+        truncated, corrupt or foreign file is ignored with a ``CheckpointWarning``.
+        An epoch that a callback ends (EarlyStopping) is saved too; the callbacks' own
+        state is not. ``partial_fit`` and ``warm_start`` continuations do not checkpoint.
     **kwargs
         skorch's other parameters (``predict_nonlinearity``, ``iterator_valid__batch_size``,
         ...) and prefixed hyperparameters (``module__*``, ``criterion__*``,
@@ -158,13 +192,25 @@ default=None
     rng_state_ : dict
         Random-generator states at the end of the last epoch; ``partial_fit`` (and
         ``fit`` with ``warm_start=True``) continues from them.
+    checkpoint_path_ : str or None
+        The checkpoint file of the last ``fit`` (None without ``checkpoint_dir``).
 
     Notes
     -----
     ``predict_proba`` is the softmax of the logits for every criterion;
     ``decision_function`` returns the logits, or ``z[:, 1] - z[:, 0]`` for two classes
-    (scikit-learn's convention). A model fitted on CUDA unpickles on a CPU-only machine;
-    with ``device="auto"`` it then predicts on the CPU.
+    (scikit-learn's convention).
+
+    A call that raises (bad input to ``fit``, ``partial_fit`` or ``predict``, a
+    non-finite loss) leaves the estimator as it was: its attributes are restored and
+    its weights copied back.
+
+    Persistence: the pickled state holds the weights and optimiser state as numpy
+    arrays, not pickled torch objects; loading rebuilds the network from the parameters
+    and loads them, so the same state works with pickle, joblib and skops
+    (:mod:`sklearn_calib.persistence`). A model loads on the device it was fitted on
+    when that device exists, otherwise on the CPU (a ``DeviceWarning`` when ``device``
+    named CUDA explicitly); with ``device="auto"`` it then predicts on the CPU.
 
     Subclasses change training through :meth:`train_step`, the per-batch hook: it
     receives ``(X_batch, y_batch)`` on the device (``y_batch`` a class-index tensor or
@@ -202,6 +248,8 @@ default=None
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "warm_start": ["boolean"],
+        "on_nonfinite": [StrOptions(set(ON_NONFINITE))],
+        "checkpoint_dir": [str, os.PathLike, None],
     }
 
     def __init__(
@@ -227,6 +275,8 @@ default=None
         verbose=0,
         warm_start=False,
         classes=None,
+        on_nonfinite="raise",
+        checkpoint_dir=None,
         **kwargs,
     ):
         super().__init__(
@@ -252,6 +302,8 @@ default=None
         self.precision = precision
         self.cuda_graphs = cuda_graphs
         self.random_state = random_state
+        self.on_nonfinite = on_nonfinite
+        self.checkpoint_dir = checkpoint_dir
 
     # ------------------------------------------------------------------ parameters
 
@@ -422,13 +474,23 @@ default=None
         )
 
     def _fit(self, X, y, continuing, classes):
-        X, y, y_index = self._validate_training_data(X, y, continuing, classes)
-        if not continuing:
-            self.device_ = resolve_device(self.device)
-        with self._random_generators(continuing) as rngs:
+        reused = isinstance(self.module, nn.Module) or isinstance(self.criterion, nn.Module)
+        with transaction(self, in_place=continuing or reused):
+            X, y, y_index = self._validate_training_data(X, y, continuing, classes)
             if not continuing:
-                self.initialize()
-            self._train(X, y, y_index, rngs)
+                self.device_ = resolve_device(self.device)
+            checkpoint = None
+            if self.checkpoint_dir is not None and not continuing:
+                checkpoint = FitCheckpoint.for_fit(self, X, y_index)
+            self.checkpoint_path_ = checkpoint.path if checkpoint is not None else None
+            with self._random_generators(continuing) as rngs:
+                epochs = self.max_epochs
+                if not continuing:
+                    self.initialize()
+                    if checkpoint is not None and checkpoint.resume(self):
+                        rngs = self._seed_generators(self.rng_state_)
+                        epochs = max(self.max_epochs - len(self.history), 0)
+                self._train(X, y, y_index, rngs, epochs, checkpoint)
         return self
 
     def _validate_training_data(self, X, y, continuing, classes):
@@ -473,36 +535,46 @@ default=None
             ) from None
         return X, y, y_index
 
+    def _cuda_devices(self):
+        device = self.device_
+        if device.type != "cuda":
+            return []
+        return [device.index if device.index is not None else torch.cuda.current_device()]
+
     @contextlib.contextmanager
     def _random_generators(self, resume):
         """Seed torch inside ``fork_rng`` and yield the fit's generators."""
-        device = self.device_
-        cuda = (
-            [device.index if device.index is not None else torch.cuda.current_device()]
-            if (device.type == "cuda")
-            else []
-        )
-        with torch.random.fork_rng(devices=cuda, device_type="cuda"):
+        with torch.random.fork_rng(devices=self._cuda_devices(), device_type="cuda"):
             state = getattr(self, "rng_state_", None) if resume else None
-            generator = torch.Generator(device=device)
-            if state is not None and state["device_type"] == device.type:
-                torch.set_rng_state(state["torch"])
-                if cuda:
-                    torch.cuda.set_rng_state(state["cuda"], cuda[0])
-                generator.set_state(state["generator"])
-                np_rng = np.random.default_rng()
-                np_rng.bit_generator.state = state["numpy"]
-                split_seed = state["split_seed"]
-            else:
-                seeds = check_random_state(self.random_state).randint(0, 2**31 - 1, size=4)
-                torch.default_generator.manual_seed(int(seeds[0]))
-                if cuda:
-                    with torch.cuda.device(cuda[0]):
-                        torch.cuda.manual_seed(int(seeds[0]))
-                generator.manual_seed(int(seeds[1]))
-                np_rng = np.random.default_rng(int(seeds[2]))
-                split_seed = int(seeds[3])
-            yield {"generator": generator, "numpy": np_rng, "split_seed": split_seed}
+            yield self._seed_generators(state)
+
+    def _seed_generators(self, state):
+        """Set torch's global RNG and return the fit's generators.
+
+        From ``state`` (a ``rng_state_`` recorded on the same device type), else seeded
+        from ``random_state``. Call it inside ``torch.random.fork_rng``.
+        """
+        device = self.device_
+        cuda = self._cuda_devices()
+        generator = torch.Generator(device=device)
+        if state is not None and state["device_type"] == device.type:
+            torch.set_rng_state(state["torch"])
+            if cuda:
+                torch.cuda.set_rng_state(state["cuda"], cuda[0])
+            generator.set_state(state["generator"])
+            np_rng = np.random.default_rng()
+            np_rng.bit_generator.state = state["numpy"]
+            split_seed = state["split_seed"]
+        else:
+            seeds = check_random_state(self.random_state).randint(0, 2**31 - 1, size=4)
+            torch.default_generator.manual_seed(int(seeds[0]))
+            if cuda:
+                with torch.cuda.device(cuda[0]):
+                    torch.cuda.manual_seed(int(seeds[0]))
+            generator.manual_seed(int(seeds[1]))
+            np_rng = np.random.default_rng(int(seeds[2]))
+            split_seed = int(seeds[3])
+        return {"generator": generator, "numpy": np_rng, "split_seed": split_seed}
 
     def record_rng_state(self, rngs):
         """Store the fit's generator states as ``rng_state_`` (at the end of each epoch).
@@ -523,17 +595,19 @@ default=None
             "split_seed": rngs["split_seed"],
         }
 
-    def _train(self, X, y, y_index, rngs):
+    def _train(self, X, y, y_index, rngs, epochs, checkpoint=None):
         (X_train, y_train), valid, dataset_train, dataset_valid = self._split(
             X, y, y_index, rngs["split_seed"]
         )
         train = BatchSource(X_train, y_train, self.device_)
         valid = BatchSource(*valid, self.device_) if valid is not None else None
         epoch_kwargs = {"dataset_train": dataset_train, "dataset_valid": dataset_valid}
-        loop = TrainingLoop(self, train, valid, rngs, resolve_recipe(self.recipe), epoch_kwargs)
+        loop = TrainingLoop(
+            self, train, valid, rngs, resolve_recipe(self.recipe), epoch_kwargs, checkpoint
+        )
         self.notify("on_train_begin", X=X, y=y)
         try:
-            loop.run(self.max_epochs)
+            loop.run(epochs)
         except KeyboardInterrupt:
             pass
         finally:
@@ -731,33 +805,90 @@ default=None
 
     # ------------------------------------------------------------------ persistence
 
+    def __getstate__(self):
+        """Return the state with torch objects replaced by numpy arrays.
+
+        The torch components (``module_``, ``criterion_``, ``optimizer_`` and any a
+        subclass registers) are stored as their state dicts, tensors as numpy arrays;
+        callbacks and skorch's bookkeeping are rebuilt at load; ``history_`` becomes a
+        list of dicts and ``device_`` a string.
+        """
+        state = self.__dict__.copy()
+        state[_COMPONENTS_KEY] = {
+            name: to_numpy_tree(state.pop(name).state_dict()) for name in component_names(self)
+        }
+        if state.get("initialized_"):
+            for name in _REBUILT_AT_LOAD:
+                state.pop(name, None)
+        if isinstance(state.get("history_"), list):
+            state["history_"] = history_as_list(state["history_"])
+        if state.get("device_") is not None:
+            state["device_"] = str(state["device_"])
+        if state.get("rng_state_") is not None:
+            state["rng_state_"] = to_numpy_tree(state["rng_state_"])
+        return state
+
     def __setstate__(self, state):
-        requested = state["device"]
-        fitted = state.get("device_")
-        if fitted is not None:
-            state["device"] = str(fitted)
-        elif isinstance(requested, str) and requested == "auto":
-            state["device"] = "cpu"
-        with warnings.catch_warnings():
-            if isinstance(requested, str) and requested == "auto":
-                warnings.simplefilter("ignore", DeviceWarning)
-            super().__setstate__(state)
-        loaded = torch.device(self.__dict__["device"])
-        if fitted is not None:
-            self.device_ = loaded
-            if fitted.type == "cuda" and loaded.type != "cuda":
-                _make_eager(self.optimizer_)
-        if isinstance(requested, str) and requested == "auto":
-            self.__dict__["device"] = requested
+        """Rebuild the net from a state of :meth:`__getstate__` on an available device."""
+        state = dict(state)
+        components = state.pop(_COMPONENTS_KEY, {})
+        rows = state.get("history_")
+        if isinstance(rows, list):
+            state["history_"] = history_from_list(rows)
+        if state.get("rng_state_") is not None:
+            state["rng_state_"] = to_torch_tree(state["rng_state_"])
+        self.__dict__.update(state)
+        if not state.get("initialized_"):
+            return
+        requested = self.__dict__["device"]
+        device = self._loading_device(state.get("device_"))
+        self.__dict__["device"] = str(device)
+        self.initialized_ = False
+        try:
+            with torch.random.fork_rng(devices=[]):
+                self._rebuild_components(set(components))
+        finally:
+            moved = device.type == "cpu" and torch.device(state.get("device_") or "cpu") != device
+            auto = isinstance(requested, str) and requested == "auto"
+            self.__dict__["device"] = "cpu" if moved and not auto else requested
+        self.history_ = history_from_list(rows) if isinstance(rows, list) else rows
+        restore_components(self, to_torch_tree(components))
+
+    def _rebuild_components(self, names):
+        """Build the torch components of a net being loaded, before their states are loaded.
+
+        ``initialize`` builds the network, loss and optimiser; a subclass whose fit
+        builds more components (named in ``names``, the saved ones) builds them here too.
+
+        Parameters
+        ----------
+        names : set of str
+            Attribute names of the saved component states.
+        """
+        self.initialize()
+
+    def _loading_device(self, fitted):
+        """Return the fitted device if it exists here, else the CPU (warning if CUDA was named)."""
+        fitted = torch.device(fitted) if fitted is not None else torch.device("cpu")
+        if fitted.type != "cuda":
+            return fitted
+        if torch.cuda.is_available():
+            if fitted.index is not None and fitted.index >= torch.cuda.device_count():
+                return torch.device("cuda")  # fitted on a GPU this machine lacks
+            return fitted
+        requested = self.__dict__["device"]
+        if not (isinstance(requested, str) and requested == "auto"):
+            warnings.warn(
+                f"{type(self).__name__} was fitted on {fitted} (device={requested!r}) but CUDA "
+                "is not available here; it is loaded on the CPU and its device set to 'cpu'.",
+                DeviceWarning,
+                stacklevel=3,
+            )
+        return torch.device("cpu")
 
 
-def _make_eager(optimizer):
-    """Turn a CUDA-graph-ready optimiser loaded on another device into a plain one."""
-    if optimizer is None:
-        return
-    for group in optimizer.param_groups:
-        if isinstance(group.get("lr"), torch.Tensor):
-            group["lr"] = float(group["lr"].item())
-        for flag in ("fused", "capturable"):
-            if group.get(flag):
-                group[flag] = False
+#: Key of the components' state dicts in the state of :meth:`NetClassifier.__getstate__`.
+_COMPONENTS_KEY = "_torch_state_dicts"
+
+#: Attributes that ``initialize`` rebuilds when an initialised net is loaded, so not stored.
+_REBUILT_AT_LOAD = ("callbacks_", "virtual_params_", "init_context_")

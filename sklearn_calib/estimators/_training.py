@@ -16,6 +16,13 @@ device tensors ``(X_batch, y_batch)``, the loss is recorded in the batch history
 entries of the history (``train_loss``, ``train_batch_size``; ``valid_loss``,
 ``valid_acc``, ``valid_batch_size``) are created during the epoch and filled in at its
 end, and ProgressBar is advanced per batch without loss values.
+
+Faults and checkpoints: at the end of each epoch (the one host synchronisation it has
+anyway) :class:`~sklearn_calib.estimators._faults.NonFiniteGuard` checks the epoch's
+losses and the weights, and an optional
+:class:`~sklearn_calib.estimators._checkpoint.FitCheckpoint` is written after the
+epoch's ``on_epoch_end`` callbacks have completed its history row (also when one of
+them stops training).
 """
 
 import warnings
@@ -26,6 +33,7 @@ from skorch.callbacks import Callback, LRScheduler, ProgressBar
 
 from ._augment import augment_images, mixup
 from ._device import fits_on_device
+from ._faults import NonFiniteGuard
 
 #: Real training steps run eagerly on a side stream before the CUDA graph is captured.
 GRAPH_WARMUP_STEPS = 3
@@ -164,9 +172,11 @@ class TrainingLoop:
         Learning-rate schedule applied on top of the optimiser's initial learning rates.
     epoch_kwargs : dict
         ``dataset_train``/``dataset_valid`` passed to the epoch callbacks.
+    checkpoint : FitCheckpoint or None, default=None
+        Written at the end of every finished epoch.
     """
 
-    def __init__(self, net, train, valid, rngs, recipe, epoch_kwargs):
+    def __init__(self, net, train, valid, rngs, recipe, epoch_kwargs, checkpoint=None):
         self.net = net
         self.train = train
         self.valid = valid
@@ -175,6 +185,8 @@ class TrainingLoop:
         self.np_rng = rngs["numpy"]
         self.recipe = recipe
         self.epoch_kwargs = epoch_kwargs
+        self.checkpoint = checkpoint
+        self.guard = NonFiniteGuard(net)
         self.device = net.device_
         self.channels_last = self.device.type == "cuda" and train.X.ndim == 4
         self.live = needs_live_batches(net.callbacks_)
@@ -227,15 +239,22 @@ class TrainingLoop:
             for _ in range(epochs):
                 net.notify("on_epoch_begin", **self.epoch_kwargs)
                 epoch = len(net.history) - 1
+                self.guard.epoch_begin()
                 self._restore_graph_lrs()
                 self._apply_schedule(epoch, 0)
                 net.history.record("lr", _as_float(net.optimizer_.param_groups[0]["lr"]))
                 net.history.record("cuda_graph", self.use_graph)
-                self._train_epoch(epoch)
+                losses = self._train_epoch(epoch)
+                if not self.guard.check(losses):
+                    break
                 if self.valid is not None:
                     self._valid_epoch()
                 net.record_rng_state(self.rngs)
-                net.notify("on_epoch_end", **self.epoch_kwargs)
+                try:
+                    net.notify("on_epoch_end", **self.epoch_kwargs)
+                finally:  # also when a callback stops training (EarlyStopping)
+                    if self.checkpoint is not None:
+                        self.checkpoint.save(net)
         finally:
             torch.backends.cudnn.benchmark = benchmark
             if self.channels_last:
@@ -311,6 +330,7 @@ class TrainingLoop:
         return self.graph(batch)
 
     def _train_epoch(self, epoch):
+        """Train one epoch; return its batch losses on the host (one sync)."""
         net = self.net
         history = net.history
         net._set_training(True)
@@ -320,6 +340,7 @@ class TrainingLoop:
         per_step = self.recipe is not None and self.recipe.per_step
         perm = self.train.permutation(self.generator)
         losses = torch.empty(n_batches, dtype=torch.float32, device=self.device)
+        live_losses = []
         for i in range(n_batches):
             size = min(batch_size, n - i * batch_size)
             if i and per_step:
@@ -328,7 +349,8 @@ class TrainingLoop:
             if self.live:
                 net.notify("on_batch_begin", batch=batch, training=True)
                 step = net.train_step(batch)
-                history.record_batch("train_loss", step["loss"].item())
+                live_losses.append(step["loss"].item())
+                history.record_batch("train_loss", live_losses[-1])
                 history.record_batch("train_batch_size", size)
                 net.notify("on_batch_end", batch=batch, training=True, **step)
                 continue
@@ -339,9 +361,12 @@ class TrainingLoop:
             for callback in self.progress:
                 callback.on_batch_end(net, batch=None, training=True)
         history.record("train_batch_count", n_batches)
-        if not self.live:
-            for entry, value in zip(history[-1]["batches"], losses.tolist(), strict=True):
-                entry["train_loss"] = value
+        if self.live:
+            return live_losses
+        host_losses = losses.tolist()
+        for entry, value in zip(history[-1]["batches"], host_losses, strict=True):
+            entry["train_loss"] = value
+        return host_losses
 
     def _valid_epoch(self):
         net = self.net

@@ -1,0 +1,208 @@
+"""Command line of the experiments: ``python -m benchmarks list|run ...``.
+
+``run NAME[,NAME...]|all`` trains the runs the named experiments need that the store does
+not hold yet (shared between experiments), then writes each experiment's ``runs.csv``,
+``report.md`` and figures under ``OUT/NAME/``. With ``--max-minutes`` no run is started
+that would end past the budget; the reports of experiments whose runs are not all stored
+are then left for a later call, and the exit status is 75 ("call again"). ``--dry-run``
+prints the plan and its time estimate without training.
+"""
+
+import argparse
+import shlex
+import sys
+import traceback
+from pathlib import Path
+
+from ._presets import DATASETS, PRESETS, make_config
+from ._report import format_duration
+from ._runner import Estimator, Task, execute
+from ._store import RunStore
+from ._train import meta_estimator
+from .experiments import EXPERIMENTS
+from .experiments._base import Context
+
+#: Exit status when the time budget stopped the sweep before every run was trained.
+EXIT_INCOMPLETE = 75
+#: Exit status when an experiment's analysis raised (its traceback is printed; the stored
+#: runs are kept, so a later call only redoes the analysis).
+EXIT_FAILED = 1
+
+DEFAULT_STORE = "benchmarks/results/store"
+DEFAULT_OUT = "benchmarks/results/reports"
+
+
+def _parser():
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks",
+        description="Reproduce the seeds' calibration tables and figures with sklearn_calib.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("list", help="list the experiments")
+    run = commands.add_parser("run", help="train what is missing and write the reports")
+    run.add_argument("names", help="experiment name(s), comma-separated, or 'all'")
+    run.add_argument("--preset", choices=PRESETS, default="quick")
+    run.add_argument(
+        "--dataset",
+        choices=DATASETS,
+        default=None,
+        help="default: digits (quick), fashion_mnist (full)",
+    )
+    run.add_argument(
+        "--seeds",
+        type=int,
+        default=None,
+        help="number of training seeds (default: 2 quick, 3 full)",
+    )
+    run.add_argument(
+        "--epochs", type=int, default=None, help="training epochs (default: 12 quick, 10 full)"
+    )
+    run.add_argument(
+        "--train-size",
+        type=int,
+        default=None,
+        help="use only this many training samples (smoke tests)",
+    )
+    run.add_argument("--device", default="auto", help="'auto', 'cpu', 'cuda', ...")
+    run.add_argument("--data-home", default=None, help="folder of the Fashion-MNIST files")
+    run.add_argument("--out", default=DEFAULT_OUT, help=f"reports folder ({DEFAULT_OUT})")
+    run.add_argument("--store", default=DEFAULT_STORE, help=f"run store ({DEFAULT_STORE})")
+    run.add_argument(
+        "--max-minutes",
+        type=float,
+        default=None,
+        help="start no run expected to end after this many minutes",
+    )
+    run.add_argument("--jobs", type=int, default=1, help="runs trained at the same time")
+    run.add_argument("--dry-run", action="store_true", help="print the plan, train nothing")
+    return parser
+
+
+def _names(text, parser):
+    if text == "all":
+        return list(EXPERIMENTS)
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in EXPERIMENTS]
+    if unknown or not names:
+        parser.error(f"unknown experiment(s) {unknown}; choose from {list(EXPERIMENTS)} or all")
+    return names
+
+
+def list_experiments(stream=sys.stdout):
+    """Print every experiment's name and what it reproduces."""
+    width = max(map(len, EXPERIMENTS))
+    for name, experiment in EXPERIMENTS.items():
+        stream.write(f"{name:<{width}}  {experiment.reproduces}\n")
+    if meta_estimator() is None:
+        stream.write(
+            "\n(meta-learned methods of `meta` and `bins` are pending: no MetaNetClassifier)\n"
+        )
+
+
+def plan(experiments, config):
+    """The runs of each experiment and the unique tasks of the sweep, in order."""
+    runs_by_name, tasks = {}, {}
+    for experiment in experiments:
+        runs = experiment.runs(config)
+        runs_by_name[experiment.name] = runs
+        for run in runs:
+            if run.key not in tasks:
+                label = f"{experiment.name}: {run.method.label} seed {run.seed}"
+                tasks[run.key] = Task(run.key, run.spec, label)
+    return runs_by_name, list(tasks.values())
+
+
+def run_command(args, argv, stream=sys.stdout):
+    """Train what is missing and write the reports; return the exit status."""
+    from sklearn_calib.estimators._device import resolve_device
+
+    config = make_config(
+        args.preset,
+        args.dataset,
+        seeds=args.seeds,
+        epochs=args.epochs,
+        train_size=args.train_size,
+        device=args.device,
+        data_home=args.data_home,
+    )
+    experiments = [EXPERIMENTS[name] for name in args.names]
+    store = RunStore(args.store)
+    runs_by_name, tasks = plan(experiments, config)
+    estimator = Estimator(config.epoch_seconds, config.run_overhead)
+    missing = [t for t in tasks if store.status(t.key, t.spec) != "valid"]
+    stream.write(
+        f"{len(tasks)} runs for {', '.join(args.names)} ({config.preset}, {config.data.name}, "
+        f"{len(config.seeds)} seeds, {config.epochs} epochs): {len(missing)} to train, "
+        f"about {format_duration(estimator.total(missing, args.jobs))} (before timing: "
+        f"{config.epoch_seconds:g} s/epoch + {config.run_overhead:g} s/run)\n"
+    )
+    if args.dry_run:
+        counted = set()
+        for experiment in experiments:
+            keys = [run.key for run in runs_by_name[experiment.name]]
+            new = [t for t in missing if t.key in set(keys) - counted]
+            counted.update(keys)
+            stream.write(
+                f"  {experiment.name}: {len(keys)} runs, {len(new)} to train beyond the "
+                f"experiments above, about {format_duration(estimator.total(new, args.jobs))}\n"
+            )
+        return 0
+    device = resolve_device(args.device)
+    summary = execute(
+        tasks,
+        store,
+        device=args.device,
+        data_home=args.data_home,
+        max_minutes=args.max_minutes,
+        jobs=args.jobs,
+        estimator=estimator,
+        stream=stream,
+    )
+    stream.write(
+        f"trained {len(summary.trained)} runs in {format_duration(summary.seconds)}"
+        + (f", {len(summary.remaining)} left for a later call" if summary.remaining else "")
+        + "\n"
+    )
+    command = "python -m benchmarks " + shlex.join(argv)
+    records, failed = {}, []
+    for experiment in experiments:
+        runs = runs_by_name[experiment.name]
+        for run in runs:
+            if run.key not in records:
+                record = store.load(run.key, run.spec)
+                if record is not None:
+                    records[run.key] = record
+        if not all(run.key in records for run in runs):
+            stream.write(f"{experiment.name}: runs missing, report not written (call again)\n")
+            continue
+        context = Context(config, runs, records, Path(args.out) / experiment.name, command, device)
+        try:
+            path = experiment.analyze(context)
+        except Exception:  # one failed analysis must not cost the other reports
+            failed.append(experiment.name)
+            stream.write(f"{experiment.name}: analysis failed\n{traceback.format_exc()}")
+            continue
+        stream.write(f"{experiment.name}: wrote {path}\n")
+    if failed:
+        return EXIT_FAILED
+    return 0 if summary.complete else EXIT_INCOMPLETE
+
+
+def main(argv=None, stream=sys.stdout):
+    """Entry point; returns the exit status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "list":
+        list_experiments(stream)
+        return 0
+    args.names = _names(args.names, parser)
+    if args.jobs < 1:
+        parser.error(f"expected --jobs >= 1, got {args.jobs}")
+    if args.max_minutes is not None and args.max_minutes <= 0:
+        parser.error(f"expected --max-minutes > 0, got {args.max_minutes}")
+    return run_command(args, argv, stream)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""Post-hoc calibration and metrics of stored logits, with the library's metrics.
+
+Temperature scaling as the seeds do it picks ``T`` from a grid by the ECE of the
+calibration data: the library's vectorised grid search, here run on the device where the
+logits are (the sweeps make thousands of such fits).
+"""
+
+import numpy as np
+from scipy.special import softmax
+
+from sklearn_calib.calibrators import HistogramBinning, TemperatureScaling
+from sklearn_calib.calibrators._temperature_grid import grid_ece
+from sklearn_calib.scoring import (
+    adaptive_calibration_error,
+    brier_score,
+    classwise_calibration_error,
+    expected_calibration_error,
+    maximum_calibration_error,
+    negative_log_likelihood,
+    top_label_accuracy,
+)
+
+
+def ece_temperature(logits, y, temperatures, *, n_bins=15, device=None):
+    """The grid temperature with the lowest ECE on ``(logits, y)`` (the first on ties)."""
+    errors = grid_ece(logits, y, temperatures, n_bins=n_bins, device=device)
+    return float(np.asarray(temperatures, dtype=np.float64)[int(np.argmin(errors))])
+
+
+def nll_temperature(logits, y):
+    """The NLL-optimal temperature (exact, :class:`TemperatureScaling`)."""
+    return float(TemperatureScaling().fit(logits, y).temperature_)
+
+
+def scaled_probabilities(logits, temperature=1.0):
+    """``softmax(logits / T)`` in float64."""
+    return softmax(np.asarray(logits, dtype=np.float64) / temperature, axis=1)
+
+
+def histogram_binning(val_logits, val_y, test_logits, n_bins=15):
+    """Probabilities of ``test_logits`` after top-label histogram binning fitted on validation.
+
+    Equal-size bins on the top-1 confidence, each bin's value the validation accuracy in
+    it (seed 001; empty bins fall back as :class:`HistogramBinning` documents).
+    """
+    calibrator = HistogramBinning(n_bins=n_bins, strategy="uniform", mode="top_label")
+    calibrator.fit(np.asarray(val_logits, dtype=np.float64), val_y)
+    return calibrator.predict_proba(np.asarray(test_logits, dtype=np.float64))
+
+
+#: Metric name -> function(y, proba, labels) (all from sklearn_calib.scoring, M = 15).
+METRICS = {
+    "accuracy": lambda y, p, labels: top_label_accuracy(y, p, labels=labels),
+    "nll": lambda y, p, labels: negative_log_likelihood(y, p, labels=labels),
+    "brier": lambda y, p, labels: brier_score(y, p, labels=labels),
+    "ece": lambda y, p, labels: expected_calibration_error(y, p, labels=labels),
+    "mce": lambda y, p, labels: maximum_calibration_error(y, p, labels=labels),
+    "ada_ece": lambda y, p, labels: adaptive_calibration_error(y, p, labels=labels),
+    "cw_ece": lambda y, p, labels: classwise_calibration_error(y, p, labels=labels),
+}
+
+
+def evaluate(y, proba, metrics=tuple(METRICS)):
+    """Return ``{metric: value}`` for probabilities of the classes ``0..K-1``."""
+    labels = np.arange(proba.shape[1])
+    return {name: float(METRICS[name](y, proba, labels)) for name in metrics}
+
+
+def learned_epochs(correct):
+    """Epoch (1-based) since which each sample stays correctly classified (seed 001).
+
+    Parameters
+    ----------
+    correct : ndarray of shape (n_epochs, n_samples), bool
+
+    Returns
+    -------
+    learned : ndarray of shape (n_samples,), int
+        The first epoch ``e`` with the sample correct at every epoch from ``e`` to the
+        last; ``n_epochs + 1`` for samples wrong at the last epoch.
+    """
+    correct = np.asarray(correct, dtype=bool)
+    n_epochs = correct.shape[0]
+    wrong_from = np.flip(np.cumsum(np.flip(~correct, axis=0), axis=0), axis=0)
+    return n_epochs + 1 - (wrong_from == 0).sum(axis=0)

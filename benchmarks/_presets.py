@@ -1,0 +1,255 @@
+"""Presets: the data, network, recipes, epochs and seeds of a ``quick`` or ``full`` sweep.
+
+Two training families cover the seeds (SPEC §2 and §5):
+
+- ``seed001`` (seeds 000/001, Wang et al.): SGD (momentum 0.9, weight decay 1e-4, lr 0.1),
+  lr x0.1 at 50 % and 75 % of the epochs, batch 512, the loss averaged over the batch and
+  no gradient clipping (seed 001's code takes the mean);
+- ``seed002`` (seeds 002-004, Mukhoti et al.'s code and its descendants): SGD (momentum
+  0.9, weight decay 5e-4, lr 0.1), lr x0.1 at 150/350 and 250/350 of the epochs, batch
+  128, the loss summed over the batch and the gradient norm clipped to 2 (Brier keeps the
+  mean, as in that code).
+
+``full`` trains ResNet-20 on Fashion-MNIST (55,000 / 5,000 / 10,000) with the recipes
+scaled down to a few epochs (the decays at the same fractions); ``quick`` trains a small
+MLP on scikit-learn's digits on the CPU in seconds.
+"""
+
+from dataclasses import asdict, dataclass, field, replace
+
+import numpy as np
+
+from sklearn_calib.estimators import RECIPES
+
+PRESETS = ("quick", "full")
+DATASETS = ("digits", "fashion_mnist", "gaussians")
+
+#: Seed 001's temperature pool {0.01, 0.02, ..., 10}.
+GRID_SEED001 = tuple(np.round(np.arange(1, 1001) * 0.01, 2).tolist())
+#: Seeds 002-004's grid {0.1, 0.2, ..., 10} (seed 004 lists 0 too, which is no temperature).
+GRID_SEED002 = tuple(np.round(np.arange(1, 101) * 0.1, 1).tolist())
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    """What data a run sees: the data set and its seeded train/validation/test split.
+
+    Parameters
+    ----------
+    name : {"digits", "fashion_mnist", "gaussians"}
+    n_train : int or None
+        Training samples (None: all that remain after the validation and test parts).
+    n_val : int
+        Validation samples, cut from the training data with ``split_seed``.
+    n_test : int or None
+        Test samples (None: Fashion-MNIST's official 10,000; required otherwise).
+    split_seed : int, default=0
+        Seed of the split; fixed across the training seeds.
+    data_seed : int, default=0
+        Seed of the Gaussian means and points ("gaussians" only).
+    """
+
+    name: str
+    n_train: int | None
+    n_val: int
+    n_test: int | None
+    split_seed: int = 0
+    data_seed: int = 0
+
+    def as_dict(self):
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Family:
+    """Training settings shared by the runs that reproduce one group of seeds.
+
+    Parameters
+    ----------
+    name : str
+        "seed001" or "seed002".
+    recipe : str
+        A recipe of :data:`sklearn_calib.estimators.RECIPES`.
+    batch_size : int
+    reduction : {"mean", "sum"}
+        Default loss reduction (a method may override it).
+    grad_clip : float or None
+    temperatures : tuple of float
+        Grid of the validation-ECE temperature search.
+    track : bool
+        Whether runs record per-epoch test metrics (the ``dynamics`` experiment).
+    """
+
+    name: str
+    recipe: str
+    batch_size: int
+    reduction: str
+    grad_clip: float | None
+    temperatures: tuple = field(repr=False)
+    track: bool = False
+
+    def describe(self, epochs):
+        """One sentence on the optimiser, schedule, batch, reduction and clipping."""
+        recipe = RECIPES[self.recipe]
+        params = recipe.optimizer_params
+        drops = [round(m * epochs) for m in recipe.milestones]
+        clip = (
+            f"gradient norm clipped to {self.grad_clip:g}"
+            if self.grad_clip is not None
+            else "no gradient clipping"
+        )
+        return (
+            f"SGD (momentum {params['momentum']:g}, weight decay {params['weight_decay']:g}, "
+            f"lr {recipe.lr:g}), lr x{recipe.gamma:g} after epochs "
+            f"{' and '.join(map(str, drops))} of {epochs} (the fractions "
+            f"{', '.join(f'{m:.3g}' for m in recipe.milestones)} of recipe `{self.recipe}`), "
+            f"batch {self.batch_size}, loss {'summed' if self.reduction == 'sum' else 'averaged'}"
+            f" over the batch, {clip}"
+        )
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything a sweep needs besides the experiments' methods.
+
+    Parameters
+    ----------
+    preset : str
+    data : DataSpec
+    network : str
+    network_params : dict
+    epochs : int
+    seeds : tuple of int
+    families : dict of str to Family
+    track_train : int
+        Training samples followed per epoch in tracked runs (learned epochs).
+    epoch_seconds : float
+        Prior guess of the seconds per epoch, until runs of this sweep are timed.
+    run_overhead : float
+        Prior guess of the seconds per run besides its epochs.
+    device : str
+    data_home : str or None
+        Folder of the Fashion-MNIST files.
+    toy_samples : int
+        Training points per class of the ``toy_gaussians`` experiment.
+    toy_seeds : int
+        Runs of the ``toy_gaussians`` experiment.
+    """
+
+    preset: str
+    data: DataSpec
+    network: str
+    network_params: dict
+    epochs: int
+    seeds: tuple
+    families: dict
+    track_train: int
+    epoch_seconds: float
+    run_overhead: float
+    device: str = "auto"
+    data_home: str | None = None
+    toy_samples: int = 10000
+    toy_seeds: int = 5
+
+    def describe_data(self):
+        """One sentence on the data, sizes and preprocessing."""
+        from ._data import describe
+
+        return describe(self.data)
+
+    def describe_model(self):
+        params = ", ".join(f"{k}={v}" for k, v in self.network_params.items())
+        return f"`{self.network}`" + (f" ({params})" if params else "")
+
+
+def _families(batch_seed001, batch_seed002, track=True):
+    return {
+        "seed001": Family(
+            "seed001", "seed001", batch_seed001, "mean", None, GRID_SEED001, track=track
+        ),
+        "seed002": Family("seed002", "seed002", batch_seed002, "sum", 2.0, GRID_SEED002),
+    }
+
+
+def _data(preset, dataset, train_size):
+    if dataset == "fashion_mnist":
+        spec = DataSpec("fashion_mnist", None, 5000, None)
+        if preset == "quick":
+            spec = replace(spec, n_train=5000, n_val=1000, n_test=2000)
+    elif dataset == "digits":
+        spec = DataSpec("digits", None, 300, 450)
+    else:
+        spec = DataSpec("gaussians", 2000 if preset == "quick" else 10000, 1000, 2000)
+    if train_size is not None:
+        spec = replace(spec, n_train=train_size)
+    return spec
+
+
+def make_config(
+    preset="quick",
+    dataset=None,
+    *,
+    seeds=None,
+    epochs=None,
+    train_size=None,
+    device="auto",
+    data_home=None,
+):
+    """Resolve a preset for a data set, with the command line's overrides.
+
+    Parameters
+    ----------
+    preset : {"quick", "full"}, default="quick"
+    dataset : {"digits", "fashion_mnist", "gaussians"} or None, default=None
+        None: digits for ``quick``, Fashion-MNIST for ``full``.
+    seeds : int or None, default=None
+        Number of training seeds (0, 1, ...); None: 2 for ``quick``, 3 for ``full``.
+    epochs : int or None, default=None
+        None: the preset's (12 quick, 10 full).
+    train_size : int or None, default=None
+        Limit of the training samples (for smoke tests).
+    device : str, default="auto"
+    data_home : str or None, default=None
+
+    Returns
+    -------
+    config : Config
+    """
+    if preset not in PRESETS:
+        raise ValueError(f"Expected `preset` in {PRESETS}, got {preset!r}.")
+    dataset = dataset or ("digits" if preset == "quick" else "fashion_mnist")
+    if dataset not in DATASETS:
+        raise ValueError(f"Expected `dataset` in {DATASETS}, got {dataset!r}.")
+    data = _data(preset, dataset, train_size)
+    if preset == "full" and dataset == "fashion_mnist":
+        network, network_params = "resnet20", {}
+        families, track_train, epoch_seconds, overhead = _families(512, 128), 5000, 0.78, 2.0
+    elif dataset == "fashion_mnist":
+        network, network_params = "cnn", {}
+        families, track_train, epoch_seconds, overhead = _families(128, 64), 1000, 0.5, 0.5
+    else:
+        network, network_params = "mlp", {"hidden_units": [64]}
+        families, track_train, epoch_seconds, overhead = _families(128, 64), 1000, 0.05, 0.2
+    default_seeds = 2 if preset == "quick" else 3
+    n_seeds = default_seeds if seeds is None else int(seeds)
+    if n_seeds < 1:
+        raise ValueError(f"Expected `seeds` to be an integer >= 1, got {seeds!r}.")
+    epochs = (12 if preset == "quick" else 10) if epochs is None else int(epochs)
+    if epochs < 1:
+        raise ValueError(f"Expected `epochs` to be an integer >= 1, got {epochs!r}.")
+    return Config(
+        preset=preset,
+        data=data,
+        network=network,
+        network_params=network_params,
+        epochs=epochs,
+        seeds=tuple(range(n_seeds)),
+        families=families,
+        track_train=track_train,
+        epoch_seconds=epoch_seconds,
+        run_overhead=overhead,
+        device=device,
+        data_home=data_home,
+        toy_samples=2000 if preset == "quick" else 10000,
+        toy_seeds=n_seeds if seeds is not None else (2 if preset == "quick" else 5),
+    )

@@ -1,0 +1,288 @@
+"""Scheduling the runs of a sweep: resume from the store, progress and ETA, time budget, jobs.
+
+:func:`execute` trains the runs the store lacks (a corrupt record is discarded and trained
+again), one after another in this process or in ``jobs`` worker processes (spawned, each
+training one run at a time and writing its record itself). Before a run starts, its
+duration is estimated from the runs already timed in this sweep (seconds per epoch of
+the same network and estimator, the preset's guess before any); with ``max_minutes`` a
+run that would end past the budget is not started, so a long sweep splits into calls
+that resume where the last one stopped.
+"""
+
+import concurrent.futures
+import multiprocessing
+import queue as queue_module
+import sys
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from ._report import format_duration
+from ._store import RunStore
+from ._train import train_run
+
+#: Seconds between progress lines of the running epoch when the output is not a terminal.
+PROGRESS_INTERVAL = 20.0
+
+#: Prior cost of a meta-learned epoch relative to a plain one, until one is timed.
+META_FACTOR = 3.0
+
+
+@dataclass
+class Task:
+    """A run to train: key, specification and a label for progress lines."""
+
+    key: str
+    spec: dict = field(repr=False)
+    label: str
+
+
+@dataclass
+class Summary:
+    """What :func:`execute` did: keys trained, redone (were corrupt) and left untrained."""
+
+    trained: list = field(default_factory=list)
+    redone: list = field(default_factory=list)
+    remaining: list = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def complete(self):
+        return not self.remaining
+
+
+def _cost_group(spec):
+    return (spec["network"]["name"], spec["estimator"]["name"], spec["training"]["batch_size"])
+
+
+class Estimator:
+    """Expected wall time of a run, from the runs timed so far in the sweep.
+
+    Runs are grouped by network, estimator and batch size; a group's runs take their
+    measured mean seconds per epoch (training and per-run overhead together). Before a
+    group is timed: the other plain groups' mean, else the prior ``epochs *
+    prior_epoch + prior_overhead``; meta-learned runs cost :data:`META_FACTOR` times that.
+
+    Parameters
+    ----------
+    prior_epoch : float
+        Seconds per epoch assumed before any run is timed.
+    prior_overhead : float, default=0.0
+        Seconds per run on top of its epochs (setup, evaluation, writing the record).
+    """
+
+    def __init__(self, prior_epoch, prior_overhead=0.0):
+        self.prior_epoch = prior_epoch
+        self.prior_overhead = prior_overhead
+        self.timed = {}
+
+    def add(self, spec, seconds, epochs):
+        self.timed.setdefault(_cost_group(spec), []).append(seconds / max(epochs, 1))
+
+    def run_seconds(self, spec):
+        epochs = spec["training"]["epochs"]
+        group = _cost_group(spec)
+        if group in self.timed:
+            return epochs * sum(self.timed[group]) / len(self.timed[group])
+        plain = [v for g, values in self.timed.items() if g[1] == "net" for v in values]
+        seconds = (
+            epochs * sum(plain) / len(plain)
+            if plain
+            else epochs * self.prior_epoch + self.prior_overhead
+        )
+        return seconds * (META_FACTOR if spec["estimator"]["name"] == "meta" else 1.0)
+
+    def total(self, tasks, jobs=1):
+        return sum(self.run_seconds(t.spec) for t in tasks) / max(jobs, 1)
+
+
+class Progress:
+    """Progress lines: runs done / to do, the running epoch, the time left."""
+
+    def __init__(self, total, estimator, jobs, stream=None):
+        self.total = total
+        self.done = 0
+        self.estimator = estimator
+        self.jobs = jobs
+        self.stream = stream or sys.stdout
+        self.tty = self.stream.isatty()
+        self.last_print = 0.0
+        self.remaining = []
+
+    def _write(self, text, transient=False):
+        if self.tty:
+            end = "" if transient else "\n"
+            self.stream.write("\r\033[K" + text + end)
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def eta(self):
+        return format_duration(self.estimator.total(self.remaining, self.jobs))
+
+    def epoch(self, task, epoch, n_epochs, seconds):
+        now = time.monotonic()
+        if not self.tty and now - self.last_print < PROGRESS_INTERVAL:
+            return
+        self.last_print = now
+        self._write(
+            f"  [{self.done + 1}/{self.total}] {task.label}: epoch {epoch}/{n_epochs} "
+            f"({seconds:.2f} s); sweep ETA {self.eta()}",
+            transient=True,
+        )
+
+    def finished(self, task, meta):
+        self.done += 1
+        epochs = meta["epochs"]
+        self._write(
+            f"[{self.done}/{self.total}] trained {task.label} [{task.key}] in "
+            f"{meta['wall_seconds']:.1f} s ({epochs} epochs, "
+            f"{meta['fit_seconds'] / epochs:.2f} s/epoch on {meta['device']}); "
+            f"{self.total - self.done} to go, ETA {self.eta()}"
+        )
+        self.last_print = time.monotonic()
+
+
+def _train_and_store(task, store, device, data_home, report):
+    arrays, history, meta = train_run(task.spec, device=device, data_home=data_home, report=report)
+    store.save(task.key, task.spec, arrays, history, meta)
+    return meta
+
+
+_WORKER_QUEUE = None
+
+
+def _init_worker(progress_queue, threads):
+    global _WORKER_QUEUE
+    _WORKER_QUEUE = progress_queue
+    torch.set_num_threads(threads)
+
+
+def _worker(task, root, device, data_home):
+    def report(epoch, n_epochs, seconds):
+        _WORKER_QUEUE.put((task.key, epoch, n_epochs, seconds))
+
+    return _train_and_store(task, RunStore(root), device, data_home, report)
+
+
+def execute(
+    tasks,
+    store,
+    *,
+    device="auto",
+    data_home=None,
+    max_minutes=None,
+    jobs=1,
+    estimator=None,
+    stream=None,
+):
+    """Train the tasks the store lacks, within the time budget.
+
+    Parameters
+    ----------
+    tasks : list of Task
+        Unique keys, in priority order.
+    store : RunStore
+    device : str, default="auto"
+    data_home : str or None, default=None
+    max_minutes : float or None, default=None
+        No run is started that is expected to end later than this many minutes after
+        the call began.
+    jobs : int, default=1
+        Runs trained at the same time (worker processes when > 1).
+    estimator : Estimator or None, default=None
+        Run-time estimates (a prior of 1 s per epoch when None).
+    stream : file or None, default=None
+        Where progress goes (stdout).
+
+    Returns
+    -------
+    summary : Summary
+    """
+    start = time.monotonic()
+    stream = stream or sys.stdout
+    summary = Summary()
+    todo = []
+    for task in tasks:
+        status = store.status(task.key, task.spec)
+        if status == "valid":
+            continue
+        if status == "corrupt":
+            store.discard(task.key)
+            summary.redone.append(task.key)
+        todo.append(task)
+    estimator = estimator or Estimator(1.0)
+    progress = Progress(len(todo), estimator, jobs, stream)
+    progress.remaining = list(todo)
+    deadline = None if max_minutes is None else start + 60.0 * max_minutes
+    if todo:
+        stream.write(
+            f"{len(tasks)} runs needed: {len(tasks) - len(todo)} stored, {len(todo)} to train"
+            + (f" ({len(summary.redone)} corrupt records redone)" if summary.redone else "")
+            + f"; estimated {progress.eta()}\n"
+        )
+        stream.flush()
+
+    def fits(task, now):
+        return deadline is None or now + estimator.run_seconds(task.spec) <= deadline
+
+    def done(task, meta):
+        estimator.add(task.spec, meta["wall_seconds"], meta["epochs"])
+        progress.remaining.remove(task)
+        summary.trained.append(task.key)
+        progress.finished(task, meta)
+
+    if jobs <= 1:
+        for task in todo:
+            if not fits(task, time.monotonic()):
+                break
+
+            def report(epoch, n_epochs, seconds, task=task):
+                progress.epoch(task, epoch, n_epochs, seconds)
+
+            done(task, _train_and_store(task, store, device, data_home, report))
+    else:
+        _execute_parallel(todo, store, device, data_home, jobs, fits, done, progress)
+    summary.remaining = [task.key for task in progress.remaining]
+    summary.seconds = time.monotonic() - start
+    return summary
+
+
+def _execute_parallel(todo, store, device, data_home, jobs, fits, done, progress):
+    context = multiprocessing.get_context("spawn")
+    by_key = {task.key: task for task in todo}
+    threads = max(1, torch.get_num_threads() // jobs)
+    with context.Manager() as manager:
+        progress_queue = manager.Queue()
+        with concurrent.futures.ProcessPoolExecutor(
+            jobs, mp_context=context, initializer=_init_worker, initargs=(progress_queue, threads)
+        ) as pool:
+            waiting, running = list(todo), {}
+            stopped = False
+            while running or (waiting and not stopped):
+                while waiting and not stopped and len(running) < jobs:
+                    if not fits(waiting[0], time.monotonic()):
+                        stopped = True
+                        break
+                    task = waiting.pop(0)
+                    future = pool.submit(_worker, task, str(store.root), device, data_home)
+                    running[future] = task
+                if not running:
+                    break
+                finished, _ = concurrent.futures.wait(
+                    running, timeout=0.5, return_when=concurrent.futures.FIRST_COMPLETED
+                )
+                _drain(progress_queue, by_key, progress)
+                for future in finished:
+                    task = running.pop(future)
+                    done(task, future.result())
+
+
+def _drain(progress_queue, by_key, progress):
+    while True:
+        try:
+            key, epoch, n_epochs, seconds = progress_queue.get_nowait()
+        except queue_module.Empty:
+            return
+        progress.epoch(by_key[key], epoch, n_epochs, seconds)

@@ -1,0 +1,230 @@
+"""Train one run from its specification and return what the store keeps.
+
+A run's specification (:func:`make_spec`) is a plain dict holding everything that
+defines the trained model: data split, network, estimator, loss, recipe, epochs, batch
+size, reduction, clipping, seed and per-epoch tracking. Its hash is the run's key in the
+store, so two experiments that need the same model share one run. :func:`train_run`
+rebuilds the model from the dict alone, so it also runs in a worker process.
+"""
+
+import datetime
+import gc
+import platform
+import time
+
+import numpy as np
+import torch
+from skorch.callbacks import Callback
+
+import sklearn_calib.estimators as estimators
+
+from ._data import load_split
+from ._presets import GRID_SEED001, GRID_SEED002, DataSpec
+from ._tracking import EpochTracker, forward_logits
+
+#: Temperature grids by the name used in specifications.
+GRIDS = {"seed001": GRID_SEED001, "seed002": GRID_SEED002}
+
+#: Inference batch size of the final evaluation and the tracker.
+EVAL_BATCH = 2048
+
+
+def meta_estimator():
+    """``MetaNetClassifier`` when this checkout has it (issue 6), else None."""
+    return getattr(estimators, "MetaNetClassifier", None)
+
+
+def build_spec(
+    data,
+    network,
+    network_params,
+    loss,
+    loss_params,
+    training,
+    seed,
+    *,
+    track=None,
+    estimator="net",
+    estimator_params=None,
+):
+    """Assemble a run specification (see the module docstring).
+
+    Parameters
+    ----------
+    data : DataSpec
+    network : str
+    network_params : dict
+    loss : str
+    loss_params : dict
+    training : dict
+        ``recipe``, ``optimizer``, ``lr``, ``epochs``, ``batch_size``, ``reduction``,
+        ``grad_clip``, ``mixup_alpha``, ``augment``.
+    seed : int
+    track : dict or None, default=None
+        ``{"n_train": n, "grid": "seed001"}`` for per-epoch evaluation.
+    estimator : {"net", "meta"}, default="net"
+    estimator_params : dict or None, default=None
+
+    Returns
+    -------
+    spec : dict
+    """
+    return {
+        "data": data.as_dict(),
+        "network": {"name": network, "params": dict(network_params)},
+        "estimator": {"name": estimator, "params": dict(estimator_params or {})},
+        "loss": {"name": loss, "params": dict(loss_params)},
+        "training": dict(training),
+        "seed": int(seed),
+        "track": track,
+    }
+
+
+def make_spec(config, method, seed):
+    """The specification of ``method`` trained with ``seed`` under ``config``."""
+    family = config.families[method.family]
+    training = {
+        "recipe": family.recipe,
+        "optimizer": None,
+        "lr": None,
+        "epochs": config.epochs,
+        "batch_size": family.batch_size,
+        "reduction": method.reduction or family.reduction,
+        "grad_clip": family.grad_clip,
+        "mixup_alpha": method.mixup_alpha,
+        "augment": None,
+    }
+    track = {"n_train": config.track_train, "grid": "seed001"} if family.track else None
+    return build_spec(
+        config.data,
+        config.network,
+        config.network_params,
+        method.loss,
+        method.loss_params,
+        training,
+        seed,
+        track=track,
+        estimator=method.estimator,
+        estimator_params=dict(method.estimator_params),
+    )
+
+
+class EpochProgress(Callback):
+    """Calls ``report(epoch, n_epochs, seconds)`` at the end of every epoch."""
+
+    def __init__(self, report):
+        self.report = report
+
+    def on_epoch_end(self, net, **kwargs):
+        self.report(len(net.history), net.max_epochs, float(net.history[-1, "dur"]))
+
+
+def build_estimator(spec, device, callbacks):
+    """The unfitted estimator of a specification."""
+    training = spec["training"]
+    kwargs = {
+        "criterion": spec["loss"]["name"],
+        "max_epochs": training["epochs"],
+        "batch_size": training["batch_size"],
+        "recipe": training["recipe"],
+        "optimizer": training["optimizer"],
+        "lr": training["lr"],
+        "loss_reduction": training["reduction"],
+        "grad_clip": training["grad_clip"],
+        "mixup_alpha": training["mixup_alpha"],
+        "augment": training["augment"],
+        "device": device,
+        "random_state": spec["seed"],
+        "iterator_valid__batch_size": EVAL_BATCH,
+        "callbacks": callbacks,
+    }
+    for name, value in spec["network"]["params"].items():
+        kwargs[f"module__{name}"] = tuple(value) if isinstance(value, list) else value
+    for name, value in spec["loss"]["params"].items():
+        kwargs[f"criterion__{name}"] = value
+    if spec["estimator"]["name"] == "meta":
+        cls = meta_estimator()
+        if cls is None:
+            raise RuntimeError("MetaNetClassifier is not in this checkout (issue 6).")
+        kwargs.update(spec["estimator"]["params"])
+        kwargs["criterion"] = None
+    else:
+        cls = estimators.NetClassifier
+    return cls(spec["network"]["name"], **kwargs)
+
+
+def train_run(spec, *, device="auto", data_home=None, report=None):
+    """Train the run of ``spec`` and return its arrays, history and metadata.
+
+    Parameters
+    ----------
+    spec : dict
+    device : str, default="auto"
+    data_home : str or None, default=None
+    report : callable or None, default=None
+        ``report(epoch, n_epochs, seconds)`` after every epoch.
+
+    Returns
+    -------
+    arrays : dict of str to ndarray
+        ``val_logits``, ``val_y``, ``test_logits``, ``test_y`` (float32 logits computed in
+        float32 after training) and, for tracked runs, the tracker's arrays.
+    history : dict of str to list
+        Per epoch: ``train_loss``, ``lr``, ``dur`` and the tracked metrics.
+    meta : dict
+        Device, versions, fit and wall seconds.
+    """
+    start = time.perf_counter()
+    data = load_split(DataSpec(**spec["data"]), data_home)
+    callbacks = []
+    if report is not None:
+        callbacks.append(("progress", EpochProgress(report)))
+    tracker = None
+    if spec["track"] is not None:
+        n_track = min(spec["track"]["n_train"], len(data.y_train))
+        tracker = EpochTracker(
+            data.X_test,
+            data.y_test,
+            data.X_train[:n_track],
+            data.y_train[:n_track],
+            GRIDS[spec["track"]["grid"]],
+            batch_size=EVAL_BATCH,
+        )
+        callbacks.append(("tracker", tracker))
+    net = build_estimator(spec, device, callbacks)
+    fit_start = time.perf_counter()
+    net.fit(data.X_train, data.y_train)
+    fit_seconds = time.perf_counter() - fit_start
+    device_ = net.device_
+    arrays = {}
+    for split in ("val", "test"):
+        X = torch.as_tensor(data[f"X_{split}"], device=device_)
+        arrays[f"{split}_logits"] = forward_logits(net.module_, X, EVAL_BATCH).cpu().numpy()
+        arrays[f"{split}_y"] = np.asarray(data[f"y_{split}"], dtype=np.int16)
+    history = {
+        name: [float(v) for v in net.history[:, name]] for name in ("train_loss", "lr", "dur")
+    }
+    for name in ("meta_loss", "gamma_mean", "gamma_std", "l2_mean", "l2_std"):
+        if name in net.history[-1]:
+            history[name] = [float(v) for v in net.history[:, name]]
+    if tracker is not None:
+        tracked_history, tracked_arrays = tracker.results()
+        history.update(tracked_history)
+        arrays.update(tracked_arrays)
+    epochs = len(net.history)
+    del net, tracker, callbacks, X
+    gc.collect()  # frees the run's CUDA graph and device data before the next run
+    meta = {
+        "device": str(device_),
+        "device_name": (
+            torch.cuda.get_device_name(device_)
+            if device_.type == "cuda"
+            else platform.processor() or platform.machine()
+        ),
+        "torch": torch.__version__,
+        "fit_seconds": fit_seconds,
+        "wall_seconds": time.perf_counter() - start,
+        "epochs": epochs,
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+    return arrays, history, meta

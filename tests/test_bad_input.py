@@ -1,0 +1,445 @@
+"""Bad input, everywhere: every public estimator, calibrator, metric and scorer.
+
+Each call with NaN, inf, a wrong shape, a wrong dtype (strings, object arrays), empty
+input, a single class, labels unseen at fit, a different number of classes at predict
+time or negative sample weights raises a ValueError or TypeError whose message names the
+problem, and a fitted estimator predicts afterwards exactly as before.
+
+Estimators added later join the walk through the hook lists :data:`NET_CLASSIFIERS`
+(networks trained from ``(X, y)``) and :data:`META_CLASSIFIERS` (meta-estimators wrapping
+a classifier).
+"""
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification
+from sklearn.linear_model import LogisticRegression
+
+from sklearn_calib import scoring
+from sklearn_calib.calibrators import (
+    CalibratedClassifier,
+    EnsembleTemperatureScaling,
+    HistogramBinning,
+    IsotonicCalibration,
+    MatrixScaling,
+    ScalingBinning,
+    TemperatureScaling,
+    VectorScaling,
+)
+from sklearn_calib.estimators import MetaNetClassifier, NetClassifier
+
+#: Network classifiers trained from ``(X, y)``: (id, factory of an unfitted instance).
+#: Extend with any new one.
+NET_CLASSIFIERS = [
+    (
+        "NetClassifier",
+        lambda: NetClassifier(
+            module__hidden_units=(8,), max_epochs=2, batch_size=32, random_state=0
+        ),
+    ),
+    (
+        "MetaNetClassifier",
+        lambda: MetaNetClassifier(
+            module__hidden_units=(8,), max_epochs=2, batch_size=32, random_state=0
+        ),
+    ),
+]
+
+#: Meta-estimators around a classifier: (id, factory of an unfitted instance).
+META_CLASSIFIERS = [
+    (
+        "CalibratedClassifier(LogisticRegression)",
+        lambda: CalibratedClassifier(LogisticRegression(), random_state=0),
+    ),
+    (
+        "CalibratedClassifier(NetClassifier, cv)",
+        lambda: CalibratedClassifier(
+            NetClassifier(module__hidden_units=(8,), max_epochs=1, random_state=0),
+            calibrator=HistogramBinning(n_bins=5),
+            method="cv",
+            cv=2,
+        ),
+    ),
+]
+
+CALIBRATORS = [
+    TemperatureScaling,
+    EnsembleTemperatureScaling,
+    HistogramBinning,
+    ScalingBinning,
+    IsotonicCalibration,
+    VectorScaling,
+    MatrixScaling,
+]
+
+METRICS = [
+    scoring.expected_calibration_error,
+    scoring.maximum_calibration_error,
+    scoring.adaptive_calibration_error,
+    scoring.classwise_calibration_error,
+    scoring.smooth_calibration_error,
+    scoring.differentiable_calibration_error,
+    scoring.brier_score,
+    scoring.negative_log_likelihood,
+    scoring.top_label_accuracy,
+    scoring.reliability_diagram,
+]
+
+SCORER_NAMES = [
+    "neg_ece",
+    "neg_mce",
+    "neg_adaptive_ece",
+    "neg_classwise_ece",
+    "neg_sece",
+    "neg_brier",
+    "neg_nll",
+]
+
+NAN = r"NaN"
+INF = r"[Ii]nf"
+EMPTY = r"0 sample|empty|at least one sample"
+STRINGS = r"string|numbers|dtype|convert"
+NEGATIVE = r"negative"
+
+
+def _data():
+    X, y = make_classification(120, n_features=6, n_informative=4, n_classes=3, random_state=0)
+    return X.astype(np.float32), y
+
+
+X, Y = _data()
+RNG = np.random.default_rng(0)
+LOGITS = RNG.normal(size=(90, 3)) * 2
+LOGIT_LABELS = np.arange(90) % 3
+PROBA = np.exp(LOGITS) / np.exp(LOGITS).sum(1, keepdims=True)
+
+
+def with_value(array, value, where=(1, 1)):
+    array = np.array(array, dtype=np.float64)
+    array[where] = value
+    return array
+
+
+def strings(array):
+    return np.asarray(array).astype(str).astype(object) + "x"
+
+
+def objects(array):
+    mixed = np.asarray(array).astype(object)
+    mixed[0, 0] = "a"
+    mixed[1, 1] = None
+    return mixed
+
+
+def assert_raises_naming(call, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        result = call()
+        pytest.fail(f"returned {result!r} instead of raising")
+
+
+# ----------------------------------------------------------------- metrics
+
+
+METRIC_CASES = {
+    "nan_proba": (dict(y_true=LOGIT_LABELS, y_prob=with_value(PROBA, np.nan)), NAN),
+    "inf_proba": (dict(y_true=LOGIT_LABELS, y_prob=with_value(PROBA, np.inf)), r"infinite"),
+    "nan_labels": (dict(y_true=with_value(LOGIT_LABELS, np.nan, 3), y_prob=PROBA), NAN),
+    "three_d_proba": (dict(y_true=LOGIT_LABELS, y_prob=PROBA[:, :, None]), r"shape"),
+    "two_d_labels": (dict(y_true=np.c_[LOGIT_LABELS, LOGIT_LABELS], y_prob=PROBA), r"1-D"),
+    "length_mismatch": (dict(y_true=LOGIT_LABELS[:-1], y_prob=PROBA), r"same length"),
+    "string_proba": (dict(y_true=LOGIT_LABELS, y_prob=strings(PROBA)), STRINGS),
+    "object_proba": (dict(y_true=LOGIT_LABELS, y_prob=objects(PROBA)), STRINGS),
+    "empty": (dict(y_true=LOGIT_LABELS[:0], y_prob=PROBA[:0]), EMPTY),
+    "single_column": (dict(y_true=np.zeros(90, int), y_prob=np.ones((90, 1))), r"2 columns"),
+    "rows_not_summing_to_one": (dict(y_true=LOGIT_LABELS, y_prob=PROBA * 2), r"sum to 1"),
+    "negative_proba": (
+        dict(y_true=LOGIT_LABELS, y_prob=np.tile([1.5, -0.5, 0.0], (90, 1))),
+        r"negative",
+    ),
+    "unseen_label": (
+        dict(y_true=np.where(LOGIT_LABELS == 2, 7, LOGIT_LABELS), y_prob=PROBA, labels=[0, 1, 2]),
+        r"not in `labels`.*7",
+    ),
+    "duplicate_labels": (
+        dict(y_true=LOGIT_LABELS, y_prob=PROBA, labels=[0, 1, 1]),
+        r"distinct",
+    ),
+    "labels_of_other_number_of_classes": (
+        dict(y_true=LOGIT_LABELS, y_prob=PROBA, labels=[0, 1]),
+        r"names 2 classes but `y_prob` has 3 columns",
+    ),
+    "more_labels_than_columns": (
+        dict(y_true=np.arange(90) % 4, y_prob=PROBA),
+        r"4 distinct labels but `y_prob` has 3 columns",
+    ),
+    "negative_weights": (
+        dict(y_true=LOGIT_LABELS, y_prob=PROBA, sample_weight=-np.ones(90)),
+        NEGATIVE,
+    ),
+    "nan_weights": (
+        dict(y_true=LOGIT_LABELS, y_prob=PROBA, sample_weight=with_value(np.ones(90), np.nan, 0)),
+        NAN,
+    ),
+    "zero_weights": (
+        dict(y_true=LOGIT_LABELS, y_prob=PROBA, sample_weight=np.zeros(90)),
+        r"positive sum",
+    ),
+    "weights_of_wrong_length": (
+        dict(y_true=LOGIT_LABELS, y_prob=PROBA, sample_weight=np.ones(89)),
+        r"shape \(90,\)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", METRIC_CASES, ids=str)
+@pytest.mark.parametrize("metric", METRICS, ids=lambda f: f.__name__)
+def test_metrics_reject_bad_input(metric, case):
+    kwargs, match = METRIC_CASES[case]
+    assert_raises_naming(lambda: metric(**kwargs), match)
+
+
+@pytest.mark.parametrize(
+    "case", ["nan_proba", "empty", "unseen_label", "negative_weights", "single_column"]
+)
+def test_reliability_display_rejects_bad_input(case):
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from sklearn_calib import ReliabilityDisplay
+
+    kwargs, match = METRIC_CASES[case]
+    n_figures = len(plt.get_fignums())
+    assert_raises_naming(lambda: ReliabilityDisplay.from_predictions(**kwargs), match)
+    assert len(plt.get_fignums()) == n_figures  # nothing drawn before the check
+    plt.close("all")
+
+
+# ----------------------------------------------------------------- scorers
+
+
+@pytest.fixture(scope="module")
+def logistic():
+    return LogisticRegression().fit(X, Y)
+
+
+def scorer_cases():
+    return {
+        "nan_X": ((with_value(X, np.nan), Y), NAN),
+        "inf_X": ((with_value(X, np.inf), Y), r"infinity|[Ii]nf"),
+        "wrong_number_of_features": ((X[:, :4], Y), r"features"),
+        "string_X": ((strings(X), Y), STRINGS),
+        "empty": ((X[:0], Y[:0]), EMPTY),
+        "unseen_label": ((X, np.where(Y == 2, 5, Y)), r"not in `labels`.*5"),
+        "length_mismatch": ((X, Y[:-1]), r"same length|inconsistent"),
+    }
+
+
+@pytest.mark.parametrize("case", scorer_cases(), ids=str)
+@pytest.mark.parametrize("name", SCORER_NAMES)
+def test_scorers_reject_bad_input(logistic, name, case):
+    (X_bad, y_bad), match = scorer_cases()[case]
+    scorer = scoring.get_scorer(name)
+    assert_raises_naming(lambda: scorer(logistic, X_bad, y_bad), match)
+
+
+@pytest.mark.parametrize("name", SCORER_NAMES)
+def test_scorers_reject_negative_sample_weights(logistic, name):
+    scorer = scoring.get_scorer(name)
+    assert_raises_naming(lambda: scorer(logistic, X, Y, sample_weight=-np.ones(len(Y))), NEGATIVE)
+
+
+# ----------------------------------------------------------------- calibrators
+
+
+def calibrator_fit_cases(input):
+    scores = LOGITS if input == "logits" else PROBA
+    cases = {
+        "nan": ((with_value(scores, np.nan), LOGIT_LABELS), NAN),
+        "inf": ((with_value(scores, np.inf), LOGIT_LABELS), INF),
+        "three_d": ((scores[:, :, None], LOGIT_LABELS), r"dim|shape"),
+        "one_column": ((scores[:, :1], LOGIT_LABELS % 2), r"at least 2"),
+        "strings": ((strings(scores), LOGIT_LABELS), STRINGS),
+        "objects": ((objects(scores), LOGIT_LABELS), STRINGS),
+        "empty": ((scores[:0], LOGIT_LABELS[:0]), EMPTY),
+        "single_class": ((scores, np.zeros(90, int)), r"at least 2 classes, got 1"),
+        "two_labels_three_columns": (
+            (scores, np.where(LOGIT_LABELS == 0, 5, 7)),
+            r"one class per score column",
+        ),
+        "four_labels_three_columns": ((scores, np.arange(90) % 4), r"one class per score column"),
+        "nan_labels": ((scores, with_value(LOGIT_LABELS, np.nan, 3)), NAN),
+        "continuous_labels": ((scores, np.linspace(0, 1, 90)), r"continuous"),
+        "length_mismatch": ((scores, LOGIT_LABELS[:-1]), r"inconsistent"),
+    }
+    if input == "probabilities":
+        cases["rows_not_summing_to_one"] = ((scores * 2, LOGIT_LABELS), r"sum to 1")
+        cases["negative"] = ((scores - 0.5, LOGIT_LABELS), r"negative")
+    return cases
+
+
+def calibrator_predict_cases(input):
+    scores = LOGITS if input == "logits" else PROBA
+    return {
+        "nan": (with_value(scores, np.nan), NAN),
+        "inf": (with_value(scores, np.inf), INF),
+        "other_number_of_classes": (np.c_[scores, scores[:, :1]], r"4 features.*expecting 3"),
+        "fewer_classes": (scores[:, :2], r"2 features.*expecting 3"),
+        "one_dimensional": (scores[:, 0], r"2D array|1-D"),
+        "strings": (strings(scores), STRINGS),
+        "objects": (objects(scores), STRINGS),
+        "empty": (scores[:0], EMPTY),
+    }
+
+
+def fitted_calibrator(cls, input):
+    scores = LOGITS if input == "logits" else PROBA
+    return cls(input=input).fit(scores, LOGIT_LABELS)
+
+
+def assert_unchanged(calibrator, scores, expected):
+    np.testing.assert_array_equal(calibrator.predict_proba(scores), expected)
+
+
+WEIGHT_CASES = {
+    "negative_weights": (-np.ones(90), NEGATIVE),
+    "nan_weights": (with_value(np.ones(90), np.nan, 0), NAN),
+    "weights_of_wrong_length": (np.ones(89), r"shape \(90,\)"),
+    "zero_weights": (np.zeros(90), r"positive sum"),
+}
+
+
+def calibrator_cases(input):
+    cases = {f"fit_{name}": ("fit", case) for name, case in calibrator_fit_cases(input).items()}
+    cases.update({f"fit_{name}": ("weights", case) for name, case in WEIGHT_CASES.items()})
+    cases.update(
+        {
+            f"predict_{name}": ("predict", case)
+            for name, case in calibrator_predict_cases(input).items()
+        }
+    )
+    return cases
+
+
+@pytest.mark.parametrize(
+    "input, case",
+    [(input, case) for input in ("logits", "probabilities") for case in calibrator_cases(input)],
+)
+@pytest.mark.parametrize("cls", CALIBRATORS, ids=lambda c: c.__name__)
+def test_calibrators_reject_bad_input_and_stay_fitted(cls, input, case):
+    scores = LOGITS if input == "logits" else PROBA
+    calibrator = fitted_calibrator(cls, input)
+    expected = calibrator.predict_proba(scores)
+    attributes = dict(vars(calibrator))
+    kind, (bad, match) = calibrator_cases(input)[case]
+    if kind == "fit":
+        assert_raises_naming(lambda: calibrator.fit(*bad), match)
+    elif kind == "weights":
+        assert_raises_naming(lambda: calibrator.fit(scores, LOGIT_LABELS, sample_weight=bad), match)
+    else:
+        for method in (calibrator.predict_proba, calibrator.predict, calibrator.transform):
+            assert_raises_naming(lambda: method(bad), match)  # noqa: B023
+    assert vars(calibrator).keys() == attributes.keys()
+    assert all(vars(calibrator)[key] is value for key, value in attributes.items())
+    assert_unchanged(calibrator, scores, expected)
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS, ids=lambda c: c.__name__)
+def test_binary_calibrators_reject_two_columns_after_one_dimensional_fit(cls):
+    calibrator = cls().fit(LOGITS[:, 0], LOGIT_LABELS % 2)
+    expected = calibrator.predict_proba(LOGITS[:, 1])
+    assert_raises_naming(lambda: calibrator.predict_proba(LOGITS[:, :2]), r"1-D binary scores")
+    assert_raises_naming(lambda: calibrator.predict_proba(LOGITS[:0, 0]), EMPTY)
+    np.testing.assert_array_equal(calibrator.predict_proba(LOGITS[:, 1]), expected)
+
+
+# ----------------------------------------------------------------- classifiers
+
+
+def classifier_fit_cases():
+    return {
+        "nan_X": ((with_value(X, np.nan), Y), NAN),
+        "inf_X": ((with_value(X, np.inf), Y), r"infinity|[Ii]nf"),
+        "one_dimensional_X": ((X[:, 0], Y), r"2D array|1-D|dimension"),
+        "string_X": ((strings(X), Y), STRINGS),
+        "object_X": ((objects(X), Y), STRINGS),
+        "empty": ((X[:0], Y[:0]), EMPTY),
+        "single_class": ((X, np.zeros(len(Y), int)), r"2 classes"),
+        "nan_y": ((X, with_value(Y, np.nan, 3)), NAN),
+        "continuous_y": ((X, np.linspace(0, 1, len(Y))), r"continuous"),
+        "length_mismatch": ((X, Y[:-1]), r"inconsistent"),
+    }
+
+
+def classifier_predict_cases():
+    return {
+        "nan_X": (with_value(X, np.nan), NAN),
+        "inf_X": (with_value(X, np.inf), r"infinity|[Ii]nf"),
+        "other_number_of_features": (X[:, :4], r"4 features.*expecting 6|features"),
+        "string_X": (strings(X), STRINGS),
+        "object_X": (objects(X), STRINGS),
+        "empty": (X[:0], EMPTY),
+    }
+
+
+CLASSIFIERS = NET_CLASSIFIERS + META_CLASSIFIERS
+
+
+@pytest.fixture(scope="module", params=CLASSIFIERS, ids=[name for name, _ in CLASSIFIERS])
+def fitted_classifier(request):
+    return request.param[1]().fit(X, Y)
+
+
+@pytest.mark.parametrize("case", classifier_fit_cases(), ids=str)
+def test_classifiers_reject_bad_fit_input_and_stay_fitted(fitted_classifier, case):
+    model = fitted_classifier
+    expected = model.predict_proba(X)
+    (bad_X, bad_y), match = classifier_fit_cases()[case]
+    assert_raises_naming(lambda: model.fit(bad_X, bad_y), match)
+    np.testing.assert_array_equal(model.predict_proba(X), expected)
+
+
+@pytest.mark.parametrize("case", classifier_predict_cases(), ids=str)
+def test_classifiers_reject_bad_predict_input(fitted_classifier, case):
+    model = fitted_classifier
+    bad_X, match = classifier_predict_cases()[case]
+    methods = [model.predict, model.predict_proba]
+    if hasattr(model, "decision_function"):
+        methods.append(model.decision_function)
+    for method in methods:
+        assert_raises_naming(lambda: method(bad_X), match)  # noqa: B023
+
+
+@pytest.mark.parametrize(
+    "factory", [f for _, f in NET_CLASSIFIERS], ids=[n for n, _ in NET_CLASSIFIERS]
+)
+def test_net_partial_fit_rejects_unseen_labels_and_other_shapes(factory):
+    net = factory().fit(X, Y)
+    expected = net.predict_proba(X)
+    assert_raises_naming(lambda: net.partial_fit(X, np.where(Y == 2, 9, Y)), r"not seen.*9")
+    assert_raises_naming(lambda: net.partial_fit(X[:, :4], Y), r"features")
+    assert_raises_naming(lambda: net.partial_fit(with_value(X, np.nan), Y), NAN)
+    # float64 values beyond float32's range become inf when cast: rejected, not trained on.
+    too_large = with_value(X, 1e39)
+    assert_raises_naming(lambda: net.partial_fit(too_large, Y), r"infinity|too large")
+    assert_raises_naming(lambda: net.predict_proba(too_large), r"infinity|too large")
+    assert_raises_naming(lambda: factory().fit(too_large, Y), r"infinity|too large")
+    assert_raises_naming(
+        lambda: factory().set_params(classes=[0, 1]).fit(X, Y), r"not in `classes`.*2"
+    )
+    np.testing.assert_array_equal(net.predict_proba(X), expected)
+
+
+@pytest.mark.parametrize(
+    "factory", [f for _, f in META_CLASSIFIERS], ids=[n for n, _ in META_CLASSIFIERS]
+)
+def test_meta_classifiers_reject_negative_weights_and_unknown_labels(factory):
+    model = factory().fit(X, Y)
+    expected = model.predict_proba(X)
+    assert_raises_naming(lambda: model.fit(X, Y, sample_weight=-np.ones(len(Y))), NEGATIVE)
+    assert_raises_naming(
+        lambda: model.fit(X, Y, sample_weight=with_value(np.ones(len(Y)), np.nan, 0)), NAN
+    )
+    prefit = CalibratedClassifier(model.estimators_[0], method="prefit")
+    assert_raises_naming(lambda: prefit.fit(X, np.where(Y == 2, 4, Y)), r"does not know.*4")
+    np.testing.assert_array_equal(model.predict_proba(X), expected)

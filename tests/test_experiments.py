@@ -1,0 +1,313 @@
+"""Tests of the experiments package ``benchmarks`` (python -m benchmarks)."""
+
+import io
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+from scipy.special import softmax
+
+import benchmarks._runner as runner
+from benchmarks.__main__ import EXIT_INCOMPLETE, main, plan
+from benchmarks._methods import FLG_SECE, regularizer_methods
+from benchmarks._posthoc import ece_temperature, learned_epochs
+from benchmarks._presets import GRID_SEED002, make_config
+from benchmarks._report import read_csv
+from benchmarks._store import RunStore, pack_logits, run_key, unpack_logits
+from benchmarks._train import make_spec, train_run
+from benchmarks.experiments import EXPERIMENTS
+from benchmarks.experiments import _base as base
+from benchmarks.experiments._base import choose_coefficients, mark, ttest
+from benchmarks.experiments.focal import METHODS as FOCAL_METHODS
+from benchmarks.experiments.toy_gaussians import pearson, weight_values
+from sklearn_calib.calibrators import TemperatureScaling
+
+
+@pytest.fixture
+def one_thread():
+    """Tiny CPU trainings are fastest, and bitwise reproducible, on one thread."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def count_trainings(monkeypatch):
+    """Count the runs the runner trains."""
+    calls = []
+    original = runner.train_run
+
+    def counting(spec, **kwargs):
+        calls.append(spec)
+        return original(spec, **kwargs)
+
+    monkeypatch.setattr(runner, "train_run", counting)
+    return calls
+
+
+def _run(*args):
+    stream = io.StringIO()
+    status = main(["run", *args], stream=stream)
+    return status, stream.getvalue()
+
+
+def _tiny(name, tmp_path, *extra):
+    return (
+        name,
+        "--preset", "quick",
+        "--dataset", "digits",
+        "--seeds", "2",
+        "--epochs", "2",
+        "--train-size", "300",
+        "--device", "cpu",
+        "--out", str(tmp_path / "out"),
+        "--store", str(tmp_path / "store"),
+        *extra,
+    )  # fmt: skip
+
+
+def test_list_prints_every_experiment():
+    stream = io.StringIO()
+    assert main(["list"], stream=stream) == 0
+    names = [line.split()[0] for line in stream.getvalue().splitlines() if line.strip()]
+    for name in EXPERIMENTS:
+        assert name in names
+    assert set(EXPERIMENTS) == {
+        "regularizers", "calibratable", "focal", "meta", "bins", "gra",
+        "toy_gaussians", "dynamics", "validation_size",
+    }  # fmt: skip
+
+
+def test_focal_end_to_end_resume_and_corruption(tmp_path, one_thread, count_trainings):
+    args = _tiny("focal", tmp_path)
+    report = tmp_path / "out" / "focal" / "report.md"
+    # A budget too small for one run trains nothing and writes no report.
+    status, output = _run(*args, "--max-minutes", "0.0001")
+    assert status == EXIT_INCOMPLETE
+    assert count_trainings == [] and not report.exists()
+    assert "report not written" in output
+
+    status, output = _run(*args)
+    assert status == 0
+    assert len(count_trainings) == 10
+    rows = read_csv(tmp_path / "out" / "focal" / "runs.csv")
+    assert len(rows) == 10
+    assert sorted({row["method"] for row in rows}) == sorted(m.label for m in FOCAL_METHODS)
+    assert {row["seed"] for row in rows} == {"0", "1"}
+    for column in ("key", "val_ece", "temperature", "test_ece", "ts_ece", "test_ada_ece",
+                   "ts_cw_ece", "test_accuracy", "reduction", "grad_clip"):  # fmt: skip
+        assert column in rows[0]
+    for row in rows:
+        assert 0.0 <= float(row["test_ece"]) <= 1.0
+        assert float(row["temperature"]) in GRID_SEED002
+        assert row["reduction"] == ("mean" if row["method"] == "Brier" else "sum")
+        assert float(row["grad_clip"]) == 2.0
+    text = report.read_text()
+    for piece in ("## Setup", "## Results", "## Agreement with the paper", "Table C.3",
+                  "summed over the batch", "gradient norm clipped to 2", "Seeds: 0, 1",
+                  "Command: `python -m benchmarks run focal --preset quick", " ± ",
+                  "never on test data"):  # fmt: skip
+        assert piece in text
+    for method in FOCAL_METHODS:
+        assert f"| {method.label} |" in text
+    assert any(v in text for v in ("**agrees**", "**disagrees**", "**partly**"))
+    first_csv = (tmp_path / "out" / "focal" / "runs.csv").read_text()
+
+    # A second call trains nothing and writes the same CSV.
+    status, _ = _run(*args)
+    assert status == 0 and len(count_trainings) == 10
+    assert (tmp_path / "out" / "focal" / "runs.csv").read_text() == first_csv
+
+    # A corrupted record and a partial one (no manifest) are detected and trained again;
+    # CPU training is deterministic, so the CSV is unchanged.
+    store = RunStore(tmp_path / "store")
+    keys = [row["key"] for row in rows]
+    data = (tmp_path / "store" / f"{keys[0]}.npz").read_bytes()
+    (tmp_path / "store" / f"{keys[0]}.npz").write_bytes(data[: len(data) // 2])
+    (tmp_path / "store" / f"{keys[1]}.json").unlink()
+    assert store.status(keys[0]) == "corrupt" and store.status(keys[1]) == "corrupt"
+    status, output = _run(*args)
+    assert status == 0
+    assert len(count_trainings) == 12
+    assert {spec["seed"] for spec in count_trainings[10:]} <= {0, 1}
+    assert {run_key(spec) for spec in count_trainings[10:]} == set(keys[:2])
+    assert "2 corrupt records redone" in output
+    assert (tmp_path / "out" / "focal" / "runs.csv").read_text() == first_csv
+
+    # A diverged run (non-finite logits) is named in the report, never silently averaged.
+    record = store.load(keys[2])
+    arrays = dict(record.arrays)
+    arrays["test_logits"] = np.full_like(arrays["test_logits"], np.nan)
+    store.save(keys[2], record.spec, arrays, record.history, record.meta)
+    status, _ = _run(*args)
+    assert status == 0 and len(count_trainings) == 12
+    assert "Diverged runs" in report.read_text()
+    (row,) = [r for r in read_csv(tmp_path / "out" / "focal" / "runs.csv") if r["key"] == keys[2]]
+    assert row["test_ece"] == "" and row["ts_ece"] == ""
+
+
+def test_store_detects_corrupt_partial_and_mismatched_records(tmp_path):
+    store = RunStore(tmp_path)
+    spec = {"seed": 0, "loss": "ce"}
+    key = run_key(spec)
+    assert store.status(key) == "missing"
+    logits = np.random.default_rng(0).normal(size=(20, 4)).astype(np.float32)
+    store.save(key, spec, {"val_logits": logits, "val_y": np.arange(20) % 4}, {}, {"a": 1})
+    record = store.load(key, spec)
+    assert record is not None and record.meta == {"a": 1}
+    np.testing.assert_allclose(record.logits("val")[0], logits, atol=1e-2)
+    assert store.load(key, {"seed": 1, "loss": "ce"}) is None
+    manifest = tmp_path / f"{key}.json"
+    manifest.write_text(manifest.read_text()[:-5])
+    assert store.load(key) is None and store.status(key) == "corrupt"
+    store.discard(key)
+    assert store.status(key) == "missing"
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_packed_logits_keep_probabilities():
+    rng = np.random.default_rng(1)
+    logits = (rng.normal(size=(5000, 10)) * rng.uniform(0.1, 30, size=(5000, 1))).astype(
+        np.float32
+    )
+    restored = unpack_logits(*pack_logits(logits))
+    p, q = softmax(logits.astype(np.float64), 1), softmax(restored.astype(np.float64), 1)
+    assert np.abs(p - q).max() < 2.5e-4
+    assert np.array_equal(logits.argmax(1), restored.argmax(1))
+
+
+def test_ece_temperature_is_the_library_grid_argmin():
+    rng = np.random.default_rng(2)
+    logits = rng.normal(size=(700, 6)) * 3
+    y = rng.integers(0, 6, size=700)
+    grid = np.round(np.arange(1, 61) * 0.05, 2)
+    reference = TemperatureScaling(objective="ece", grid=grid).fit(logits, y).temperature_
+    assert ece_temperature(logits, y, grid) == reference
+
+
+def test_learned_epochs():
+    correct = np.array(
+        [[1, 0, 1, 0, 1], [1, 1, 0, 0, 1], [1, 1, 1, 0, 0]], dtype=bool
+    )  # epochs x samples
+    assert learned_epochs(correct).tolist() == [1, 2, 3, 4, 4]
+
+
+def test_experiments_share_runs_and_follow_the_families():
+    config = make_config("full", "fashion_mnist")
+    experiments = [EXPERIMENTS[n] for n in ("regularizers", "calibratable", "dynamics",
+                                              "validation_size")]  # fmt: skip
+    runs, tasks = plan(experiments, config)
+    assert len(tasks) == 25 * 3  # 21 regulariser runs + 3 inverse focal + focal γ=2, 3 seeds
+    regularizer_keys = {run.key for run in runs["regularizers"]}
+    assert regularizer_keys <= {run.key for run in runs["calibratable"]}
+    assert regularizer_keys == {run.key for run in runs["validation_size"]}
+    spec = make_spec(config, regularizer_methods()[0], 0)
+    assert spec["training"]["batch_size"] == 512 and spec["training"]["reduction"] == "mean"
+    assert spec["training"]["grad_clip"] is None and spec["track"] is not None
+    focal = make_spec(config, FOCAL_METHODS[-1], 0)
+    assert focal["training"]["reduction"] == "sum" and focal["training"]["grad_clip"] == 2.0
+    assert run_key(make_spec(config, FOCAL_METHODS[0], 1)) != run_key(
+        make_spec(config, FOCAL_METHODS[0], 0)
+    )
+
+
+def test_tracked_run_records_per_epoch_metrics(one_thread):
+    config = make_config("quick", "digits", epochs=3, train_size=200)
+    spec = make_spec(config, regularizer_methods()[0], 0)
+    arrays, history, meta = train_run(spec, device="cpu")
+    assert meta["epochs"] == 3 and len(history["opt_ece"]) == 3
+    assert np.all(np.array(history["opt_ece"]) <= np.array(history["test_ece"]) + 1e-12)
+    assert arrays["track_correct"].shape == (3, 200)
+    final_accuracy = (arrays["test_logits"].argmax(1) == arrays["test_y"]).mean()
+    assert history["test_acc"][-1] == pytest.approx(final_accuracy)
+    assert history["track_acc"][-1] == pytest.approx(arrays["track_correct"][-1].mean())
+
+
+def test_parallel_jobs_train_the_same_runs(tmp_path, one_thread):
+    args = ("focal", "--preset", "quick", "--seeds", "1", "--epochs", "1", "--train-size",
+            "200", "--device", "cpu")  # fmt: skip
+    serial = tmp_path / "serial"
+    parallel = tmp_path / "parallel"
+    assert _run(*args, "--out", str(serial), "--store", str(serial / "store"))[0] == 0
+    status, output = _run(*args, "--jobs", "2", "--out", str(parallel), "--store",
+                          str(parallel / "store"))  # fmt: skip
+    assert status == 0 and "trained 5 runs" in output
+    a, b = read_csv(serial / "focal" / "runs.csv"), read_csv(parallel / "focal" / "runs.csv")
+    assert [r["key"] for r in a] == [r["key"] for r in b]
+    for ra, rb in zip(a, b, strict=True):
+        for column in ("test_ece", "ts_ece", "test_nll", "test_accuracy"):
+            assert float(ra[column]) == pytest.approx(float(rb[column]), abs=1e-5)
+
+
+def test_toy_gaussians_quick(tmp_path, one_thread):
+    status, _ = _run("toy_gaussians", "--seeds", "1", "--out", str(tmp_path / "out"),
+                     "--store", str(tmp_path / "store"), "--device", "cpu")  # fmt: skip
+    assert status == 0
+    (row,) = read_csv(tmp_path / "out" / "toy_gaussians" / "runs.csv")
+    for name in ("FL", "DFL", "gBS"):
+        assert 0.0 < float(row[f"{name}_r_test"]) <= 1.0
+        assert -1.0 <= float(row[f"{name}_r_test_default"]) <= 1.0
+    text = (tmp_path / "out" / "toy_gaussians" / "report.md").read_text()
+    assert "0.664" in text and "Pearson" in text
+
+
+def test_brier_weight_with_beta_one_correlates_like_focal():
+    rng = np.random.default_rng(3)
+    proba = softmax(rng.normal(size=(300, 5)) * 2, 1)
+    y = rng.integers(0, 5, 300)
+    target = rng.uniform(size=300)
+    for gamma in (0.5, 2.0):
+        focal = weight_values("FL", {"gamma": gamma}, proba, y)
+        brier = weight_values("gBS", {"beta": 1.0, "gamma": gamma}, proba, y)
+        np.testing.assert_allclose(brier, (2 * (1 - proba[np.arange(300), y])) ** gamma)
+        assert pearson(brier, target) == pytest.approx(pearson(focal, target), abs=1e-12)
+
+
+def test_meta_methods_pending_without_meta_estimator(monkeypatch):
+    config = make_config("quick")
+    meta = EXPERIMENTS["meta"]
+    trained = {run.method.label for run in meta.runs(config)}
+    assert {"CE-DECE", "CE-SECE", "FLγ-DECE", "FLγ-SECE"} <= trained
+    assert meta.pending(config) == []
+    monkeypatch.setattr(base, "meta_estimator", lambda: None)
+    pending = meta.pending(config)
+    assert [m.label for m in pending] == ["CE-DECE", "CE-SECE", "FLγ-DECE", "FLγ-SECE"]
+    assert all(m.estimator == "meta" for m in pending)
+    assert not {m.label for m in pending} & {run.method.label for run in meta.runs(config)}
+    assert "pending" in base.pending_note(meta, config)
+
+
+def test_meta_learned_run_records_gamma(one_thread):
+    config = make_config("quick", "digits", epochs=2, train_size=300)
+    spec = make_spec(config, FLG_SECE, 0)
+    assert spec["estimator"]["params"]["train_split"] is None
+    arrays, history, meta = train_run(spec, device="cpu")
+    assert meta["epochs"] == 2 and len(history["gamma_mean"]) == 2
+    assert all(g > 0 for g in history["gamma_mean"]) and len(history["meta_loss"]) == 2
+    assert np.isfinite(arrays["test_logits"]).all()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_tracked_run_on_cuda():
+    config = make_config("quick", "digits", epochs=2, train_size=200)
+    spec = make_spec(config, regularizer_methods()[0], 0)
+    arrays, history, meta = train_run(spec, device="cuda")
+    assert meta["device"].startswith("cuda")
+    assert np.isfinite(history["opt_ece"]).all() and np.isfinite(arrays["test_logits"]).all()
+
+
+def test_marks_and_coefficients_chosen_on_validation():
+    assert mark([2.0, 2.1, 2.2], [1.0, 1.1, 1.2]).startswith("▲")
+    assert mark([1.0, 1.1, 1.2], [2.0, 2.1, 2.2]).startswith("▼")
+    assert mark([1.0, 1.3, 1.2], [1.1, 1.2, 1.25]).startswith(("△", "▽"))
+    assert "n/a" in mark([1.0, 1.0], [2.0, 2.0])
+    a, b = [0.1, 0.4, 0.2], [0.3, 0.5, 0.6]
+    assert ttest(a, b) == pytest.approx(stats.ttest_ind(a, b).pvalue)
+    rows = [
+        {"method": "A", "val_ece": 0.01, "test_ece": 0.05},
+        {"method": "B", "val_ece": 0.02, "test_ece": 0.01},
+    ]
+    assert choose_coefficients(rows, {"g": ["A", "B"]}) == {"g": "A"}
+    assert choose_coefficients(rows, {"g": ["A", "B"]}, by="test_ece") == {"g": "B"}

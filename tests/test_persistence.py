@@ -1,0 +1,278 @@
+"""Round trips through pickle, joblib and skops; loading on a machine without CUDA."""
+
+import importlib
+import io
+import os
+import pickle
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import joblib
+import numpy as np
+import pytest
+import torch
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.datasets import load_digits
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import train_test_split
+from skorch.callbacks import Callback
+from skorch.exceptions import DeviceWarning
+
+from sklearn_calib import persistence
+from sklearn_calib.calibrators import (
+    CalibratedClassifier,
+    EnsembleTemperatureScaling,
+    HistogramBinning,
+    IsotonicCalibration,
+    MatrixScaling,
+    ScalingBinning,
+    TemperatureScaling,
+    VectorScaling,
+)
+from sklearn_calib.estimators import MetaNetClassifier, NetClassifier
+
+skops_io = pytest.importorskip("skops.io")
+from skops.io.exceptions import UntrustedTypesFoundException  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def digits():
+    X, y = load_digits(return_X_y=True)
+    X = (X / 16.0).astype(np.float32)
+    return train_test_split(X, y, test_size=0.25, random_state=0, stratify=y)
+
+
+def small_net(cls=NetClassifier, **params):
+    defaults = {
+        "module__hidden_units": (32,),
+        "lr": 0.05,
+        "max_epochs": 3,
+        "batch_size": 64,
+        "random_state": 0,
+        "recipe": "seed001",
+        "mixup_alpha": 0.2,
+    }
+    return cls(**{**defaults, **params})
+
+
+def round_trip(estimator, how, tmp_path):
+    if how == "pickle":
+        return pickle.loads(pickle.dumps(estimator))
+    if how == "joblib":
+        buffer = io.BytesIO()
+        joblib.dump(estimator, buffer)
+        buffer.seek(0)
+        return joblib.load(buffer)
+    path = tmp_path / "model.skops"
+    persistence.dump(estimator, path)
+    return persistence.load(path)
+
+
+CALIBRATORS = [
+    TemperatureScaling(),
+    TemperatureScaling(objective="ece"),
+    EnsembleTemperatureScaling(),
+    HistogramBinning(),
+    ScalingBinning(),
+    IsotonicCalibration(),
+    VectorScaling(),
+    MatrixScaling(),
+]
+
+HOW = ["pickle", "joblib", "skops"]
+
+
+@pytest.mark.parametrize("how", HOW)
+@pytest.mark.parametrize("calibrator", CALIBRATORS, ids=lambda c: repr(c))
+def test_calibrators_round_trip(calibrator, how, tmp_path):
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(300, 4)) * 3
+    y = rng.integers(0, 4, size=300)
+    fitted = calibrator.fit(logits, y)
+    loaded = round_trip(fitted, how, tmp_path)
+    assert type(loaded) is type(fitted)
+    assert loaded.get_params() == fitted.get_params() or how != "skops"
+    np.testing.assert_array_equal(loaded.predict_proba(logits), fitted.predict_proba(logits))
+
+
+@pytest.mark.parametrize("how", HOW)
+@pytest.mark.parametrize("cls", [NetClassifier, MetaNetClassifier], ids=lambda c: c.__name__)
+def test_net_round_trip_predicts_and_continues_training_identically(digits, cls, how, tmp_path):
+    X_train, X_test, y_train, _ = digits
+    net = small_net(cls=cls, train_split=0.2, max_epochs=2).fit(X_train, y_train)
+    loaded = round_trip(net, how, tmp_path)
+    np.testing.assert_array_equal(loaded.predict_proba(X_test), net.predict_proba(X_test))
+    assert loaded.get_params(deep=False).keys() == net.get_params(deep=False).keys()
+    assert loaded.history[:, "valid_loss"] == net.history[:, "valid_loss"]
+    assert loaded.device == "auto" and loaded.device_ == torch.device("cpu")
+    # The optimiser state and the random-generator states came along: one more epoch of
+    # each gives the same weights (and meta-regulariser).
+    net.partial_fit(X_train, y_train)
+    loaded.partial_fit(X_train, y_train)
+    for name in ("module_", "meta_regularizer_"):
+        if name not in net.__dict__:
+            continue
+        ours, theirs = getattr(net, name).state_dict(), getattr(loaded, name).state_dict()
+        assert ours.keys() == theirs.keys()
+        for key in ours:
+            assert torch.equal(ours[key], theirs[key]), f"{name}{key}"
+
+
+@pytest.mark.parametrize("how", HOW)
+def test_unfitted_net_round_trips(how, tmp_path):
+    net = small_net(criterion="focal", criterion__gamma=3.0, optimizer="sgd")
+    loaded = round_trip(net, how, tmp_path)
+    assert loaded.get_params(deep=False) == net.get_params(deep=False)
+    assert not loaded.__sklearn_is_fitted__()
+    loaded.set_params(lr=0.2, criterion__gamma=2.0)  # skorch's routing state came along
+    assert loaded.lr == 0.2
+
+
+@pytest.mark.parametrize("how", HOW)
+@pytest.mark.parametrize("inner", ["net", "logistic"])
+def test_calibrated_classifier_round_trips(digits, how, inner, tmp_path):
+    X_train, X_test, y_train, _ = digits
+    estimator = small_net(max_epochs=2) if inner == "net" else LogisticRegression(max_iter=300)
+    model = CalibratedClassifier(
+        estimator, calibrator=HistogramBinning(), calibration_size=0.3, random_state=0
+    ).fit(X_train, y_train)
+    loaded = round_trip(model, how, tmp_path)
+    np.testing.assert_array_equal(loaded.predict_proba(X_test), model.predict_proba(X_test))
+
+
+def test_trusted_types_are_importable_and_cover_the_public_estimators():
+    names = persistence.trusted_types()
+    assert names == sorted(set(names))
+    for name in names:
+        module, _, attribute = name.rpartition(".")
+        assert isinstance(getattr(importlib.import_module(module), attribute), type), name
+    for cls in (NetClassifier, MetaNetClassifier, CalibratedClassifier, TemperatureScaling):
+        assert f"{cls.__module__}.{cls.__qualname__}" in names
+
+
+class NoisyCallback(Callback):
+    pass
+
+
+class ForeignClassifier(ClassifierMixin, BaseEstimator):
+    def fit(self, X, y):
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict_proba(self, X):
+        scores = np.exp(np.asarray(X)[:, : len(self.classes_)])
+        return scores / scores.sum(axis=1, keepdims=True)
+
+
+def test_unknown_types_are_refused(digits, tmp_path):
+    X_train, X_test, y_train, _ = digits
+    net = small_net(max_epochs=1, callbacks=[NoisyCallback()]).fit(X_train, y_train)
+    path = tmp_path / "net.skops"
+    persistence.dump(net, path)
+    untrusted = f"{__name__}.NoisyCallback"
+    found = skops_io.get_untrusted_types(file=path)
+    assert [name for name in found if name not in persistence.trusted_types()] == [untrusted]
+    with pytest.raises(UntrustedTypesFoundException, match="NoisyCallback"):
+        persistence.load(path)
+    with pytest.raises(UntrustedTypesFoundException):
+        skops_io.load(path)
+    loaded = persistence.load(path, trusted=[untrusted])
+    np.testing.assert_array_equal(loaded.predict_proba(X_test), net.predict_proba(X_test))
+
+    model = CalibratedClassifier(ForeignClassifier(), random_state=0).fit(X_train, y_train)
+    persistence.dump(model, tmp_path / "foreign.skops")
+    with pytest.raises(UntrustedTypesFoundException, match="ForeignClassifier"):
+        persistence.load(tmp_path / "foreign.skops")
+
+
+def pretend_fitted_on_cuda(net):
+    """Make a CPU-fitted net's state look like a CUDA fit with a graph-ready optimiser."""
+    for group in net.optimizer_.param_groups:
+        group["lr"] = torch.tensor(group["lr"])
+        group["fused"] = True
+    net.device_ = torch.device("cuda")
+    return net
+
+
+@pytest.mark.parametrize("how", HOW)
+@pytest.mark.parametrize("device", ["auto", "cuda"])
+def test_cuda_fitted_net_loads_on_a_cpu_only_machine(digits, how, device, tmp_path, monkeypatch):
+    X_train, X_test, y_train, _ = digits
+    net = small_net(max_epochs=1).fit(X_train, y_train)
+    expected = net.predict_proba(X_test)
+    net = pretend_fitted_on_cuda(net)
+    net.__dict__["device"] = device
+    if how == "skops":
+        persistence.dump(net, tmp_path / "net.skops")
+    else:
+        data = pickle.dumps(net)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loaded = persistence.load(tmp_path / "net.skops") if how == "skops" else pickle.loads(data)
+    assert any(issubclass(w.category, DeviceWarning) for w in caught) == (device == "cuda")
+    assert loaded.device_ == torch.device("cpu")
+    assert loaded.device == ("auto" if device == "auto" else "cpu")
+    np.testing.assert_array_equal(loaded.predict_proba(X_test), expected)
+    group = loaded.optimizer_.param_groups[0]
+    assert isinstance(group["lr"], float) and not group.get("fused")
+    loaded.partial_fit(X_train, y_train)
+    assert len(loaded.history) == 2
+
+
+LOAD_ON_CPU = """
+import sys
+import numpy as np
+import torch
+from sklearn_calib import persistence
+import pickle
+assert not torch.cuda.is_available()
+path, how, data, out = sys.argv[1:]
+if how == "skops":
+    net = persistence.load(path)
+else:
+    with open(path, "rb") as file:
+        net = pickle.load(file)
+assert net.device_ == torch.device("cpu")
+np.save(out, net.predict_proba(np.load(data)))
+"""
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("how", ["pickle", "skops"])
+def test_gpu_fitted_net_predicts_in_a_process_without_cuda(digits, how, tmp_path):
+    X_train, X_test, y_train, _ = digits
+    net = small_net(device="cuda", precision="fp32").fit(X_train, y_train)
+    assert net.device_.type == "cuda"
+    expected = net.predict_proba(X_test)
+    path = tmp_path / "net.bin"
+    if how == "skops":
+        persistence.dump(net, path)
+    else:
+        path.write_bytes(pickle.dumps(net))
+    np.save(tmp_path / "X.npy", X_test)
+    script = tmp_path / "load.py"
+    script.write_text(LOAD_ON_CPU)
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": str(REPO)}
+    args = [str(path), how, str(tmp_path / "X.npy"), str(tmp_path / "out.npy")]
+    result = subprocess.run(
+        [sys.executable, str(script), *args], env=env, capture_output=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    np.testing.assert_allclose(np.load(tmp_path / "out.npy"), expected, atol=1e-5)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_net_fitted_on_a_gpu_this_machine_lacks_loads_on_the_current_one(digits):
+    X_train, X_test, y_train, _ = digits
+    net = small_net(max_epochs=1, device="cuda").fit(X_train, y_train)
+    state = net.__getstate__()
+    state["device_"] = f"cuda:{torch.cuda.device_count()}"
+    loaded = NetClassifier.__new__(NetClassifier)
+    loaded.__setstate__(state)
+    assert loaded.device_ == torch.device("cuda")
+    np.testing.assert_allclose(loaded.predict_proba(X_test), net.predict_proba(X_test), atol=1e-6)
