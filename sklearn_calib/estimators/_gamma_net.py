@@ -55,6 +55,10 @@ class GammaNet(nn.Module):
         self.attention = nn.Parameter(attention)
         self.weight = nn.Parameter(weight)
         self.tau = tau
+        # the sensitivity bound of lr_scale, fixed at initialisation (a buffer, so a
+        # resumed or reloaded fit steps exactly as the original one)
+        bound = attention.abs().sum(0).max() + weight.abs().sum()
+        self.register_buffer("sensitivity", bound)
 
     def forward(self, features):
         """Return the per-sample gamma, shape (n,), of features of shape (n, d)."""
@@ -95,16 +99,15 @@ class GammaNet(nn.Module):
     def lr_scale(self):
         """Return the optimiser learning rate per unit of gamma change (a float).
 
-        ``tau / (max_k ||A_k||_1 + ||W||_1)``: the sum of ``|d gamma / d theta|`` over all
-        parameters is at most ``(||x~||_1 + ||W||_1) / tau`` with ``x~`` a convex
-        combination of the columns ``A_k`` (the attention's own term vanishes at
-        initialisation, where every ``A_k . W`` is ``tau``). A step that moves each
-        parameter by at most ``lr_scale() * delta`` thus changes every sample's gamma by at
-        most about ``delta``. One host synchronisation.
+        ``tau / (max_k ||A_k||_1 + ||W||_1)`` with A and W at initialisation (the buffer
+        ``sensitivity``): the sum of ``|d gamma / d theta|`` over all parameters is at most
+        ``(||x~||_1 + ||W||_1) / tau`` with ``x~`` a convex combination of the columns
+        ``A_k`` (the attention's own term vanishes at initialisation, where every
+        ``A_k . W`` is ``tau``). A step that moves each parameter by at most
+        ``lr_scale() * delta`` thus changes every sample's gamma by at most about
+        ``delta``. One host synchronisation.
         """
-        with torch.no_grad():
-            bound = self.attention.abs().sum(0).max() + self.weight.abs().sum()
-        return self.tau / bound.item()
+        return self.tau / self.sensitivity.item()
 
     def project_(self):
         """Keep the parameters feasible after an optimiser step (nothing to do)."""

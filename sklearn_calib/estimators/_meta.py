@@ -101,8 +101,8 @@ class MetaNetClassifier(NetClassifier):
         "l2": Adam's learning rate on the coefficients (Bohdal et al.'s 1e-3). "gamma_net":
         about the largest change of a sample's gamma that one Adam step makes; Adam's
         learning rate is ``meta_lr * tau / (max_k ||A_k||_1 + ||W||_1)`` with the
-        gamma-Net's parameters when ``fit`` starts, about ``meta_lr / (100 sqrt(d))`` for a
-        new gamma-Net. See Notes.
+        gamma-Net's parameters at its initialisation, about ``meta_lr / (100 sqrt(d))``.
+        See Notes.
     virtual_lr : float or None, default=None
         Learning rate of the virtual SGD step of the head. None: the network optimiser's
         current learning rate (of its first parameter group), as in Bohdal et al.'s code.
