@@ -37,6 +37,12 @@ skops_io = pytest.importorskip("skops.io")
 from skops.io.exceptions import UntrustedTypesFoundException  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
+GPU_FIXTURES = REPO / "tests" / "data"
+_spec = importlib.util.spec_from_file_location(
+    "make_gpu_fixtures", GPU_FIXTURES / "make_gpu_fixtures.py"
+)
+make_gpu_fixtures = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(make_gpu_fixtures)
 
 
 @pytest.fixture(scope="module")
@@ -202,7 +208,7 @@ def pretend_fitted_on_cuda(net):
 @pytest.mark.parametrize("device", ["auto", "cuda"])
 def test_cuda_fitted_net_loads_on_a_cpu_only_machine(digits, how, device, tmp_path, monkeypatch):
     X_train, X_test, y_train, _ = digits
-    net = small_net(max_epochs=1).fit(X_train, y_train)
+    net = small_net(max_epochs=1, device="cpu").fit(X_train, y_train)
     expected = net.predict_proba(X_test)
     net = pretend_fitted_on_cuda(net)
     net.__dict__["device"] = device
@@ -257,7 +263,8 @@ def test_gpu_fitted_net_predicts_in_a_process_without_cuda(digits, how, tmp_path
     np.save(tmp_path / "X.npy", X_test)
     script = tmp_path / "load.py"
     script.write_text(LOAD_ON_CPU)
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": str(REPO)}
+    path_entries = [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": os.pathsep.join(path_entries)}
     args = [str(path), how, str(tmp_path / "X.npy"), str(tmp_path / "out.npy")]
     result = subprocess.run(
         [sys.executable, str(script), *args], env=env, capture_output=True, timeout=300
@@ -276,3 +283,22 @@ def test_net_fitted_on_a_gpu_this_machine_lacks_loads_on_the_current_one(digits)
     loaded.__setstate__(state)
     assert loaded.device_ == torch.device("cuda")
     np.testing.assert_allclose(loaded.predict_proba(X_test), net.predict_proba(X_test), atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["net", "meta"])
+@pytest.mark.parametrize("how", ["pickle", "skops"])
+def test_models_fitted_on_a_gpu_predict_on_this_machine(name, how):
+    """Files written on an H100 by ``tests/data/make_gpu_fixtures.py`` load and predict here."""
+    path = GPU_FIXTURES / f"gpu_{name}.{'pkl' if how == 'pickle' else 'skops'}"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeviceWarning)
+        net = pickle.loads(path.read_bytes()) if how == "pickle" else persistence.load(path)
+    X, y = make_gpu_fixtures.digits()
+    expected = np.load(GPU_FIXTURES / f"gpu_{name}_proba.npy")
+    proba = net.predict_proba(X[make_gpu_fixtures.N_TRAIN :])
+    assert net.device_.type == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert list(net.classes_) == sorted(make_gpu_fixtures.NAMES)
+    # The GPU predicted under bf16 autocast; here the network runs in float32.
+    np.testing.assert_allclose(proba, expected, atol=2e-3)
+    assert (proba.argmax(1) == expected.argmax(1)).mean() > 0.99
+    assert (net.predict(X) == y).mean() > 0.5  # a few epochs; chance is 0.1
