@@ -9,7 +9,6 @@ import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 from skorch.dataset import Dataset
-from skorch.utils import TeeGenerator
 from torch import nn
 
 from .._loss_base import GammaWeighted
@@ -406,20 +405,7 @@ class MetaNetClassifier(NetClassifier):
         loss = regularizer.regularized_loss(
             self._training_loss, logits.float(), y, features, head.weight, head.bias, learn=False
         )
-        loss.backward()
-        self.notify(
-            "on_grad_computed",
-            named_parameters=TeeGenerator(self.get_all_learnable_params()),
-            batch=batch,
-            training=True,
-        )
-        if self.grad_clip is not None:
-            parameters = [p for _, p in self.get_all_learnable_params()]
-            torch.nn.utils.clip_grad_norm_(parameters, self.grad_clip)
-        self.optimizer_.step()
-        if self.loss_reduction == "sum":
-            loss = loss / logits.shape[0]
-        return {"loss": loss.detach(), "y_pred": logits}
+        return self._backward_and_step(loss, logits, batch)
 
     def _training_loss(self, logits, target, **criterion_kwargs):
         """The criterion on float32 logits (mixup pairs weighted), summed if asked."""

@@ -672,6 +672,25 @@ default=None
         with autocast(autocast_dtype(self.precision, self.device_), self.device_):
             y_pred = self.module_(X)
         loss = self.get_loss(y_pred.float(), y, X=X, training=True)
+        return self._backward_and_step(loss, y_pred, batch)
+
+    def _backward_and_step(self, loss, y_pred, batch):
+        """Backpropagate ``loss``, notify, clip, step; return the step's record.
+
+        Parameters
+        ----------
+        loss : torch.Tensor
+            The 0-d training loss of ``batch`` (summed when ``loss_reduction="sum"``).
+        y_pred : torch.Tensor of shape (batch_size, n_classes)
+            The logits of ``batch``.
+        batch : tuple
+            The batch, passed on to ``on_grad_computed``.
+
+        Returns
+        -------
+        step : dict
+            ``"loss"``: the detached per-sample mean loss; ``"y_pred"``: the logits.
+        """
         loss.backward()
         self.notify(
             "on_grad_computed",
