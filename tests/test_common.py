@@ -84,7 +84,8 @@ CLASSIFIERS = [
 
 _MORE_CLASSES_THAN_SCORES = (
     "the check fits 2 score columns with 3 classes; a calibrator maps the K scores of a "
-    "classifier to K classes and rejects labels beyond its score columns"
+    "classifier to K classes and rejects labels beyond its score columns; "
+    "test_calibrators runs the same three checks on scores with one column per class"
 )
 _NO_MINIMUM = (
     "on the check's data (15 samples, 30 score columns, 3 classes present) the NLL has no "

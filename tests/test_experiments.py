@@ -169,9 +169,7 @@ def test_store_detects_corrupt_partial_and_mismatched_records(tmp_path):
 
 def test_packed_logits_keep_probabilities():
     rng = np.random.default_rng(1)
-    logits = (rng.normal(size=(5000, 10)) * rng.uniform(0.1, 30, size=(5000, 1))).astype(
-        np.float32
-    )
+    logits = (rng.normal(size=(5000, 10)) * rng.uniform(0.1, 30, size=(5000, 1))).astype(np.float32)
     restored = unpack_logits(*pack_logits(logits))
     p, q = softmax(logits.astype(np.float64), 1), softmax(restored.astype(np.float64), 1)
     assert np.abs(p - q).max() < 2.5e-4

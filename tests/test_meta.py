@@ -290,9 +290,7 @@ def test_fit_splits_8_1_1(digits):
     n_meta = n_valid = round(0.1 * n)
     epoch = net.history[-1]
     assert sum(b.get("train_batch_size", 0) for b in epoch["batches"]) == n - n_meta - n_valid
-    assert sum(b.get("valid_batch_size", 0) for b in epoch["batches"]) == (
-        n_valid
-    )
+    assert sum(b.get("valid_batch_size", 0) for b in epoch["batches"]) == (n_valid)
 
 
 # ------------------------------------------------------------------ the estimator

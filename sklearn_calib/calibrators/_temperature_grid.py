@@ -16,6 +16,16 @@ from .._binning import uniform_bin_edges
 _BLOCK = 1 << 24
 
 
+def _tensor(values, device):
+    """Return ``values`` as a tensor on ``device``; read-only arrays (memmaps) are copied.
+
+    torch shares a numpy array's memory and warns when the array is read-only.
+    """
+    if isinstance(values, np.ndarray):
+        values = torch.from_numpy(np.require(values, requirements=["W"]))
+    return torch.as_tensor(values, device=device)
+
+
 def grid_ece(logits, y_index, temperatures, *, n_bins=15, sample_weight=None, device=None):
     """ECE (top-label, equal-width bins, l1) of ``softmax(logits / T)`` for every ``T``.
 
@@ -38,9 +48,9 @@ def grid_ece(logits, y_index, temperatures, *, n_bins=15, sample_weight=None, de
     -------
     ece : ndarray of shape (n_temperatures,), float64
     """
-    z = torch.as_tensor(logits, device=device).to(torch.float64)
+    z = _tensor(logits, device).to(torch.float64)
     device = z.device
-    y = torch.as_tensor(y_index, device=device).long()
+    y = _tensor(y_index, device).long()
     temps = torch.as_tensor(np.asarray(temperatures, dtype=np.float64), device=device)
     if temps.ndim != 1 or len(temps) == 0 or not bool((temps > 0).all()):
         raise ValueError(f"Expected a non-empty 1-D grid of positive temperatures, got {temps}.")
@@ -48,7 +58,7 @@ def grid_ece(logits, y_index, temperatures, *, n_bins=15, sample_weight=None, de
     weight = (
         torch.ones(n, dtype=torch.float64, device=device)
         if sample_weight is None
-        else torch.as_tensor(sample_weight, dtype=torch.float64, device=device)
+        else _tensor(sample_weight, device).to(torch.float64)
     )
     offsets = z - z.max(dim=1, keepdim=True).values
     correct = (z.argmax(dim=1) == y).to(torch.float64)
