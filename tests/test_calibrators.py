@@ -159,9 +159,17 @@ def test_ts_on_probabilities_uses_clipped_log_probabilities():
 
 def test_ts_separable_scores_stop_at_the_bound_with_a_warning():
     logits = np.array([[2.0, 0.0], [0.0, 1.0], [3.0, -1.0], [-2.0, 2.0]])
-    with pytest.warns(ConvergenceWarning, match="searched range"):
+    with pytest.warns(ConvergenceWarning, match="below the searched range.*separate"):
         ts = TemperatureScaling().fit(logits, [0, 1, 0, 1])
     assert ts.temperature_ == pytest.approx(1e-4)
+
+
+def test_ts_scores_against_the_labels_stop_at_the_upper_bound_with_a_warning():
+    logits = np.array([[2.0, 0.0], [0.0, 1.0], [3.0, -1.0], [-2.0, 2.0]])
+    with pytest.warns(ConvergenceWarning, match="above the searched range.*do not favour"):
+        ts = TemperatureScaling().fit(logits, [1, 0, 1, 0])
+    assert ts.temperature_ == pytest.approx(1e4)
+    np.testing.assert_allclose(ts.predict_proba(logits), 0.5, atol=1e-3)
 
 
 def test_ts_ece_objective_returns_the_grid_argmin():

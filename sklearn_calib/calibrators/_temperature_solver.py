@@ -163,11 +163,14 @@ def fit_inverse_temperature(logits, y_index, sample_weight=None):
             beta, _, _ = _newton(subsample, beta, max(rtol, 1e-4))
     beta, n_passes, at_bound = _newton(NLLPasses(logits, y_index, sample_weight), beta, rtol)
     if at_bound:
-        side = "below" if beta == BETA_MAX else "above"
+        if beta == BETA_MAX:
+            side, reason = "below", "the scores separate the classes"
+        else:
+            side, reason = "above", "the scores do not favour the true class on average"
         warnings.warn(
             f"The NLL-optimal temperature lies {side} the searched range "
-            f"[{1 / BETA_MAX:g}, {1 / BETA_MIN:g}] (for example when the scores separate "
-            f"the classes); the temperature is set to {1 / beta:g}.",
+            f"[{1 / BETA_MAX:g}, {1 / BETA_MIN:g}] (for example when {reason}); "
+            f"the temperature is set to {1 / beta:g}.",
             ConvergenceWarning,
             stacklevel=3,
         )
