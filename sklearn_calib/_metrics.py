@@ -195,6 +195,15 @@ def expected_calibration_error(
     -------
     error : float
         In [0, 1].
+
+    Examples
+    --------
+    >>> from sklearn_calib.scoring import expected_calibration_error
+    >>> y_true = [0, 1, 1, 0, 2]
+    >>> y_prob = [[0.9, 0.05, 0.05], [0.2, 0.7, 0.1], [0.6, 0.3, 0.1],
+    ...           [0.5, 0.2, 0.3], [0.1, 0.1, 0.8]]
+    >>> round(expected_calibration_error(y_true, y_prob, n_bins=5), 4)
+    0.14
     """
     n_bins = check_n_bins(n_bins)
     _check_option(strategy, "strategy", _STRATEGIES)
@@ -233,6 +242,15 @@ def maximum_calibration_error(
     Returns
     -------
     error : float
+
+    Examples
+    --------
+    >>> from sklearn_calib.scoring import maximum_calibration_error
+    >>> y_true = [0, 1, 1, 0, 2]
+    >>> y_prob = [[0.9, 0.05, 0.05], [0.2, 0.7, 0.1], [0.6, 0.3, 0.1],
+    ...           [0.5, 0.2, 0.3], [0.1, 0.1, 0.8]]
+    >>> round(maximum_calibration_error(y_true, y_prob, n_bins=5), 4)
+    0.25
     """
     return expected_calibration_error(
         y_true,
@@ -276,6 +294,15 @@ def adaptive_calibration_error(
     Returns
     -------
     error : float
+
+    Examples
+    --------
+    >>> from sklearn_calib.scoring import adaptive_calibration_error
+    >>> y_true = [0, 1, 1, 0, 2]
+    >>> y_prob = [[0.9, 0.05, 0.05], [0.2, 0.7, 0.1], [0.6, 0.3, 0.1],
+    ...           [0.5, 0.2, 0.3], [0.1, 0.1, 0.8]]
+    >>> round(adaptive_calibration_error(y_true, y_prob, n_bins=5), 4)
+    0.34
     """
     return expected_calibration_error(
         y_true,
@@ -316,6 +343,15 @@ def classwise_calibration_error(
     Returns
     -------
     error : float
+
+    Examples
+    --------
+    >>> from sklearn_calib.scoring import classwise_calibration_error
+    >>> y_true = [0, 1, 1, 0, 2]
+    >>> y_prob = [[0.9, 0.05, 0.05], [0.2, 0.7, 0.1], [0.6, 0.3, 0.1],
+    ...           [0.5, 0.2, 0.3], [0.1, 0.1, 0.8]]
+    >>> round(classwise_calibration_error(y_true, y_prob, n_bins=5), 4)
+    0.1733
     """
     n_bins = check_n_bins(n_bins)
     _check_option(norm, "norm", _NORMS)
@@ -427,6 +463,15 @@ def smooth_calibration_error(
     Returns
     -------
     error : float
+
+    Examples
+    --------
+    >>> from sklearn_calib.scoring import smooth_calibration_error
+    >>> y_true = [0, 1, 1, 0, 2]
+    >>> y_prob = [[0.9, 0.05, 0.05], [0.2, 0.7, 0.1], [0.6, 0.3, 0.1],
+    ...           [0.5, 0.2, 0.3], [0.1, 0.1, 0.8]]
+    >>> round(smooth_calibration_error(y_true, y_prob), 4)
+    0.34
     """
     bandwidth = _check_positive(bandwidth, "bandwidth")
     if not isinstance(include_self, (bool, np.bool_)):
@@ -532,6 +577,15 @@ def brier_score(y_true, y_prob, *, labels=None, sample_weight=None):
     Returns
     -------
     score : float
+
+    Examples
+    --------
+    >>> from sklearn_calib.scoring import brier_score
+    >>> y_true = [0, 1, 1, 0, 2]
+    >>> y_prob = [[0.9, 0.05, 0.05], [0.2, 0.7, 0.1], [0.6, 0.3, 0.1],
+    ...           [0.5, 0.2, 0.3], [0.1, 0.1, 0.8]]
+    >>> round(brier_score(y_true, y_prob), 4)
+    0.291
     """
     y_index, proba, sample_weight = check_classification_inputs(
         y_true, y_prob, labels=labels, sample_weight=sample_weight
@@ -564,6 +618,15 @@ def negative_log_likelihood(y_true, y_prob, *, labels=None, sample_weight=None):
     Returns
     -------
     loss : float
+
+    Examples
+    --------
+    >>> from sklearn_calib.scoring import negative_log_likelihood
+    >>> y_true = [0, 1, 1, 0, 2]
+    >>> y_prob = [[0.9, 0.05, 0.05], [0.2, 0.7, 0.1], [0.6, 0.3, 0.1],
+    ...           [0.5, 0.2, 0.3], [0.1, 0.1, 0.8]]
+    >>> round(negative_log_likelihood(y_true, y_prob), 4)
+    0.5165
     """
     y_index, proba, sample_weight = check_classification_inputs(
         y_true, y_prob, labels=labels, sample_weight=sample_weight
@@ -589,6 +652,15 @@ def top_label_accuracy(y_true, y_prob, *, labels=None, sample_weight=None):
     Returns
     -------
     accuracy : float
+
+    Examples
+    --------
+    >>> from sklearn_calib.scoring import top_label_accuracy
+    >>> y_true = [0, 1, 1, 0, 2]
+    >>> y_prob = [[0.9, 0.05, 0.05], [0.2, 0.7, 0.1], [0.6, 0.3, 0.1],
+    ...           [0.5, 0.2, 0.3], [0.1, 0.1, 0.8]]
+    >>> top_label_accuracy(y_true, y_prob)
+    0.8
     """
     y_index, proba, sample_weight = check_classification_inputs(
         y_true, y_prob, labels=labels, sample_weight=sample_weight
@@ -627,6 +699,18 @@ def reliability_diagram(
         ``edges`` (n_bins + 1,), and per bin (n_bins,): ``count``, ``mean_confidence``
         and ``accuracy``. For an empty bin ``count`` is 0 and ``mean_confidence`` and
         ``accuracy`` are NaN (undefined, and skipped by matplotlib).
+
+    Examples
+    --------
+    >>> from sklearn_calib.scoring import reliability_diagram
+    >>> y_true = [0, 1, 1, 0, 2]
+    >>> y_prob = [[0.9, 0.05, 0.05], [0.2, 0.7, 0.1], [0.6, 0.3, 0.1],
+    ...           [0.5, 0.2, 0.3], [0.1, 0.1, 0.8]]
+    >>> diagram = reliability_diagram(y_true, y_prob, n_bins=5)
+    >>> diagram.count
+    array([0., 0., 2., 2., 1.])
+    >>> diagram.accuracy
+    array([nan, nan, 0.5, 1. , 1. ])
     """
     n_bins = check_n_bins(n_bins)
     _check_option(strategy, "strategy", _STRATEGIES)

@@ -80,6 +80,17 @@ def make_calibration_scorer(score_func, **kwargs):
         ``scorer(estimator, X, y, sample_weight=None)`` returning ``-score_func(...)``,
         the scorer of ``make_scorer(score_func, response_method="predict_proba",
         greater_is_better=False, **kwargs)`` that also passes ``labels=estimator.classes_``.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_digits
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn_calib.scoring import expected_calibration_error, make_calibration_scorer
+    >>> X, y = load_digits(return_X_y=True)
+    >>> model = LogisticRegression(max_iter=1000).fit(X, y)
+    >>> scorer = make_calibration_scorer(expected_calibration_error, n_bins=10)
+    >>> scorer(model, X, y) == -expected_calibration_error(y, model.predict_proba(X), n_bins=10)
+    True
     """
     return _CalibrationScorer(score_func, -1, kwargs, response_method="predict_proba")
 
@@ -112,6 +123,19 @@ def get_scorer(scoring):
     -------
     scorer : callable
         A fresh copy, safe to modify.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_digits
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.model_selection import cross_val_score
+    >>> from sklearn_calib.scoring import get_scorer
+    >>> X, y = load_digits(return_X_y=True)
+    >>> neg_ece = cross_val_score(
+    ...     LogisticRegression(max_iter=1000), X, y, cv=3, scoring=get_scorer("neg_ece")
+    ... )
+    >>> bool((neg_ece < 0).all())  # negated errors: greater is better
+    True
     """
     if isinstance(scoring, str) and scoring in _SCORERS:
         return copy.deepcopy(_SCORERS[scoring])

@@ -75,12 +75,3 @@ def test_missing_matplotlib_gives_a_clear_import_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
     with pytest.raises(ImportError, match="pip install matplotlib"):
         ReliabilityDisplay.from_predictions([0, 1], [0.2, 0.9])
-
-
-def test_docstring_example_runs():
-    import doctest
-
-    import sklearn_calib.plotting
-
-    result = doctest.testmod(sklearn_calib.plotting)
-    assert result.attempted > 0 and result.failed == 0
