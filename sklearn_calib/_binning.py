@@ -158,9 +158,14 @@ def assign_bins(values, edges):
         table = _cached_lookup_table(inner.tobytes(), values.dtype.str)
         if table is not None:
             first, edge = table
-            keys = values.view(_KEY_UINT[values.dtype]) >> _KEY_SHIFT[values.dtype]
+            uint = _KEY_UINT[values.dtype]
+            # intp keys and np.take: fancy indexing with unsigned keys is several times slower
+            keys = np.right_shift(values.view(uint), uint(_KEY_SHIFT[values.dtype]))
+            keys = keys.astype(np.intp)
             np.minimum(keys, len(first) - 1, out=keys)
-            return first[keys] + (values > edge[keys])
+            bins = np.take(first, keys)
+            bins += values > np.take(edge, keys)
+            return bins
     return np.searchsorted(inner, values, side="left")
 
 
