@@ -249,6 +249,9 @@ def test_toy_gaussians_quick(tmp_path, one_thread):
         assert -1.0 <= float(row[f"{name}_r_test_default"]) <= 1.0
     text = (tmp_path / "out" / "toy_gaussians" / "report.md").read_text()
     assert "0.664" in text and "Pearson" in text
+    setup = text.split("## Results")[0]
+    assert "two-dimensional Gaussians" in setup and "Runs: 1," in setup
+    assert "digits" not in setup and "Fashion-MNIST" not in setup
 
 
 def test_brier_weight_with_beta_one_correlates_like_focal():

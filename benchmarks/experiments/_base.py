@@ -358,18 +358,26 @@ def pct(value, digits=2):
     return "–" if not math.isfinite(value) else f"{100 * value:.{digits}f}"
 
 
-def setup_text(context, families, extra=()):
-    """The report's setup section: data, model, recipes, seeds, device, time, command."""
+def setup_text(context, families, extra=(), *, own_setup=None):
+    """The report's setup section: data, model, recipes, seeds, device, time, command.
+
+    ``own_setup`` (lines) replaces the preset's data, model and seed lines for an
+    experiment that fixes its own data and network.
+    """
     config = context.config
     records = [context.record(run) for run in context.runs]
     devices = sorted({f"{r.meta['device']} ({r.meta['device_name']})" for r in records})
     fit = sum(r.meta["fit_seconds"] for r in records)
     epochs = config.epochs
-    lines = [
-        f"- Data: {config.describe_data()}.",
-        f"- Model: {config.describe_model()}; bf16 autocast on CUDA, float32 on the CPU; "
-        "the stored logits are computed in float32 after training.",
-    ]
+    lines = (
+        list(own_setup)
+        if own_setup is not None
+        else [
+            f"- Data: {config.describe_data()}.",
+            f"- Model: {config.describe_model()}; bf16 autocast on CUDA, float32 on the CPU; "
+            "the stored logits are computed in float32 after training.",
+        ]
+    )
     for name in families:
         family = config.families[name]
         lines.append(f"- Recipe `{name}` family: {family.describe(epochs)}.")
@@ -383,10 +391,13 @@ def setup_text(context, families, extra=()):
             f"- Diverged runs (non-finite logits; their metrics are left out, shown as –): "
             f"{', '.join(diverged)}."
         )
+    if own_setup is None:
+        lines.append(
+            f"- Seeds: {', '.join(map(str, config.seeds))} (weight initialisation and batch "
+            "order; the data split is the same for all seeds). Tables give mean ± std over "
+            "seeds (sample std)."
+        )
     lines += [
-        f"- Seeds: {', '.join(map(str, config.seeds))} (weight initialisation and batch "
-        "order; the data split is the same for all seeds). Tables give mean ± std over "
-        "seeds (sample std).",
         *extra,
         f"- Trained on {', '.join(devices) or 'n/a'}; {len(records)} runs, "
         f"{format_duration(fit)} of training in total (runs shared with other experiments "
