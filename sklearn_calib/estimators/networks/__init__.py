@@ -16,6 +16,8 @@ to be passed to :class:`~sklearn_calib.estimators.NetClassifier`):
   tabular and image networks, ``torch.long`` for networks over token ids ("textcnn"), so
   ``NetClassifier`` knows whether to cast ``X`` to float32. A class without it is treated
   as ``torch.float32``.
+- :class:`FeaturesHead` implements ``forward`` and ``input_dtype = torch.float32``; its
+  subclasses set ``features`` and ``head`` with ``_set_layers(layers, width, n_classes)``.
 - Initialisation draws only from torch's global RNG (identical under the same
   ``torch.manual_seed``); image networks accept ``channels_last`` inputs and run under
   bf16 autocast; images of any size >= 1x1 work (adaptive pooling before the head).
@@ -29,6 +31,7 @@ import inspect
 from torch import nn
 
 from ._cnn import CNN
+from ._common import FeaturesHead
 from ._densenet import DenseNet, DenseNet121
 from ._mlp import MLP
 from ._resnet import (
@@ -69,6 +72,7 @@ __all__ = [
     "CifarResNet",
     "DenseNet",
     "DenseNet121",
+    "FeaturesHead",
     "ResNet",
     "ResNet18",
     "ResNet20",

@@ -1,12 +1,11 @@
 """Small convolutional network for images of any size, fast on a CPU."""
 
-import torch
 from torch import nn
 
-from ._common import check_image_shape, init_convolutions
+from ._common import FeaturesHead, check_image_shape
 
 
-class CNN(nn.Module):
+class CNN(FeaturesHead):
     """Stages of two 3x3 conv-BN-ReLU layers and a 2x2 max-pool, then a linear head.
 
     The last stage ends in global average pooling, so any image size works; the max-pools
@@ -27,8 +26,6 @@ class CNN(nn.Module):
         Dropout probability before the head.
     """
 
-    input_dtype = torch.float32
-
     def __init__(self, input_shape, n_classes, channels=(16, 32), hidden_units=64, dropout=0.0):
         super().__init__()
         width = check_image_shape(input_shape, "cnn")
@@ -48,9 +45,4 @@ class CNN(nn.Module):
             width = hidden_units
         if dropout:
             layers.append(nn.Dropout(dropout))
-        self.features = nn.Sequential(*layers)
-        self.head = nn.Linear(width, n_classes)
-        init_convolutions(self)
-
-    def forward(self, x):
-        return self.head(self.features(x))
+        self._set_layers(layers, width, n_classes)

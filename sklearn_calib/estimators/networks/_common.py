@@ -1,7 +1,8 @@
-"""Shared checks and initialisation for the image networks."""
+"""The zoo's base class, and the checks and initialisation its image networks share."""
 
 import numbers
 
+import torch
 from torch import nn
 
 
@@ -38,3 +39,32 @@ def init_convolutions(module):
             nn.init.kaiming_normal_(layer.weight, mode="fan_out", nonlinearity="relu")
             if layer.bias is not None:
                 nn.init.zeros_(layer.bias)
+
+
+class FeaturesHead(nn.Module):
+    """Base of the zoo's networks: ``forward(x)`` is ``head(features(x))``.
+
+    Subclasses build their layers and pass them to :meth:`_set_layers`; see the protocol in
+    :mod:`sklearn_calib.estimators.networks`.
+    """
+
+    input_dtype = torch.float32
+
+    def _set_layers(self, layers, width, n_classes):
+        """Set ``features`` to ``layers`` in sequence and ``head`` to a linear layer.
+
+        Then every ``nn.Conv2d`` gets He-normal weights (:func:`init_convolutions`).
+
+        Parameters
+        ----------
+        layers : list of nn.Module
+            From the input to the penultimate representation of ``width`` values.
+        width : int
+        n_classes : int
+        """
+        self.features = nn.Sequential(*layers)
+        self.head = nn.Linear(width, n_classes)
+        init_convolutions(self)
+
+    def forward(self, x):
+        return self.head(self.features(x))

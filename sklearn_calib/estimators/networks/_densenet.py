@@ -4,7 +4,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._common import check_image_shape, init_convolutions
+from ._common import FeaturesHead, check_image_shape
 
 
 class _DenseLayer(nn.Module):
@@ -34,7 +34,7 @@ def _transition(in_channels, out_channels):
     )
 
 
-class DenseNet(nn.Module):
+class DenseNet(FeaturesHead):
     """DenseNet-BC: dense blocks of bottleneck layers joined by compressing transitions.
 
     CIFAR stem: one 3x3 convolution with stride 1 to ``2 * growth_rate`` channels and no
@@ -55,8 +55,6 @@ class DenseNet(nn.Module):
     bn_size : int, default=4
         Bottleneck width as a multiple of ``growth_rate``.
     """
-
-    input_dtype = torch.float32
 
     def __init__(
         self,
@@ -87,12 +85,7 @@ class DenseNet(nn.Module):
             nn.AdaptiveAvgPool2d(1),
             nn.Flatten(),
         ]
-        self.features = nn.Sequential(*layers)
-        self.head = nn.Linear(channels, n_classes)
-        init_convolutions(self)
-
-    def forward(self, x):
-        return self.head(self.features(x))
+        self._set_layers(layers, channels, n_classes)
 
 
 class DenseNet121(DenseNet):

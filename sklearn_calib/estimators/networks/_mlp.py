@@ -2,11 +2,12 @@
 
 import math
 
-import torch
 from torch import nn
 
+from ._common import FeaturesHead
 
-class MLP(nn.Module):
+
+class MLP(FeaturesHead):
     """Fully connected network: ``features`` (hidden layers) then a linear ``head``.
 
     Parameters
@@ -21,8 +22,6 @@ class MLP(nn.Module):
         Dropout probability after each hidden layer.
     """
 
-    input_dtype = torch.float32
-
     def __init__(self, input_shape, n_classes, hidden_units=(100,), dropout=0.0):
         super().__init__()
         layers = [nn.Flatten()]
@@ -32,8 +31,4 @@ class MLP(nn.Module):
             if dropout:
                 layers.append(nn.Dropout(dropout))
             width = units
-        self.features = nn.Sequential(*layers)
-        self.head = nn.Linear(width, n_classes)
-
-    def forward(self, x):
-        return self.head(self.features(x))
+        self._set_layers(layers, width, n_classes)

@@ -2,11 +2,10 @@
 
 import numbers
 
-import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._common import check_image_shape, init_convolutions
+from ._common import FeaturesHead, check_image_shape
 
 
 def _is_int(value):
@@ -93,7 +92,7 @@ def _stem(in_channels, width):
     ]
 
 
-class CifarResNet(nn.Module):
+class CifarResNet(FeaturesHead):
     """CIFAR ResNet of He et al. (2016, §4.2): ``6n + 2`` layers, stages of 16/32/64 channels.
 
     A 3x3 stem, three stages of ``n`` basic blocks (the first of stages 2 and 3 halves the
@@ -114,8 +113,6 @@ class CifarResNet(nn.Module):
         for 32, 0.85M for 56, 1.7M for 110); "B" uses a 1x1 convolution and batch norm.
     """
 
-    input_dtype = torch.float32
-
     def __init__(self, input_shape, n_classes, depth=20, shortcut="A"):
         super().__init__()
         in_channels = check_image_shape(input_shape, "a CIFAR ResNet")
@@ -131,12 +128,7 @@ class CifarResNet(nn.Module):
                 layers.append(_BasicBlock(width, planes, stride if index == 0 else 1, shortcut))
                 width = planes
         layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten()]
-        self.features = nn.Sequential(*layers)
-        self.head = nn.Linear(width, n_classes)
-        init_convolutions(self)
-
-    def forward(self, x):
-        return self.head(self.features(x))
+        self._set_layers(layers, width, n_classes)
 
 
 class ResNet20(CifarResNet):
@@ -167,7 +159,7 @@ class ResNet110(CifarResNet):
         super().__init__(input_shape, n_classes, depth=110, shortcut=shortcut)
 
 
-class ResNet(nn.Module):
+class ResNet(FeaturesHead):
     """ImageNet-style ResNet (4 stages of 64/128/256/512 planes) with the CIFAR stem.
 
     The stem is a 3x3 convolution with stride 1 and no max-pool, as in the calibration
@@ -187,8 +179,6 @@ class ResNet(nn.Module):
         "bottleneck" ResNet-50.
     """
 
-    input_dtype = torch.float32
-
     def __init__(self, input_shape, n_classes, block="basic", layers=(2, 2, 2, 2)):
         super().__init__()
         in_channels = check_image_shape(input_shape, "a ResNet")
@@ -205,12 +195,7 @@ class ResNet(nn.Module):
                 modules.append(block_class(width, planes, stride if index == 0 else 1))
                 width = planes * block_class.expansion
         modules += [nn.AdaptiveAvgPool2d(1), nn.Flatten()]
-        self.features = nn.Sequential(*modules)
-        self.head = nn.Linear(width, n_classes)
-        init_convolutions(self)
-
-    def forward(self, x):
-        return self.head(self.features(x))
+        self._set_layers(modules, width, n_classes)
 
 
 class ResNet18(ResNet):

@@ -5,6 +5,8 @@ import numbers
 import torch
 from torch import nn
 
+from ._common import FeaturesHead
+
 
 class _ChannelsFirst(nn.Module):
     """Embedded tokens (n, seq_len, dim) to Conv1d layout (n, dim, seq_len)."""
@@ -13,7 +15,7 @@ class _ChannelsFirst(nn.Module):
         return x.transpose(1, 2)
 
 
-class TextCNN(nn.Module):
+class TextCNN(FeaturesHead):
     """Global-pooling 1-D CNN over word embeddings (the seeds' 20 Newsgroups network).
 
     Eight layers after the embedding, as in the 1-D CNN used for 20 Newsgroups by the
@@ -97,8 +99,4 @@ class TextCNN(nn.Module):
         ]
         if dropout:
             layers.append(nn.Dropout(dropout))
-        self.features = nn.Sequential(*layers)
-        self.head = nn.Linear(hidden_units, n_classes)
-
-    def forward(self, x):
-        return self.head(self.features(x))
+        self._set_layers(layers, hidden_units, n_classes)

@@ -1,14 +1,13 @@
 """VGG-16 with batch normalisation, adapted to any channel count and image size."""
 
-import torch
 from torch import nn
 
-from ._common import check_image_shape, init_convolutions
+from ._common import FeaturesHead, check_image_shape
 
 _VGG16 = (64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M")
 
 
-class VGG16(nn.Module):
+class VGG16(FeaturesHead):
     """VGG-16 (Simonyan & Zisserman 2015, configuration D) with batch norm, CIFAR form.
 
     Thirteen 3x3 conv-BN-ReLU layers in five stages, each ending in a 2x2 max-pool, then
@@ -25,8 +24,6 @@ class VGG16(nn.Module):
         Number of outputs (logits).
     """
 
-    input_dtype = torch.float32
-
     def __init__(self, input_shape, n_classes):
         super().__init__()
         width = check_image_shape(input_shape, "vgg16")
@@ -42,9 +39,4 @@ class VGG16(nn.Module):
                 ]
                 width = item
         layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten()]
-        self.features = nn.Sequential(*layers)
-        self.head = nn.Linear(width, n_classes)
-        init_convolutions(self)
-
-    def forward(self, x):
-        return self.head(self.features(x))
+        self._set_layers(layers, width, n_classes)

@@ -2,11 +2,10 @@
 
 import numbers
 
-import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._common import check_image_shape, init_convolutions
+from ._common import FeaturesHead, check_image_shape
 
 
 class _WideBlock(nn.Module):
@@ -31,7 +30,7 @@ class _WideBlock(nn.Module):
         return out + (x if self.shortcut is None else self.shortcut(pre))
 
 
-class WideResNet(nn.Module):
+class WideResNet(FeaturesHead):
     """Wide ResNet WRN-d-k: three stages of ``n`` wide pre-activation blocks.
 
     A 3x3 stem with 16 channels, stages of ``16k``, ``32k`` and ``64k`` channels (stages 2
@@ -55,8 +54,6 @@ class WideResNet(nn.Module):
         Dropout probability before the second convolution of each block.
     """
 
-    input_dtype = torch.float32
-
     def __init__(self, input_shape, n_classes, depth=26, width=10, dropout=0.0):
         super().__init__()
         in_channels = check_image_shape(input_shape, "a wide ResNet")
@@ -77,12 +74,7 @@ class WideResNet(nn.Module):
             nn.AdaptiveAvgPool2d(1),
             nn.Flatten(),
         ]
-        self.features = nn.Sequential(*layers)
-        self.head = nn.Linear(channels, n_classes)
-        init_convolutions(self)
-
-    def forward(self, x):
-        return self.head(self.features(x))
+        self._set_layers(layers, channels, n_classes)
 
 
 class WRN26_10(WideResNet):
