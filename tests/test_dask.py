@@ -38,7 +38,7 @@ def client():
 
 
 @pytest.fixture(scope="module")
-def digits():
+def digits_500():
     X, y = load_digits(return_X_y=True)
     return (X[:500] / 16.0).astype(np.float32), y[:500]
 
@@ -78,8 +78,8 @@ def assert_same_results(here, remote):
             assert [repr(v) for v in remote.cv_results_[key]] == [repr(v) for v in value]
 
 
-def test_grid_search_over_net_on_dask_equals_sequential(client, digits):
-    X, y = digits
+def test_grid_search_over_net_on_dask_equals_sequential(client, digits_500):
+    X, y = digits_500
     search = GridSearchCV(
         tiny_net(),
         {"lr": [0.003, 0.03], "criterion": ["ce", "focal"]},
@@ -93,8 +93,8 @@ def test_grid_search_over_net_on_dask_equals_sequential(client, digits):
     np.testing.assert_array_equal(remote.predict_proba(X), here.predict_proba(X))
 
 
-def test_randomized_search_over_calibrated_net_on_dask_equals_sequential(client, digits):
-    X, y = digits
+def test_randomized_search_over_calibrated_net_on_dask_equals_sequential(client, digits_500):
+    X, y = digits_500
     search = RandomizedSearchCV(
         CalibratedClassifier(tiny_net(), calibration_size=0.25, random_state=0),
         {

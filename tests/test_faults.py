@@ -11,8 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from sklearn.datasets import load_digits
-from sklearn.model_selection import train_test_split
 from skorch.callbacks import Callback
 
 from sklearn_calib.estimators import (
@@ -26,13 +24,6 @@ from sklearn_calib.estimators.networks import MLP
 from sklearn_calib.losses import CrossEntropy
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def digits():
-    X, y = load_digits(return_X_y=True)
-    X = (X / 16.0).astype(np.float32)
-    return train_test_split(X, y, test_size=0.25, random_state=0, stratify=y)
 
 
 def small_net(**params):

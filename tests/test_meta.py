@@ -14,8 +14,7 @@ from functools import partial
 import numpy as np
 import pytest
 import torch
-from sklearn.datasets import load_digits
-from sklearn.model_selection import GridSearchCV, cross_val_score, train_test_split
+from sklearn.model_selection import GridSearchCV, cross_val_score
 from torch import nn
 from torch.utils.data import Subset
 
@@ -33,13 +32,6 @@ Y_SPEC = torch.tensor([0, 0, 0, 2])
 META_PARAMS = {"bandwidth": 0.01, "include_self": True, "n_bins": 15, "t_a": 100.0, "t_b": 0.01}
 
 COMBINATIONS = [("gamma_net", "sece"), ("gamma_net", "dece"), ("l2", "dece"), ("l2", "sece")]
-
-
-@pytest.fixture(scope="module")
-def digits():
-    X, y = load_digits(return_X_y=True)
-    X = (X / 16.0).astype(np.float32)
-    return train_test_split(X, y, test_size=0.25, random_state=0, stratify=y)
 
 
 def small_meta(**params):

@@ -8,13 +8,11 @@ import joblib
 import numpy as np
 import pytest
 import torch
-from sklearn.datasets import load_digits
 from sklearn.metrics import accuracy_score, log_loss
 from sklearn.model_selection import (
     GridSearchCV,
     StratifiedKFold,
     cross_val_score,
-    train_test_split,
 )
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
@@ -35,13 +33,6 @@ from sklearn_calib.estimators._augment import mixup, random_crop, random_flip
 from sklearn_calib.estimators._training import needs_live_batches
 from sklearn_calib.estimators.networks import NETWORKS
 from sklearn_calib.scoring import expected_calibration_error, get_scorer, smooth_calibration_error
-
-
-@pytest.fixture(scope="module")
-def digits():
-    X, y = load_digits(return_X_y=True)
-    X = (X / 16.0).astype(np.float32)
-    return train_test_split(X, y, test_size=0.25, random_state=0, stratify=y)
 
 
 def small_net(**params):

@@ -14,9 +14,7 @@ import numpy as np
 import pytest
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.datasets import load_digits
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import train_test_split
 from skorch.callbacks import Callback
 from skorch.exceptions import DeviceWarning
 
@@ -43,13 +41,6 @@ _spec = importlib.util.spec_from_file_location(
 )
 make_gpu_fixtures = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(make_gpu_fixtures)
-
-
-@pytest.fixture(scope="module")
-def digits():
-    X, y = load_digits(return_X_y=True)
-    X = (X / 16.0).astype(np.float32)
-    return train_test_split(X, y, test_size=0.25, random_state=0, stratify=y)
 
 
 def small_net(cls=NetClassifier, **params):

@@ -40,7 +40,7 @@ METRICS = {
 
 
 @pytest.fixture(scope="module")
-def digits():
+def digits_450():
     X, y = load_digits(return_X_y=True)
     return X[:450], y[:450]
 
@@ -65,7 +65,7 @@ def manual_cv(estimator, X, y, cv, metric):
 
 
 @pytest.mark.parametrize("name", sorted(METRICS))
-@pytest.mark.parametrize("problem", ["digits", "cancer"])
+@pytest.mark.parametrize("problem", ["digits_450", "cancer"])
 def test_scorer_is_the_negated_metric(request, name, problem):
     X, y = request.getfixturevalue(problem)
     estimator = GaussianNB().fit(X[::2], y[::2])
@@ -81,8 +81,8 @@ def test_scorer_is_the_negated_metric(request, name, problem):
     )
 
 
-def test_grid_search_over_C_scored_by_neg_ece(digits):
-    X, y = digits
+def test_grid_search_over_C_scored_by_neg_ece(digits_450):
+    X, y = digits_450
     cv = StratifiedKFold(3)
     search = GridSearchCV(
         logistic(), {"logisticregression__C": [0.01, 1.0]}, scoring=get_scorer("neg_ece"), cv=cv
@@ -101,8 +101,8 @@ def test_cross_val_score_with_neg_sece_on_a_binary_problem(cancer):
     assert np.all(scores < 0)
 
 
-def test_multi_metric_cross_validate(digits):
-    X, y = digits
+def test_multi_metric_cross_validate(digits_450):
+    X, y = digits_450
     cv = StratifiedKFold(3)
     scoring = {name: get_scorer(name) for name in METRICS}
     scoring["accuracy"] = "accuracy"
@@ -135,8 +135,8 @@ def test_binary_string_labels_with_a_fold_missing_a_class(cancer):
     )
 
 
-def test_multiclass_fold_missing_a_class_with_string_labels(digits):
-    X, y = digits
+def test_multiclass_fold_missing_a_class_with_string_labels(digits_450):
+    X, y = digits_450
     names = np.array(list("abcdefghij"))[y]
     fitted = GaussianNB().fit(X, names)
     keep = names != "c"
@@ -147,8 +147,8 @@ def test_multiclass_fold_missing_a_class_with_string_labels(digits):
     assert scorer(fitted, X[keep], names[keep]) == pytest.approx(expected)
 
 
-def test_make_calibration_scorer_passes_fixed_arguments(digits):
-    X, y = digits
+def test_make_calibration_scorer_passes_fixed_arguments(digits_450):
+    X, y = digits_450
     fitted = GaussianNB().fit(X, y)
     proba = fitted.predict_proba(X)
     scorer = make_calibration_scorer(expected_calibration_error, n_bins=5, norm="l2")
@@ -159,8 +159,8 @@ def test_make_calibration_scorer_passes_fixed_arguments(digits):
     assert "response_method='predict_proba'" in repr(scorer)
 
 
-def test_get_scorer_falls_back_to_scikit_learn(digits):
-    X, y = digits
+def test_get_scorer_falls_back_to_scikit_learn(digits_450):
+    X, y = digits_450
     fitted = GaussianNB().fit(X, y)
     assert get_scorer("accuracy")(fitted, X, y) == pytest.approx(fitted.score(X, y))
     assert get_scorer(None) is None
