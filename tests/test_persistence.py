@@ -293,3 +293,24 @@ def test_models_fitted_on_a_gpu_predict_on_this_machine(name, how):
     np.testing.assert_allclose(proba, expected, atol=2e-3)
     assert (proba.argmax(1) == expected.argmax(1)).mean() > 0.99
     assert (net.predict(X) == y).mean() > 0.5  # a few epochs; chance is 0.1
+
+
+def test_state_trees_round_trip_bfloat16_and_rebuild_containers():
+    from collections import OrderedDict
+
+    from sklearn_calib.estimators._state import to_cpu_tree, to_numpy_tree, to_torch_tree
+
+    tree = OrderedDict(
+        half=torch.randn(3).bfloat16(),
+        items=[torch.arange(3), (1, "x")],
+        inner={"w": torch.ones(2)},
+    )
+    encoded = to_numpy_tree(tree)
+    assert type(encoded) is dict and set(encoded["half"]) == {"__torch_bits__", "bits"}
+    assert isinstance(encoded["inner"]["w"], np.ndarray)
+    decoded = to_torch_tree(encoded)
+    assert decoded["half"].dtype == torch.bfloat16 and torch.equal(decoded["half"], tree["half"])
+    assert torch.equal(decoded["items"][0], tree["items"][0]) and decoded["items"][1] == (1, "x")
+    copied = to_cpu_tree(tree)
+    assert torch.equal(copied["inner"]["w"], tree["inner"]["w"])
+    assert copied["inner"]["w"] is not tree["inner"]["w"]

@@ -157,17 +157,17 @@ def to_numpy_tree(value):
     -------
     encoded : object
     """
-    if isinstance(value, torch.Tensor):
-        tensor = value.detach().cpu()
-        for name, (dtype, bits_dtype) in _NUMPY_LESS_DTYPES.items():
-            if tensor.dtype == dtype:
-                return {_BITS_KEY: name, "bits": tensor.view(bits_dtype).numpy().copy()}
-        return tensor.numpy().copy()
-    if isinstance(value, dict):
-        return {key: to_numpy_tree(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(to_numpy_tree(item) for item in value)
-    return value
+    return _map_tree(value, _tensor_to_numpy)
+
+
+def _tensor_to_numpy(value):
+    if not isinstance(value, torch.Tensor):
+        return value
+    tensor = value.detach().cpu()
+    for name, (dtype, bits_dtype) in _NUMPY_LESS_DTYPES.items():
+        if tensor.dtype == dtype:
+            return {_BITS_KEY: name, "bits": tensor.view(bits_dtype).numpy().copy()}
+    return tensor.numpy().copy()
 
 
 def to_torch_tree(value):
@@ -181,15 +181,15 @@ def to_torch_tree(value):
     -------
     decoded : object
     """
+    return _map_tree(value, _numpy_to_tensor)
+
+
+def _numpy_to_tensor(value):
     if isinstance(value, np.ndarray):
         return torch.from_numpy(np.array(value, copy=True))
     if isinstance(value, dict):
-        if _BITS_KEY in value:
-            dtype = _NUMPY_LESS_DTYPES[value[_BITS_KEY]][0]
-            return torch.from_numpy(np.array(value["bits"], copy=True)).view(dtype)
-        return {key: to_torch_tree(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(to_torch_tree(item) for item in value)
+        dtype = _NUMPY_LESS_DTYPES[value[_BITS_KEY]][0]
+        return torch.from_numpy(np.array(value["bits"], copy=True)).view(dtype)
     return value
 
 
@@ -204,13 +204,26 @@ def to_cpu_tree(value):
     -------
     copied : object
     """
+    return _map_tree(value, _tensor_to_cpu)
+
+
+def _tensor_to_cpu(value):
     if isinstance(value, torch.Tensor):
         return value.detach().to("cpu", copy=True)
-    if isinstance(value, dict):
-        return {key: to_cpu_tree(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(to_cpu_tree(item) for item in value)
     return value
+
+
+def _map_tree(value, convert):
+    """Rebuild the dicts, lists and tuples in ``value``, applying ``convert`` to the rest.
+
+    A bfloat16 record of :func:`to_numpy_tree` (a dict with ``"__torch_bits__"``) is one
+    leaf, not a container.
+    """
+    if isinstance(value, dict) and _BITS_KEY not in value:
+        return {key: _map_tree(item, convert) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_map_tree(item, convert) for item in value)
+    return convert(value)
 
 
 def history_as_list(history):
