@@ -483,16 +483,10 @@ class MetaNetClassifier(NetClassifier):
                 "sample_gamma needs the fitted gamma-Net: fit with regularizer='gamma_net' "
                 "(and unpickle a model pickled with keep_regularizer=True)."
             )
-        X = self._validate_X(X)
-        self._set_training(False)
-        chunks = []
-        batch_size = self.inference_batch_size()
-        with torch.inference_mode():
-            for start in range(0, len(X), batch_size):
-                chunk = np.require(X[start : start + batch_size], requirements=["C", "W"])
-                batch = torch.from_numpy(chunk).to(self.device_)
-                chunks.append(self.meta_regularizer_(self._features(batch)))
-        return torch.cat(chunks).cpu().numpy()
+        gamma = self._evaluate_batches(
+            X, lambda batch: self.meta_regularizer_(self._features(batch))
+        )
+        return gamma.cpu().numpy()
 
     # ------------------------------------------------------------------ persistence
 

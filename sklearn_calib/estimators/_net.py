@@ -754,6 +754,13 @@ default=None
 
     def _logits(self, X):
         """Validate ``X`` and return its float32 logits on the device."""
+        return self._evaluate_batches(X, self.forward_logits)
+
+    def _evaluate_batches(self, X, function):
+        """Validate ``X`` and return ``function`` of its device batches, concatenated.
+
+        The network is in evaluation mode and no gradient is recorded.
+        """
         check_is_fitted(self)
         X = self._validate_X(X)
         self._set_training(False)
@@ -763,7 +770,7 @@ default=None
             for start in range(0, len(X), batch_size):
                 chunk = np.require(X[start : start + batch_size], requirements=["C", "W"])
                 batch = torch.from_numpy(chunk).to(self.device_, non_blocking=True)
-                chunks.append(self.forward_logits(batch))
+                chunks.append(function(batch))
         return torch.cat(chunks)
 
     def _get_predict_nonlinearity(self):
