@@ -43,22 +43,26 @@ def _gaussians(spec):
     X_test, y_test, eta_test = make_gaussian_blobs(
         spec.n_test // 5, centers=centers, random_state=spec.data_seed + 20_000
     )
-    mean, std = X.mean(axis=0), X.std(axis=0)
-
-    def scale(A):
-        return ((A - mean) / std).astype(np.float32)
-
-    return Bunch(
-        X_train=scale(X),
-        y_train=y,
-        X_val=scale(X_val),
-        y_val=y_val,
-        X_test=scale(X_test),
-        y_test=y_test,
+    return _standardised_split(
+        (X, y),
+        (X_val, y_val),
+        (X_test, y_test),
+        X.mean(axis=0),
+        X.std(axis=0),
+        n_classes=5,
         eta_val=eta_val,
         eta_test=eta_test,
-        n_classes=5,
     )
+
+
+def _standardised_split(train, val, test, mean, std, **extra):
+    """Bunch of the ``(X, y)`` parts with ``X`` standardised by ``mean`` and ``std`` (float32)."""
+    parts = {"train": train, "val": val, "test": test}
+    data = Bunch(**extra)
+    for name, (X, y) in parts.items():
+        data[f"X_{name}"] = ((X - mean) / std).astype(np.float32)
+        data[f"y_{name}"] = y
+    return data
 
 
 @functools.lru_cache(maxsize=4)
@@ -95,19 +99,13 @@ def load_split(spec, data_home=None):
     else:
         raise ValueError(f"Unknown data set {spec.name!r}.")
     train = np.sort(rest if spec.n_train is None else rest[: spec.n_train])
-    X_train, y_train, X_val, y_val = X[train], y[train], X[val], y[val]
-    mean, std = float(X_train.mean()), float(X_train.std())
-
-    def scale(A):
-        return ((A - mean) / std).astype(np.float32)
-
-    return Bunch(
-        X_train=scale(X_train),
-        y_train=y_train,
-        X_val=scale(X_val),
-        y_val=y_val,
-        X_test=scale(X_test),
-        y_test=y_test,
+    X_train = X[train]
+    return _standardised_split(
+        (X_train, y[train]),
+        (X[val], y[val]),
+        (X_test, y_test),
+        float(X_train.mean()),
+        float(X_train.std()),
         n_classes=10,
     )
 
