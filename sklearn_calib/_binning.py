@@ -89,7 +89,8 @@ def _group_ends(total, n_bins):
 
 
 #: Right shift of a float's bit pattern that keys the lookup table of :func:`assign_bins`:
-#: 2**7 keys per power of two, so one key spans at most 1/256 of [0.5, 1].
+#: 2**7 keys per power of two, so one key spans at most 1/256 of [0.5, 1]; the tables have
+#: 2**15 + 1 (float32) and 2**18 + 1 (float64) entries.
 _KEY_SHIFT = {np.dtype(np.float32): 16, np.dtype(np.float64): 45}
 _KEY_UINT = {np.dtype(np.float32): np.uint32, np.dtype(np.float64): np.uint64}
 #: Below this many values a binary search is as fast as building the table.
@@ -107,15 +108,17 @@ def _cached_lookup_table(inner_bytes, dtype_str):
 
 
 def _lookup_table(inner, dtype):
-    """Return (first bin, edge) per bit-pattern key of ``dtype`` values in [0, 2), or None.
+    """Return (first bin, edge) per bit-pattern key of ``dtype`` values >= 0, or None.
 
     Non-negative floats order like their bit patterns, so all values sharing a key lie in
     one interval. When no interval holds more than one inner edge, the bin of a value is
-    the bin of its interval's start plus one if it exceeds that interval's edge.
+    the bin of its interval's start plus one if it exceeds that interval's edge. The keys
+    cover every pattern without the sign bit, plus one last key: the sign bit alone, that
+    is ``-0.0``, which belongs to the first bin like ``0.0``.
     """
     shift, uint = _KEY_SHIFT[dtype], _KEY_UINT[dtype]
-    n_keys = int(np.array(2.0, dtype=dtype).view(uint)) >> shift
-    keys = np.arange(n_keys + 1, dtype=uint) << uint(shift)
+    sign_key = 1 << (8 * dtype.itemsize - 1 - shift)
+    keys = np.arange(sign_key, dtype=uint) << uint(shift)
     starts = keys.view(dtype)
     ends = (keys | uint((1 << shift) - 1)).view(dtype)
     first = np.searchsorted(inner, starts, side="left")
@@ -123,7 +126,7 @@ def _lookup_table(inner, dtype):
     if n_edges.max() > 1:
         return None
     edge = np.where(n_edges == 1, inner[np.minimum(first, len(inner) - 1)], np.inf)
-    return first, edge.astype(dtype)
+    return np.append(first, 0), np.append(edge, np.inf).astype(dtype)
 
 
 def assign_bins(values, edges):
@@ -159,10 +162,10 @@ def assign_bins(values, edges):
         if table is not None:
             first, edge = table
             uint = _KEY_UINT[values.dtype]
-            # intp keys and np.take: fancy indexing with unsigned keys is several times slower
+            # intp keys and np.take: fancy indexing with unsigned keys is several times slower.
+            # As values.min() >= 0, the largest key is that of -0.0, the table's last.
             keys = np.right_shift(values.view(uint), uint(_KEY_SHIFT[values.dtype]))
             keys = keys.astype(np.intp)
-            np.minimum(keys, len(first) - 1, out=keys)
             bins = np.take(first, keys)
             bins += values > np.take(edge, keys)
             return bins

@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from sklearn_calib import classwise_calibration_error
 from sklearn_calib._binning import assign_bins, bin_sums, quantile_bin_edges, uniform_bin_edges
 
 
@@ -101,7 +102,7 @@ def test_lookup_path_matches_binary_search(dtype, n_bins):
             edges,
             np.nextafter(edges.astype(dtype), 2.0),
             np.nextafter(edges.astype(dtype), -1.0).clip(0),
-            [0.0, 1.0, 1.0005],
+            [-0.0, 0.0, 1.0, 1.0005, 3.0, np.inf],
         ]
     ).astype(dtype)
     expected = np.searchsorted(edges[1:-1].astype(dtype), values, side="left")
@@ -119,6 +120,22 @@ def test_lookup_path_with_tied_edges_and_out_of_range_values():
     edges = quantile_bin_edges(values, 8)
     expected = np.searchsorted(edges[1:-1], values, side="left")
     np.testing.assert_array_equal(assign_bins(values, edges), expected)
-    values[0] = -0.25
+    values[0] = -0.25  # a negative value sends the call to the binary search
     index = assign_bins(values, uniform_bin_edges(4))
     assert index[0] == 0 and index[9] == 3
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1000, 1 << 15])
+def test_negative_zero_is_in_the_first_bin_on_both_paths(dtype, n):
+    values = np.where(np.arange(n) % 2 == 0, -0.0, 0.95).astype(dtype)
+    assert np.signbit(values[0])
+    index = assign_bins(values, uniform_bin_edges(15))
+    np.testing.assert_array_equal(index[::2], 0)
+    np.testing.assert_array_equal(index[1::2], 14)
+    probs = np.column_stack([1 - values, values])
+    labels = (values == 0).astype(int)
+    assert classwise_calibration_error(labels, probs) == pytest.approx(
+        classwise_calibration_error(labels, probs + 0.0)
+    )
+    assert classwise_calibration_error(labels, probs) == pytest.approx(0.975)
