@@ -96,6 +96,10 @@ class WeightedCrossEntropy(Loss):
     def sample_weight(self, probs, target, **kwargs):
         """Return the per-sample weights u(p), shape (n,), or None for u = 1."""
         if self.weight_fn is None:
+            if kwargs:
+                raise TypeError(
+                    f"{type(self).__name__} takes no per-call arguments, got {sorted(kwargs)}."
+                )
             return None
         return self.weight_fn(probs, target, **kwargs)
 

@@ -3,7 +3,11 @@
 Every loss takes logits (n, K) and integer class indices (n,), returns the mean over the
 batch by default (``reduction="sum"`` gives the seeds' summed form), and takes its
 hyperparameters as constructor arguments, so skorch routes them:
-``NeuralNetClassifier(module, criterion=FocalLoss, criterion__gamma=3)``. Logits are cast to
+``NetClassifier(module, criterion=FocalLoss, criterion__gamma=3)``. A plain skorch
+``NeuralNetClassifier`` applies softmax in ``predict_proba`` only for
+``torch.nn.CrossEntropyLoss``; with these losses pass
+``predict_nonlinearity=functools.partial(torch.softmax, dim=-1)`` (``NetClassifier`` does
+this itself), or ``predict_proba`` returns logits. Logits are cast to
 float32 and autocast is switched off inside every loss, so a bf16 forward pass still gets a
 float32 loss computed from ``log_softmax``.
 
@@ -30,6 +34,7 @@ from sklearn_calib._loss_base import (
 )
 from sklearn_calib._loss_weights import (
     brier_weight,
+    complement_probability,
     dual_focal_weight,
     flsd53_weight,
     focal_weight,
@@ -278,7 +283,7 @@ class LpNormLoss(Loss):
     def __init__(self, alpha=0.01, p=1, reduction="mean"):
         super().__init__(reduction)
         check_number("alpha", alpha, low=0)
-        check_number("p", p, low=1)
+        check_number("p", p, low=1, allow_inf=True)
         self.alpha = alpha
         self.p = p
 
@@ -304,7 +309,9 @@ class EntropyRegularizedLoss(Loss):
 
     def per_sample_loss(self, logits, target):
         log_probs, nll = log_probs_and_nll(logits, target)
-        entropy = -(log_probs.exp() * log_probs).sum(1)
+        probs = log_probs.exp()
+        # 0 * log 0 = 0: a class with probability 0 (a -inf logit) adds no entropy, no NaN.
+        entropy = -(probs * log_probs.masked_fill(probs == 0, 0.0)).sum(1)
         return nll - self.alpha * entropy
 
 
@@ -318,7 +325,11 @@ class BrierLoss(Loss):
 
     def per_sample_loss(self, logits, target):
         probs = torch.softmax(logits, dim=1)
-        return ((probs - target_mask(probs, target).to(probs.dtype)) ** 2).sum(1)
+        # e_y - p in absolute value; scatter rejects an out-of-range target like gather does.
+        error = probs.scatter(
+            1, target.unsqueeze(1), complement_probability(probs, target).unsqueeze(1)
+        )
+        return (error**2).sum(1)
 
 
 class MMCELoss(Loss):

@@ -371,6 +371,14 @@ def test_torch_calibration_measures_under_bf16_autocast(metric):
         (lambda: differentiable_ece(torch.ones(3, 2) / 2, torch.zeros(3).long(), n_bins=0), ">= 1"),
         (lambda: differentiable_ece(torch.ones(3, 2) / 2, torch.zeros(3).long(), t_b=0), "t_b"),
         (
+            lambda: differentiable_ece(torch.ones(3, 2) / 2, torch.zeros(3).long(), t_a=np.inf),
+            "`t_a` to be a finite number",
+        ),
+        (
+            lambda: smooth_ece(torch.ones(3, 2) / 2, torch.zeros(3).long(), bandwidth=np.inf),
+            "`bandwidth` to be a finite number",
+        ),
+        (
             lambda: mmce_weighted(torch.ones(3, 2) / 2, torch.zeros(3).long(), normalization="x"),
             "pairs",
         ),
@@ -385,6 +393,50 @@ def test_bad_inputs_raise(call, message):
         call()
 
 
+@pytest.mark.parametrize("name", sorted(LOSSES))
+@pytest.mark.parametrize("bad_target", [3, -100])
+def test_out_of_range_targets_raise(name, bad_target):
+    target = torch.tensor([0, bad_target])
+    with pytest.raises((IndexError, RuntimeError), match="out of bounds"):
+        get_loss(name)(Z[:2], target)
+
+
+def test_plain_cross_entropy_rejects_per_call_arguments():
+    with pytest.raises(TypeError, match="no per-call arguments, got \\['gamma'\\]"):
+        get_loss("ce")(Z, Y, gamma=torch.tensor(5.0))
+
+
+def test_lp_norm_with_infinite_order_is_the_max_norm():
+    loss = get_loss("lp_norm", alpha=0.5, p=float("inf"))
+    expected = F.cross_entropy(ZB, YB, reduction="none") + 0.5 * ZB.abs().amax(1)
+    torch.testing.assert_close(loss(ZB, YB), expected.mean())
+
+
+def test_entropy_regularization_with_a_masked_class_is_finite():
+    logits = torch.tensor([[2.0, -torch.inf, 0.0]], requires_grad=True)
+    loss = get_loss("entropy_reg", alpha=0.1)
+    value = loss(logits, torch.tensor([0]))
+    p = torch.softmax(torch.tensor([2.0, 0.0]), 0)
+    expected = -torch.log(p[0]) + 0.1 * (p * torch.log(p)).sum()
+    torch.testing.assert_close(value, expected)
+    value.backward()
+    assert torch.isfinite(logits.grad).all()
+    assert logits.grad[0, 1] == 0
+
+
+@pytest.mark.parametrize("gamma", [2.0, 5.0])
+def test_dual_focal_skips_classes_tied_with_the_target(gamma):
+    logits = torch.tensor([[1.0, 1.0, 0.0], [0.0, 1.0, 1.0], [1.0, 1.0, 1.0]], dtype=torch.float64)
+    target = torch.tensor([0, 1, 0])
+    p = torch.softmax(logits, 1).numpy()
+    p_y = p[[0, 1, 2], [0, 1, 0]]
+    # p_j is the largest probability strictly below p_y: the third class, the first, none.
+    p_j = np.array([p[0, 2], p[1, 0], 0.0])
+    expected = -((1 - p_y + p_j) ** gamma) * np.log(p_y)
+    value = DualFocalLoss(gamma=gamma, reduction="none")(logits, target)
+    np.testing.assert_allclose(value.numpy(), expected, rtol=1e-12)
+
+
 def test_int32_targets_are_accepted():
     torch.testing.assert_close(FocalLoss()(Z, Y.int()), FocalLoss()(Z, Y))
 
@@ -392,11 +444,17 @@ def test_int32_targets_are_accepted():
 @pytest.mark.parametrize(
     "name, params, message",
     [
-        ("focal", {"gamma": -1}, "Expected `gamma` to be a number >= 0, got -1."),
+        ("focal", {"gamma": -1}, "Expected `gamma` to be a finite number >= 0, got -1."),
+        ("focal", {"gamma": float("inf")}, "`gamma` to be a finite number"),
+        ("flsd53", {"gamma_below": float("inf")}, "`gamma_below` to be a finite number"),
+        ("bsce", {"beta": float("inf")}, "`beta` to be a finite number"),
+        ("lp_norm", {"alpha": float("inf")}, "`alpha`"),
+        ("entropy_reg", {"alpha": float("nan")}, "`alpha`"),
+        ("mmce", {"lam": float("inf")}, "`lam`"),
         ("focal", {"gamma": "3"}, "`gamma`"),
-        ("label_smoothing", {"epsilon": 1.5}, "`epsilon` to be a number >= 0 and <= 1"),
+        ("label_smoothing", {"epsilon": 1.5}, "`epsilon` to be a finite number >= 0 and <= 1"),
         ("lp_norm", {"p": 0.5}, "`p`"),
-        ("bsce", {"beta": 0}, "`beta` to be a number > 0"),
+        ("bsce", {"beta": 0}, "`beta` to be a finite number > 0"),
         ("mmce", {"normalization": "sum"}, "'reference' or 'pairs'"),
         ("mmce", {"lam": -1}, "`lam`"),
         ("flsd53", {"threshold": 2}, "`threshold`"),
@@ -476,9 +534,11 @@ def test_skorch_routes_criterion_hyperparameters(name):
         batch_size=16,
         train_split=None,
         verbose=0,
+        predict_nonlinearity=functools.partial(torch.softmax, dim=-1),
         **params,
     )
     net.fit(X, y)
+    np.testing.assert_allclose(net.predict_proba(X).sum(1), 1.0, rtol=1e-5)
     assert isinstance(net.criterion_, LOSSES[name])
     for key, value in ROUTED[name].items():
         assert getattr(net.criterion_, key) == value
