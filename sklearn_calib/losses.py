@@ -39,7 +39,6 @@ from sklearn_calib._loss_weights import (
     flsd53_weight,
     focal_weight,
     inverse_focal_weight,
-    target_mask,
 )
 from sklearn_calib._torch_calibration import (
     check_number,
