@@ -145,7 +145,7 @@ def _top_label_bins(y_index, proba, sample_weight, n_bins, strategy):
     """
     confidence, correct = _confidence_and_correct(proba, y_index)
     if strategy == "quantile":
-        edges = quantile_bin_edges(confidence, n_bins)
+        edges = quantile_bin_edges(confidence, n_bins, sample_weight)
     else:
         edges = uniform_bin_edges(n_bins)
     counts, confidence_sums, accuracy_sums = np.zeros(n_bins), np.zeros(n_bins), np.zeros(n_bins)
@@ -274,7 +274,9 @@ def adaptive_calibration_error(
     counted, the smallest confidence included. Ties are never split: confidences equal
     to an edge all fall in the lower bin, which then holds more samples than its share
     (and with fewer distinct confidences than bins some bins are empty). The groups are
-    formed by sample count; ``sample_weight`` weights the sums within the bins.
+    formed by weighted count with ``sample_weight`` (integer weights count as repeated
+    samples, as in :class:`~sklearn_calib.HistogramBinning`), which also weights the sums
+    within the bins.
 
     Parameters
     ----------

@@ -124,6 +124,8 @@ def smooth_ece(probs, target, *, bandwidth=0.01, include_self=True):
         0-d tensor.
     """
     check_number("bandwidth", bandwidth, low=0, low_open=True)
+    if not isinstance(include_self, bool):
+        raise ValueError(f"Expected `include_self` to be a bool, got {include_self!r}.")
     probs, target = prepare_inputs(probs, target)
     with full_precision(probs.device):
         confidence, correct = _confidence_and_correct(probs, target)

@@ -48,7 +48,8 @@ def check_probabilities(y_prob, *, tol=ROW_SUM_TOLERANCE, name="y_prob"):
     """Validate class probabilities and return them as an (n_samples, n_classes) array.
 
     A 1-D input is read as the probability of the positive class of a binary problem (what
-    scikit-learn scorers pass) and becomes the two columns ``(1 - p, p)``. A 2-D input is
+    scikit-learn scorers pass) and becomes the two columns ``(1 - p, p)``; values above 1
+    by at most ``tol`` (rounding, as a 2-D row sum may show) count as 1. A 2-D input is
     returned without a copy when it is float32 or float64. The checks need no temporary of
     the input's size: non-finite values show up in the row sums, which are one
     matrix-vector product in the input's precision (float32 rounding of a sum of K terms is
@@ -79,11 +80,13 @@ def check_probabilities(y_prob, *, tol=ROW_SUM_TOLERANCE, name="y_prob"):
     if proba.ndim == 1:
         if not np.isfinite(proba).all():
             raise ValueError(f"`{name}` contains NaN or infinite values.")
-        if proba.min() < 0 or proba.max() > 1:
+        if proba.min() < 0 or proba.max() > 1 + tol:
             raise ValueError(
-                f"Expected 1-D `{name}` to hold positive-class probabilities in [0, 1], "
-                f"got values in [{proba.min()}, {proba.max()}]."
+                f"Expected 1-D `{name}` to hold positive-class probabilities in [0, 1] "
+                f"(up to 1 + {tol}), got values in [{float(proba.min())}, {float(proba.max())}]."
             )
+        # The tolerance of a 2-D row sum: a value just above 1 (rounding) counts as 1.
+        proba = np.minimum(proba, proba.dtype.type(1))
         return np.column_stack([1 - proba, proba])
     if proba.shape[1] < 2:
         raise ValueError(
@@ -100,7 +103,7 @@ def check_probabilities(y_prob, *, tol=ROW_SUM_TOLERANCE, name="y_prob"):
         row = int(np.abs(row_sums - 1.0).argmax())
         raise ValueError(
             f"Expected each row of `{name}` to sum to 1 (tolerance {tol}), "
-            f"row {row} sums to {row_sums[row]!r}."
+            f"row {row} sums to {float(row_sums[row])!r}."
         )
     return proba
 
@@ -170,28 +173,62 @@ def _encode_integer_labels(y, classes):
     return None if y_index.min() < 0 else y_index
 
 
-def _resolve_classes(y, labels, n_classes):
-    """Return the labels that the ``n_classes`` columns of the probabilities stand for."""
+def resolve_classes(y, labels, n_classes, *, names=("y_true", "labels", "y_prob")):
+    """Return the labels that the ``n_classes`` score columns stand for.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_samples,)
+        True labels.
+    labels : array-like of shape (n_classes,) or None
+        The class of each column, when the caller knows it.
+    n_classes : int
+        Number of score columns.
+    names : tuple of str, default=("y_true", "labels", "y_prob")
+        Names of ``y``, ``labels`` and the scores in error messages.
+
+    Returns
+    -------
+    classes : ndarray of shape (n_classes,)
+        ``labels``; else the sorted distinct labels of ``y`` when there is one per column;
+        else, for integer (or boolean) labels that include 0 (or are boolean) and lie in
+        ``[0, n_classes)``, the column indices, so a cross-validation fold may lack a
+        class. Integer labels without 0 raise: ``[1, 2]`` for three columns may be the
+        1-based labels of a fold that lacks class 3.
+    """
+    y_name, labels_name, scores_name = names
     if labels is not None:
         classes = np.asarray(labels)
         if classes.ndim != 1 or len(np.unique(classes)) != len(classes):
-            raise ValueError(f"Expected `labels` to be 1-D and distinct, got {labels!r}.")
+            raise ValueError(f"Expected `{labels_name}` to be 1-D and distinct, got {labels!r}.")
         if len(classes) != n_classes:
             raise ValueError(
-                f"`labels` names {len(classes)} classes but `y_prob` has {n_classes} columns."
+                f"`{labels_name}` names {len(classes)} classes but `{scores_name}` has "
+                f"{n_classes} columns."
             )
         return classes
-    if y.dtype.kind in "iu" and y.min() >= 0 and y.max() < n_classes:
+    if y.dtype.kind in "iu" and y.min() == 0 and y.max() < n_classes:
         return np.arange(n_classes)
     present = np.unique(y)
     if len(present) == n_classes:
         return present
-    if y.dtype.kind in "biu" and present.min() >= 0 and present.max() < n_classes:
+    integral = y.dtype.kind in "biu" or (
+        y.dtype.kind == "f" and np.array_equal(present, np.round(present))
+    )
+    if integral and present.max() < n_classes and (present.min() == 0 or (y.dtype.kind == "b")):
         return np.arange(n_classes)
     raise ValueError(
-        f"`y_true` holds {len(present)} distinct labels but `y_prob` has {n_classes} columns; "
-        "pass `labels=` to say which class each column stands for."
+        f"`{y_name}` holds {len(present)} distinct labels ({_preview(present)}) but "
+        f"`{scores_name}` has {n_classes} columns; pass `{labels_name}=` to say which class "
+        "each column stands for (integer labels are read as column indices only when they "
+        "include 0)."
     )
+
+
+def _preview(values, limit=10):
+    """Return the first ``limit`` values as a short comma-separated string."""
+    shown = ", ".join(str(value) for value in values[:limit].tolist())
+    return shown + (", ..." if len(values) > limit else "")
 
 
 def check_sample_weight(sample_weight, n_samples):
@@ -235,8 +272,9 @@ def check_classification_inputs(y_true, y_prob, *, labels=None, sample_weight=No
         Predicted probabilities; 1-D means positive-class probabilities of a binary problem.
     labels : array-like of shape (n_classes,), default=None
         The class of each column of ``y_prob``. When None, the sorted distinct labels of
-        ``y_true`` if there are as many as columns; otherwise integer labels are read as
-        column indices (a cross-validation fold may lack a class). Anything else raises.
+        ``y_true`` if there are as many as columns; otherwise integer labels that include 0
+        are read as column indices (a cross-validation fold may lack a class). Anything
+        else raises.
     sample_weight : array-like of shape (n_samples,), default=None
         Non-negative sample weights.
 
@@ -250,6 +288,6 @@ def check_classification_inputs(y_true, y_prob, *, labels=None, sample_weight=No
     """
     proba = check_probabilities(y_prob)
     y = _check_y_true(y_true, proba.shape[0])
-    classes = _resolve_classes(y, labels, proba.shape[1])
+    classes = resolve_classes(y, labels, proba.shape[1])
     y_index = encode_labels(y, classes)
     return y_index, proba, check_sample_weight(sample_weight, proba.shape[0])

@@ -170,7 +170,7 @@ METRIC_CASES = {
     ),
     "more_labels_than_columns": (
         dict(y_true=np.arange(90) % 4, y_prob=PROBA),
-        r"4 distinct labels but `y_prob` has 3 columns",
+        r"4 distinct labels \(0, 1, 2, 3\) but `y_prob` has 3 columns",
     ),
     "negative_weights": (
         dict(y_true=LOGIT_LABELS, y_prob=PROBA, sample_weight=-np.ones(90)),
@@ -265,9 +265,12 @@ def calibrator_fit_cases(input):
         "single_class": ((scores, np.zeros(90, int)), r"at least 2 classes, got 1"),
         "two_labels_three_columns": (
             (scores, np.where(LOGIT_LABELS == 0, 5, 7)),
-            r"one class per score column",
+            r"distinct labels \(.*\) but `scores` has 3 columns",
         ),
-        "four_labels_three_columns": ((scores, np.arange(90) % 4), r"one class per score column"),
+        "four_labels_three_columns": (
+            (scores, np.arange(90) % 4),
+            r"distinct labels \(.*\) but `scores` has 3 columns",
+        ),
         "nan_labels": ((scores, with_value(LOGIT_LABELS, np.nan, 3)), NAN),
         "continuous_labels": ((scores, np.linspace(0, 1, 90)), r"continuous"),
         "length_mismatch": ((scores, LOGIT_LABELS[:-1]), r"inconsistent"),

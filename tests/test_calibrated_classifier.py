@@ -93,6 +93,19 @@ def test_prefit_calibrates_on_all_data_with_a_frozen_estimator():
         CalibratedClassifier(LogisticRegression(), method="prefit").fit(X, y)
 
 
+def test_a_calibration_part_lacking_the_first_class_is_calibrated_by_label():
+    X, y = _data(seed=6)
+    y = y + 1  # 1-based labels
+    fitted = LogisticRegression().fit(X[:150], y[:150])
+    rows = 150 + np.flatnonzero(y[150:] != 1)
+    clf = CalibratedClassifier(fitted, method="prefit").fit(X[rows], y[rows])
+    np.testing.assert_array_equal(clf.calibrators_[0].classes_, fitted.classes_)
+    expected = TemperatureScaling().fit(
+        fitted.decision_function(X[rows]), y[rows], classes=fitted.classes_
+    )
+    assert clf.calibrators_[0].temperature_ == pytest.approx(expected.temperature_)
+
+
 def test_cv_averages_the_calibrated_folds():
     X, y = _data(seed=5)
     clf = CalibratedClassifier(LogisticRegression(), IsotonicCalibration(), method="cv", cv=3)

@@ -233,7 +233,7 @@ def test_hb_empty_bins_take_their_centre():
 
 def test_hb_top_label_floor_keeps_the_predicted_class():
     proba = np.array([[0.5, 0.3, 0.2], [0.6, 0.25, 0.15], [0.2, 0.7, 0.1]])
-    hb = HistogramBinning(n_bins=1, input="probabilities").fit(proba, [1, 2, 2])
+    hb = HistogramBinning(n_bins=1, input="probabilities").fit(proba, [1, 2, 2], classes=[0, 1, 2])
     assert hb.bin_values_[0] == 0.0
     out = hb.predict_proba(proba)
     # Tie point t = p2 / (1 - r + p2); the top class gets (t + r) / 2, the others share
@@ -486,10 +486,27 @@ def test_labels_of_any_type_and_column_indices():
     np.testing.assert_array_equal(
         ts.predict(logits), np.array(["cat", "dog", "eel"])[logits.argmax(axis=1)]
     )
-    # A calibration set lacking class 2: integer labels are column indices.
+    # A calibration set lacking class 2: integer labels that include 0 are column indices.
     rows = y < 2
     ts = TemperatureScaling().fit(logits[rows], y[rows])
     np.testing.assert_array_equal(ts.classes_, [0, 1, 2])
+
+
+@pytest.mark.parametrize("calibrator", [TemperatureScaling(), HistogramBinning()])
+def test_labels_without_zero_and_a_missing_class_need_classes(calibrator):
+    logits, y = overconfident_logits(150, 3, seed=27)
+    rows = y < 2
+    one_based = y[rows] + 1
+    # [1, 2] for three columns may be 1-based labels lacking class 3: ambiguous
+    with pytest.raises(ValueError, match=r"pass `classes=`.*only when they include 0"):
+        clone(calibrator).fit(logits[rows], one_based)
+    fitted = clone(calibrator).fit(logits[rows], one_based, classes=[1, 2, 3])
+    expected = clone(calibrator).fit(logits[rows], y[rows])
+    np.testing.assert_array_equal(fitted.classes_, [1, 2, 3])
+    np.testing.assert_allclose(fitted.predict_proba(logits), expected.predict_proba(logits))
+    np.testing.assert_array_equal(fitted.predict(logits), expected.predict(logits) + 1)
+    with pytest.raises(ValueError, match="`classes` names 2 classes but `scores` has 3"):
+        clone(calibrator).fit(logits, y, classes=[0, 1])
 
 
 # ------------------------------------------------------------------------ bad input
@@ -509,7 +526,7 @@ def _fit_cases():
         "rows-not-summing-to-1": (proba * 1.1, y, no_weight, "probabilities", "sum to 1"),
         "single-class": (logits, np.zeros(60, dtype=int), no_weight, "logits", "1 class"),
         "negative-weight": (logits, y, -np.ones(60), "logits", "negative"),
-        "more-classes-than-columns": (logits[:, :2], y, no_weight, "logits", "one class per"),
+        "more-classes-than-columns": (logits[:, :2], y, no_weight, "logits", "but `scores` has 2"),
         "one-column": (logits[:, :1], y % 2, no_weight, "logits", "1 feature"),
     }
 

@@ -369,6 +369,10 @@ def test_torch_calibration_measures_under_bf16_autocast(metric):
         (lambda: smooth_ece(np.ones((3, 2)) / 2, torch.zeros(3)), "torch tensors"),
         (lambda: smooth_ece(torch.ones(3, 2) / 2, torch.zeros(3).long(), bandwidth=0), "> 0"),
         (lambda: differentiable_ece(torch.ones(3, 2) / 2, torch.zeros(3).long(), n_bins=0), ">= 1"),
+        (
+            lambda: smooth_ece(torch.ones(3, 2) / 2, torch.zeros(3).long(), include_self="no"),
+            "`include_self` to be a bool",
+        ),
         (lambda: differentiable_ece(torch.ones(3, 2) / 2, torch.zeros(3).long(), t_b=0), "t_b"),
         (
             lambda: differentiable_ece(torch.ones(3, 2) / 2, torch.zeros(3).long(), t_a=np.inf),

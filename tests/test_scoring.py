@@ -215,15 +215,26 @@ def test_labels_fix_the_classes_when_a_fold_lacks_one():
     y_index = np.tile([1, 2], 30)
     expected = per_class_ece(y_index, proba).mean()
     # the absent class 0 still counts in the mean over the three columns
-    assert classwise_calibration_error(y_index, proba) == pytest.approx(expected, abs=1e-12)
+    got = classwise_calibration_error(y_index, proba, labels=[0, 1, 2])
+    assert got == pytest.approx(expected, abs=1e-12)
     y = np.array(["a", "b", "c"])[y_index]
     got = classwise_calibration_error(y, proba, labels=["a", "b", "c"])
     assert got == pytest.approx(expected, abs=1e-12)
     assert expected_calibration_error(y, proba, labels=["a", "b", "c"]) == pytest.approx(
-        expected_calibration_error(y_index, proba)
+        expected_calibration_error(y_index, proba, labels=[0, 1, 2])
     )
-    with pytest.raises(ValueError, match="pass `labels=`"):
-        classwise_calibration_error(y, proba)
+    # [1, 2] for three columns may be 1-based labels lacking class 3: ambiguous, so it raises
+    for labels in (y, y_index):
+        with pytest.raises(ValueError, match="pass `labels=`.*only when they include 0"):
+            classwise_calibration_error(labels, proba)
+    # with 0 among them, integer labels are the column indices
+    y_with_zero = np.tile([0, 2], 30)
+    assert classwise_calibration_error(y_with_zero, proba) == pytest.approx(
+        classwise_calibration_error(y_with_zero, proba, labels=[0, 1, 2]), abs=1e-12
+    )
+    assert expected_calibration_error([1, 2, 3], proba[:3]) == pytest.approx(
+        expected_calibration_error([0, 1, 2], proba[:3])
+    )
 
 
 def test_adaptive_bins_hold_equal_counts_and_keep_ties_together():
@@ -339,6 +350,8 @@ def test_blocked_computations_match_one_block(monkeypatch):
 
 WEIGHTED = [
     lambda y, p, **kw: expected_calibration_error(y, p, **kw),
+    lambda y, p, **kw: adaptive_calibration_error(y, p, **kw),
+    lambda y, p, **kw: reliability_diagram(y, p, strategy="quantile", n_bins=5, **kw).count,
     lambda y, p, **kw: expected_calibration_error(y, p, norm="l2", **kw),
     lambda y, p, **kw: maximum_calibration_error(y, p, **kw),
     lambda y, p, **kw: classwise_calibration_error(y, p, **kw),

@@ -20,6 +20,14 @@ def test_binary_positive_class_column_becomes_two_columns():
     np.testing.assert_allclose(check_probabilities([0.2, 1.0]), [[0.8, 0.2], [0.0, 1.0]])
 
 
+def test_binary_column_tolerates_rounding_above_one_like_a_row_sum():
+    # a 2-D row [0, 1 + 1e-9] is accepted, so its positive-class column is too
+    got = check_probabilities(np.array([0.2, 1.0 + 1e-9]))
+    np.testing.assert_array_equal(got, [[0.8, 0.2], [0.0, 1.0]])
+    with pytest.raises(ValueError, match=r"in \[0, 1\] \(up to 1 \+ 0.001\)"):
+        check_probabilities(np.array([0.2, 1.01]))
+
+
 @pytest.mark.parametrize(
     "y_prob, message",
     [
@@ -50,6 +58,23 @@ def test_labels_of_any_type_and_explicit_labels():
 def test_integer_labels_are_column_indices_when_a_class_is_missing():
     y_index, _, _ = check_classification_inputs([0, 0, 2], P)
     np.testing.assert_array_equal(y_index, [0, 0, 2])
+    y_index, _, _ = check_classification_inputs(np.array([0.0, 0.0, 2.0]), P)
+    np.testing.assert_array_equal(y_index, [0, 0, 2])
+    # 1-based labels with all classes present map to the columns in sorted order
+    y_index, _, _ = check_classification_inputs([1, 3, 2], P)
+    np.testing.assert_array_equal(y_index, [0, 2, 1])
+    # Booleans are unambiguous even when only True is present
+    y_index, _, _ = check_classification_inputs(np.array([True, True]), np.array([0.2, 0.9]))
+    np.testing.assert_array_equal(y_index, [1, 1])
+
+
+@pytest.mark.parametrize("y", [[1, 2, 2], [1, 1, 1], np.array([2.0, 1.0, 1.0])])
+def test_integer_labels_without_zero_and_a_missing_class_are_ambiguous(y):
+    # [1, 2] for three columns may be 1-based labels lacking class 3
+    with pytest.raises(ValueError, match=r"pass `labels=`.*only when they include 0"):
+        check_classification_inputs(y, P)
+    y_index, _, _ = check_classification_inputs(y, P, labels=[1, 2, 3])
+    np.testing.assert_array_equal(y_index, np.asarray(y, dtype=int) - 1)
 
 
 def test_bad_labels_raise():
@@ -104,6 +129,6 @@ def test_unknown_integer_label_raises_through_the_lookup(y):
 
 def test_row_sums_in_float32_still_catch_a_small_deviation():
     proba = np.array([[0.5, 0.4985, 0.0]], dtype=np.float32)
-    with pytest.raises(ValueError, match="sum to 1"):
+    with pytest.raises(ValueError, match=r"row 0 sums to 0\.998"):
         check_probabilities(proba)
     check_probabilities(np.array([[0.5, 0.4995, 0.0]], dtype=np.float32))

@@ -23,7 +23,12 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import check_probabilities, check_sample_weight, encode_labels
+from .._validation import (
+    check_probabilities,
+    check_sample_weight,
+    encode_labels,
+    resolve_classes,
+)
 
 #: Smallest probability used when probabilities are turned into log-probabilities.
 PROBABILITY_FLOOR = 1e-12
@@ -78,7 +83,7 @@ class BaseCalibrator(TransformerMixin, BaseEstimator):
     _parameter_constraints: dict = {"input": [StrOptions({"logits", "probabilities"})]}
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, scores, y, sample_weight=None):
+    def fit(self, scores, y, sample_weight=None, classes=None):
         """Fit the calibrator.
 
         Parameters
@@ -87,11 +92,15 @@ class BaseCalibrator(TransformerMixin, BaseEstimator):
             Scores of a classifier, of the kind named by ``input``; 1-D for the
             positive class of a binary problem.
         y : array-like of shape (n_samples,)
-            True labels. Either one distinct label per score column (sorted labels give
-            the column order), or integers in ``[0, n_classes)`` read as column indices
-            (so a calibration set may lack a class).
+            True labels. Without ``classes``: either one distinct label per score column
+            (sorted labels give the column order), or integers in ``[0, n_classes)`` that
+            include 0, read as column indices (so a calibration set may lack a class).
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative sample weights.
+        classes : array-like of shape (n_classes,), default=None
+            The label of each score column, such as the ``classes_`` of the classifier
+            that made the scores; needed when ``y`` lacks a class and its labels are not
+            the column indices.
 
         Returns
         -------
@@ -100,7 +109,9 @@ class BaseCalibrator(TransformerMixin, BaseEstimator):
         """
         saved = dict(self.__dict__)
         try:
-            scores, y_index, sample_weight = self._validate_fit_data(scores, y, sample_weight)
+            scores, y_index, sample_weight = self._validate_fit_data(
+                scores, y, sample_weight, classes
+            )
             self._fit(scores, y_index, sample_weight)
         except BaseException:
             self.__dict__.clear()
@@ -181,7 +192,7 @@ class BaseCalibrator(TransformerMixin, BaseEstimator):
             return np.column_stack([np.zeros_like(scores), scores])
         return scores
 
-    def _validate_fit_data(self, scores, y, sample_weight):
+    def _validate_fit_data(self, scores, y, sample_weight, classes=None):
         """Validate the fit inputs; return 2-D scores, column indices and weights."""
         scores, y = validate_data(self, scores, y, ensure_2d=False, dtype=[np.float64, np.float32])
         if scores.ndim == 2 and scores.shape[1] < 2:
@@ -193,7 +204,12 @@ class BaseCalibrator(TransformerMixin, BaseEstimator):
             self.n_features_in_ = scores.shape[1]
         check_classification_targets(y)
         n_classes = 2 if scores.ndim == 1 else scores.shape[1]
-        classes = _resolve_classes(y, n_classes)
+        present = np.unique(y)
+        if len(present) < 2:
+            raise ValueError(
+                f"Expected `y` to hold at least 2 classes, got 1 class ({present[0]!r})."
+            )
+        classes = resolve_classes(y, classes, n_classes, names=("y", "classes", "scores"))
         sample_weight = check_sample_weight(sample_weight, scores.shape[0])
         two_dimensional = self._as_two_dimensional(scores)
         self._scores_ndim = scores.ndim
@@ -222,21 +238,3 @@ class BaseCalibrator(TransformerMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
         return tags
-
-
-def _resolve_classes(y, n_classes):
-    """Return the label of each score column, checking ``y`` against ``n_classes``."""
-    present = np.unique(y)
-    if len(present) < 2:
-        raise ValueError(f"Expected `y` to hold at least 2 classes, got 1 class ({present[0]!r}).")
-    if len(present) == n_classes:
-        return present
-    integral = y.dtype.kind in "biu" or (
-        y.dtype.kind == "f" and np.array_equal(present, np.round(present))
-    )
-    if integral and present.min() >= 0 and present.max() < n_classes:
-        return np.arange(n_classes)
-    raise ValueError(
-        f"Expected `y` to hold one class per score column ({n_classes}), or integer column "
-        f"indices in [0, {n_classes}), got {len(present)} classes: {present.tolist()[:10]}."
-    )

@@ -1,5 +1,6 @@
 """A classifier and a post-hoc calibrator fitted together as one scikit-learn classifier."""
 
+import inspect
 import math
 import numbers
 import warnings
@@ -176,7 +177,11 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                 kind = "logits" if score_method == "decision_function" else "probabilities"
                 fitted.set_params(input=kind)
             weight = None if sample_weight is None else sample_weight[rows]
-            fitted.fit(scores, encode_labels(y[rows], estimator.classes_), sample_weight=weight)
+            if "classes" in inspect.signature(fitted.fit).parameters:
+                fitted.fit(scores, y[rows], sample_weight=weight, classes=estimator.classes_)
+            else:
+                y_index = encode_labels(y[rows], estimator.classes_)
+                fitted.fit(scores, y_index, sample_weight=weight)
             estimators.append(estimator)
             calibrators.append(fitted)
         self.estimators_ = estimators
