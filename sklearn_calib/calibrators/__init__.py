@@ -14,7 +14,8 @@ their values:
   ``log(max(p, 1e-12))``.
 
 Labels ``y`` are either one distinct label per score column (the sorted labels give the
-column order) or integer column indices, so a calibration set may lack a class.
+column order) or integer column indices that include 0; ``fit(..., classes=...)`` names the
+label of each column, so a calibration set may lack any class.
 :class:`CalibratedClassifier` fits a classifier and a calibrator together.
 """
 
