@@ -57,6 +57,8 @@ def test_from_predictions_on_given_axes_without_histogram():
     assert display.ax_ is ax and display.figure_ is figure
     assert display.hist_ax_ is None and display.hist_bars_ is None and display.line_ is None
     assert len(display.bars_.patches) == 5
+    green = matplotlib.colors.to_rgb("tab:green")
+    assert all(patch.get_facecolor()[:3] == green for patch in display.bars_.patches)
     # empty bins are drawn with height 0
     diagram = reliability_diagram(y, proba, n_bins=5)
     assert [p.get_height() for p in display.bars_.patches][0] == 0 and diagram.count[0] == 0
