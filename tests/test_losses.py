@@ -205,6 +205,18 @@ def test_gradcheck_float64(name):
     assert torch.autograd.gradcheck(lambda z: loss(z, target), (logits,))
 
 
+@pytest.mark.parametrize("name", ["focal", "dual_focal", "bsce"])
+def test_weights_stay_accurate_when_p_y_rounds_to_one(name):
+    # float32 p_y = 1 - 4e-9 rounds to 1 (and the loss to 0); 1 - p_y as the sum of the
+    # other probabilities keeps the weight, and so the gradient, as in float64
+    logits = torch.tensor([[20.0, 0.0, 0.0]])
+    loss = get_loss(name, gamma=1.0, detach_weight=True)
+    expected = _grad(loss, logits.double(), torch.tensor([0]))
+    assert expected[0, 1] > 1e-18
+    got = _grad(loss, logits, torch.tensor([0]))
+    torch.testing.assert_close(got[0, 1:].double(), expected[0, 1:], rtol=1e-4, atol=0)
+
+
 EXTREME = [
     (torch.tensor([[50.0, 0.0, 0.0]]), torch.tensor([0])),
     (torch.tensor([[50.0, 0.0, 0.0]]), torch.tensor([1])),
