@@ -1,3 +1,6 @@
+import pickle
+import warnings
+
 import joblib
 import numpy as np
 import pytest
@@ -16,6 +19,7 @@ from sklearn_calib.calibrators import (
     HistogramBinning,
     IsotonicCalibration,
     MatrixScaling,
+    PlattScaling,
     ScalingBinning,
     TemperatureScaling,
     VectorScaling,
@@ -38,6 +42,7 @@ ALL_CALIBRATORS = [
     IsotonicCalibration(),
     EnsembleTemperatureScaling(),
     EnsembleTemperatureScaling(loss="nll"),
+    PlattScaling(),
 ]
 IDS = [repr(c) for c in ALL_CALIBRATORS]
 
@@ -391,6 +396,81 @@ def test_ets_weights_are_the_simplex_optimum(loss):
             options={"xatol": 1e-10},
         )
         assert ets.temperature_ == pytest.approx(brier.x, rel=1e-5)
+
+
+def sklearn_sigmoid(scores, y, sample_weight=None):
+    """scikit-learn's sigmoid (Platt) calibration of fixed scores; returns the fitted CCCV."""
+    frozen = FrozenEstimator(_Scores().fit(scores, y))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Since FrozenEstimator", UserWarning)
+        return CalibratedClassifierCV(frozen, method="sigmoid").fit(
+            scores, y, sample_weight=sample_weight
+        )
+
+
+def one_vs_rest_log_odds(proba):
+    """log p_k - log(1 - p_k), written directly."""
+    return np.log(proba) - np.log1p(-proba)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3, 5])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_platt_matches_scikit_learn_sigmoid_calibration(n_classes, weighted):
+    logits, y = overconfident_logits(400, n_classes, seed=40)
+    weight = np.random.default_rng(41).uniform(0, 3, size=len(y)) if weighted else None
+    platt = PlattScaling().fit(logits, y, sample_weight=weight)
+    log_odds = one_vs_rest_log_odds(softmax(logits))
+    # scikit-learn fits its sigmoids on the decision function it is given: feed it the
+    # one-vs-rest log-odds (binary: the positive class's only).
+    given = log_odds[:, 1] if n_classes == 2 else log_odds
+    cccv = sklearn_sigmoid(given, y, weight)
+    np.testing.assert_allclose(platt.predict_proba(logits), cccv.predict_proba(given), atol=1e-6)
+    test = np.random.default_rng(42).normal(size=(50, n_classes)) * 4
+    test_odds = one_vs_rest_log_odds(softmax(test))
+    np.testing.assert_allclose(
+        platt.predict_proba(test),
+        cccv.predict_proba(test_odds[:, 1] if n_classes == 2 else test_odds),
+        atol=1e-6,
+    )
+    assert platt.coef_.shape == platt.intercept_.shape == (1 if n_classes == 2 else n_classes,)
+
+
+def test_platt_binary_decision_function_and_probabilities():
+    logits, y = overconfident_logits(300, 2, seed=43)
+    decision = logits[:, 1] - logits[:, 0]
+    one_d = PlattScaling().fit(decision, y)
+    cccv = sklearn_sigmoid(decision, y)
+    np.testing.assert_allclose(
+        one_d.predict_proba(decision), cccv.predict_proba(decision), atol=1e-6
+    )
+    two_d = PlattScaling().fit(logits, y)
+    np.testing.assert_allclose(two_d.coef_, one_d.coef_, rtol=1e-9)
+    np.testing.assert_allclose(two_d.intercept_, one_d.intercept_, rtol=1e-9, atol=1e-12)
+    # Probabilities are read through their log-odds, so they give the same fit.
+    positive = 1 / (1 + np.exp(-decision))
+    on_proba = PlattScaling(input="probabilities").fit(positive, y)
+    np.testing.assert_allclose(
+        on_proba.predict_proba(positive), cccv.predict_proba(decision), atol=1e-6
+    )
+
+
+def test_platt_uses_smoothed_targets_so_separable_scores_stay_finite():
+    decision = np.array([-3.0, -2.0, -1.0, 1.0, 2.0, 3.0])
+    y = np.array([0, 0, 0, 1, 1, 1])
+    platt = PlattScaling().fit(decision, y)
+    assert np.isfinite(platt.coef_).all() and platt.coef_[0] > 0
+    # At the optimum the gradient against the targets (N+ + 1)/(N+ + 2), 1/(N- + 2) is 0.
+    target = np.where(y == 1, 4 / 5, 1 / 5)
+    proba = platt.predict_proba(decision)[:, 1]
+    np.testing.assert_allclose([(proba - target) @ decision, (proba - target).sum()], 0, atol=1e-10)
+    assert proba.max() < 0.99
+
+
+def test_platt_pickles():
+    logits, y = overconfident_logits(200, 3, seed=44)
+    platt = PlattScaling().fit(logits, y)
+    restored = pickle.loads(pickle.dumps(platt))
+    np.testing.assert_array_equal(restored.predict_proba(logits), platt.predict_proba(logits))
 
 
 # ------------------------------------------------------------------ common behaviour
