@@ -241,14 +241,12 @@ def test_hb_top_label_floor_keeps_the_predicted_class():
     hb = HistogramBinning(n_bins=1, input="probabilities").fit(proba, [1, 2, 2])
     assert hb.bin_values_[0] == 0.0
     out = hb.predict_proba(proba)
-    # Tie point t = p2 / (1 - r + p2); the top class gets (t + r) / 2, the others share
-    # the rest in proportion to their probabilities.
+    # Tie point t = p2 / (1 - r + p2); the top class gets just above t, the others share
+    # the rest in proportion to their probabilities, the runner-up just below it.
     top, runner = 0.5, 0.3
     tie = runner / (1 - top + runner)
-    expected_top = (tie + top) / 2
-    np.testing.assert_allclose(
-        out[0], [expected_top, *(np.array([0.3, 0.2]) / 0.5 * (1 - expected_top))]
-    )
+    np.testing.assert_allclose(out[0], [tie, *(np.array([0.3, 0.2]) / 0.5 * (1 - tie))], rtol=1e-14)
+    assert out[0, 0] > out[0, 1]
     np.testing.assert_array_equal(out.argmax(axis=1), proba.argmax(axis=1))
     np.testing.assert_allclose(out.sum(axis=1), 1.0)
 
@@ -257,11 +255,57 @@ def test_hb_one_hot_rows_share_the_rest_uniformly():
     proba = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.2, 0.5, 0.3]])
     hb = HistogramBinning(n_bins=2, input="probabilities").fit(proba, [0, 2, 1])
     out = hb.predict_proba(proba)
-    # Bin (0.5, 1] holds one right and one wrong prediction: 0.5, raised to the floor
-    # (1/3 + 1) / 2 = 2/3 for the one-hot row, whose other classes share the rest equally.
+    # Bin (0.5, 1] holds one right and one wrong prediction: 0.5, above the tie point 1/3
+    # of the one-hot rows, whose other classes share the rest equally.
     assert hb.bin_values_[1] == pytest.approx(0.5)
-    np.testing.assert_allclose(out[0], [2 / 3, 1 / 6, 1 / 6])
+    np.testing.assert_allclose(out[0], [0.5, 0.25, 0.25])
     np.testing.assert_array_equal(out.argmax(axis=1), [0, 1, 1])
+
+
+def tie_points(proba):
+    """Top-1 value at which the runner-up catches up when the others keep their ratios."""
+    ordered = np.sort(proba, axis=1)
+    return ordered[:, -2] / (1 - ordered[:, -1] + ordered[:, -2])
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "quantile"])
+def test_hb_outputs_the_bin_accuracy_on_an_overconfident_model(strategy):
+    # Binary, overconfident: every bin's accuracy is above 1/2, so the output confidence
+    # is the bin accuracy and the in-sample ECE is 0.
+    logits, y = overconfident_logits(3000, 2, scale=2.0, seed=9)
+    hb = HistogramBinning(strategy=strategy).fit(logits, y)
+    proba = softmax(logits)
+    index = assign_bins(proba.max(axis=1), hb.bin_edges_)
+    out = hb.predict_proba(logits)
+    assert (hb.bin_values_[index] > 0.5).all()
+    np.testing.assert_array_equal(out.max(axis=1), hb.bin_values_[index])
+    assert expected_calibration_error(y, out) < 1e-12
+    assert expected_calibration_error(y, proba) > 0.05
+    # Three classes: the floor binds in the low bins; elsewhere the output is the bin
+    # accuracy, and where it binds the top class gets just above the tie point.
+    logits, y = overconfident_logits(3000, 3, scale=3.0, seed=9)
+    hb = HistogramBinning(strategy=strategy).fit(logits, y)
+    proba = softmax(logits)
+    value = hb.bin_values_[assign_bins(proba.max(axis=1), hb.bin_edges_)]
+    tie = tie_points(proba)
+    out = hb.predict_proba(logits)
+    free = value > tie * (1 + 1e-12)
+    assert 0 < (~free).sum() < len(y) / 4
+    np.testing.assert_array_equal(out.max(axis=1)[free], value[free])
+    np.testing.assert_allclose(out.max(axis=1)[~free], tie[~free], rtol=1e-12)
+    np.testing.assert_array_equal(out.argmax(axis=1), proba.argmax(axis=1))
+    assert expected_calibration_error(y, out) < 0.2 * expected_calibration_error(
+        y, _midpoint_floor(proba, value, tie)
+    )
+
+
+def _midpoint_floor(proba, value, tie):
+    """Top-label output with the top class floored at (t + r) / 2 instead of just above t."""
+    top = proba.max(axis=1)
+    confidence = np.maximum(value, (tie + top) / 2)
+    out = proba * ((1 - confidence) / (1 - top))[:, None]
+    out[np.arange(len(out)), proba.argmax(axis=1)] = confidence
+    return out
 
 
 def test_hb_classwise_is_one_vs_rest_frequency_renormalised():

@@ -5,12 +5,13 @@ Both map a probability to a value per bin, with the bin rule of the metrics
 modes:
 
 - ``"top_label"``: bins on the top-1 confidence ``r = max_k p_k``. The top class gets the
-  bin's value ``c`` and the other classes share ``1 - r'`` in proportion to their
+  bin's value ``c`` and the other classes share ``1 - c`` in proportion to their
   probabilities (uniformly when they are all 0), so rows sum to 1. To keep the predicted
-  class, ``c`` is raised where needed to ``(t + r) / 2``, halfway between the
-  uncalibrated confidence ``r`` and the tie point ``t`` at which the runner-up would catch
-  up (``t = p_2 / (1 - r + p_2)``, or ``1 / K`` when the others are all 0): a bin value
-  at or below ``t`` would change the prediction.
+  class, ``c`` is raised where needed to just above the tie point ``t`` at which the
+  runner-up would catch up (``t = p_2 / (1 - r + p_2)``, or ``1 / K`` when the others are
+  all 0): to the next float above ``t`` (a few ulps more where rounding requires). Where
+  this floor does not bind (``c > t``), the output confidence is exactly the bin's value,
+  so it takes at most ``n_bins`` values.
 - ``"classwise"``: one-vs-rest, bins on each ``p_k`` separately, then each row is divided
   by its sum (an all-zero row becomes uniform).
 
@@ -45,7 +46,6 @@ def _replace_top_label(proba, confidence):
     n_samples, n_classes = proba.shape
     rows = np.arange(n_samples)
     top = np.argmax(proba, axis=1)
-    uncalibrated = proba[rows, top]
     others = proba.copy()
     others[rows, top] = 0.0
     rest = others.sum(axis=1)
@@ -53,8 +53,15 @@ def _replace_top_label(proba, confidence):
     shared = rest > 0
     tie = np.full(n_samples, 1.0 / n_classes)
     tie[shared] = runner_up[shared] / (rest[shared] + runner_up[shared])
-    calibrated = np.maximum(confidence, (tie + uncalibrated) / 2)
-    scale = np.divide(1.0 - calibrated, rest, out=np.zeros(n_samples), where=shared)
+    calibrated = np.maximum(confidence, np.nextafter(tie, 2.0))
+    while True:
+        scale = np.divide(1.0 - calibrated, rest, out=np.zeros(n_samples), where=shared)
+        runner_after = np.where(shared, runner_up * scale, (1.0 - calibrated) / (n_classes - 1))
+        # Rounding can leave the runner-up level with the floor: raise it by one ulp.
+        level = runner_after >= calibrated
+        if not level.any():
+            break
+        calibrated[level] = np.nextafter(calibrated[level], 2.0)
     others *= scale[:, None]
     others[~shared] = ((1.0 - calibrated[~shared]) / (n_classes - 1))[:, None]
     others[rows, top] = calibrated
