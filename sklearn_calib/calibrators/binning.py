@@ -188,9 +188,12 @@ class ScalingBinning(_BinMapCalibrator):
     The fit data are first scaled by the NLL-optimal temperature (as
     :class:`TemperatureScaling`); the scaled probabilities are then put into equal-mass
     bins (quantiles of the weighted scaled values), and each bin's value is the mean
-    scaled probability of the fit data in it. The output takes finitely many values, so
-    its calibration error can be estimated reliably. Here all three steps use the whole
-    fit data; Kumar et al. fit them on disjoint parts for their guarantee (split the data
+    scaled probability of the fit data in it. The output takes finitely many values, so its
+    calibration error can be estimated reliably: in top-label mode the top confidence is one
+    of the ``n_bins`` bin values, except in rows where a bin value would not keep the
+    predicted class and the floor described in :mod:`~.binning` applies; in classwise mode
+    each row is a renormalised vector of bin values. Here all three steps use the whole fit
+    data; Kumar et al. fit them on disjoint parts for their guarantee (split the data
     yourself to reproduce that). See :mod:`~.binning` for the two modes.
 
     Parameters
