@@ -200,3 +200,23 @@ def test_net_classifier_is_calibrated_through_its_logits(n_classes):
         clf.predict_proba(X), calibrator.predict_proba(fitted.decision_function(X)), atol=1e-6
     )
     np.testing.assert_array_equal(clf.predict(X), fitted.predict(X))
+
+
+@pytest.mark.parametrize(
+    "size, n_calibration",
+    # np.float32(0.2) is 0.2000000030, a fraction of 300 rows of 60.0000009: 61 rows.
+    [(0.2, 60), (np.float32(0.2), 61), (np.float64(0.2), 60), (60, 60), (np.int64(60), 60)],
+)
+def test_calibration_size_of_any_numeric_type(size, n_calibration):
+    X, y = _data()
+    clf = CalibratedClassifier(LogisticRegression(), calibration_size=size, random_state=3)
+    clf.fit(X, y)
+    train, _ = train_test_split(
+        np.arange(len(y)),
+        test_size=n_calibration,
+        stratify=y,
+        random_state=np.random.RandomState(3),
+    )
+    np.testing.assert_allclose(
+        clf.estimators_[0].coef_, LogisticRegression().fit(X[train], y[train]).coef_
+    )

@@ -208,7 +208,10 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         n_samples = len(y)
         if self.method == "holdout":
             size = self.calibration_size
-            n_calibration = math.ceil(size * n_samples) if isinstance(size, float) else size
+            if isinstance(size, numbers.Integral):
+                n_calibration = int(size)
+            else:
+                n_calibration = math.ceil(float(size) * n_samples)
             n_calibration = max(n_calibration, len(classes))
             splits = [
                 train_test_split(
