@@ -220,3 +220,23 @@ def test_calibration_size_of_any_numeric_type(size, n_calibration):
     np.testing.assert_allclose(
         clf.estimators_[0].coef_, LogisticRegression().fit(X[train], y[train]).coef_
     )
+
+
+def test_holdout_calibrates_on_every_class_even_when_stratification_rounds_one_away():
+    X, _ = _data(n_samples=200, seed=8)
+    y = np.zeros(200, dtype=int)
+    y[:5], y[5:10] = 1, 2
+    clf = CalibratedClassifier(
+        LogisticRegression(), HistogramBinning(), calibration_size=0.01, random_state=0
+    )
+    clf.fit(X, y)
+    # The stratified split of 3 rows takes class 0 only; one row of each other class moves
+    # from the training part to the calibration part, which then holds every class.
+    train, calibration = train_test_split(
+        np.arange(200), test_size=3, stratify=y, random_state=np.random.RandomState(0)
+    )
+    assert set(y[calibration]) == {0}
+    assert clf.estimators_[0].coef_.shape == (3, X.shape[1])
+    # The calibrator saw 5 rows: the 3 of the split and one of each of classes 1 and 2.
+    assert clf.calibrators_[0].bin_weights_.sum() == 5
+    np.testing.assert_array_equal(clf.classes_, [0, 1, 2])
