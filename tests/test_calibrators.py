@@ -26,7 +26,7 @@ from sklearn_calib.calibrators import (
 )
 from sklearn_calib.calibrators._base import softmax
 from sklearn_calib.calibrators._temperature_grid import grid_ece
-from sklearn_calib.scoring import expected_calibration_error
+from sklearn_calib.scoring import expected_calibration_error, reliability_diagram
 
 ALL_CALIBRATORS = [
     TemperatureScaling(),
@@ -306,6 +306,25 @@ def _midpoint_floor(proba, value, tie):
     out = proba * ((1 - confidence) / (1 - top))[:, None]
     out[np.arange(len(out)), proba.argmax(axis=1)] = confidence
     return out
+
+
+@pytest.mark.parametrize("mode", ["top_label", "classwise"])
+def test_hb_bins_float32_probabilities_in_float32_like_the_metrics(mode):
+    # float32(edge 8/15) is above the float64 edge, yet as float32 it equals the float32
+    # edge and lies in bin 7 under (lower, upper], as the reliability diagram places it.
+    v = np.float32(uniform_bin_edges(15)[8])
+    proba = np.array([[v, 1 - v], [0.95, 0.05], [0.97, 0.03]], dtype=np.float32)
+    y = np.array([0, 1, 0])
+    hb = HistogramBinning(mode=mode, input="probabilities").fit(proba, y)
+    if mode == "top_label":
+        diagram = reliability_diagram(y, proba, n_bins=15)
+        np.testing.assert_array_equal(hb.bin_weights_, diagram.count)
+        assert hb.bin_values_[7] == 1.0
+        assert hb.predict_proba(proba)[0, 0] == 1.0
+    else:
+        assert hb.bin_weights_[0, 7] == 1 and hb.bin_weights_[0, 8] == 0
+        assert hb.bin_values_[0, 7] == 1.0
+    assert hb.predict_proba(proba).dtype == np.float64
 
 
 def test_hb_classwise_is_one_vs_rest_frequency_renormalised():

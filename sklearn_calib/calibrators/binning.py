@@ -69,7 +69,11 @@ def _replace_top_label(proba, confidence):
 
 
 class _BinMapCalibrator(BaseCalibrator):
-    """Shared transform of the binning calibrators (``_probabilities`` -> bins -> values)."""
+    """Shared transform of the binning calibrators (probabilities -> bins -> values).
+
+    Probabilities are binned in their own precision, as the metrics bin them: float32
+    probabilities are compared with float32 edges (see :mod:`sklearn_calib._binning`).
+    """
 
     def _fit_bins(self, proba, top_targets, class_targets, strategy, sample_weight):
         """Fit the bin map: ``top_targets`` per sample, ``class_targets`` per sample and class."""
@@ -95,9 +99,10 @@ class _BinMapCalibrator(BaseCalibrator):
         if self.mode == "top_label":
             confidence = proba.max(axis=1)
             return _replace_top_label(
-                proba, self.bin_values_[assign_bins(confidence, self.bin_edges_)]
+                proba.astype(np.float64),
+                self.bin_values_[assign_bins(confidence, self.bin_edges_)],
             )
-        calibrated = np.empty_like(proba)
+        calibrated = np.empty(proba.shape)
         for k in range(proba.shape[1]):
             index = assign_bins(np.ascontiguousarray(proba[:, k]), self.bin_edges_[k])
             calibrated[:, k] = self.bin_values_[k][index]
@@ -169,17 +174,21 @@ class HistogramBinning(_BinMapCalibrator):
         self.mode = mode
         self.input = input
 
+    def _native_probabilities(self, scores):
+        """Return probabilities in the precision of the input (float64 for logits)."""
+        return scores if self.input == "probabilities" else softmax(scores)
+
     def _fit(self, scores, y_index, sample_weight):
-        proba = self._probabilities(scores)
+        proba = self._native_probabilities(scores)
         correct = (np.argmax(proba, axis=1) == y_index).astype(np.float64)
         one_hot = None
         if self.mode == "classwise":
-            one_hot = np.zeros_like(proba)
+            one_hot = np.zeros(proba.shape)
             one_hot[np.arange(len(y_index)), y_index] = 1.0
         self._fit_bins(proba, correct, one_hot, self.strategy, sample_weight)
 
     def _predict_proba(self, scores):
-        return self._apply_bins(self._probabilities(scores))
+        return self._apply_bins(self._native_probabilities(scores))
 
 
 class ScalingBinning(_BinMapCalibrator):
