@@ -626,6 +626,19 @@ def test_one_dimensional_scores_are_read_as_two_columns():
     )
 
 
+@pytest.mark.parametrize("calibrator", ALL_CALIBRATORS, ids=IDS)
+def test_refit_on_one_dimensional_scores_drops_n_features_in(calibrator):
+    logits, y = overconfident_logits(150, 3, seed=30)
+    binary_logits, binary_y = overconfident_logits(150, 2, seed=31)
+    fitted = clone(calibrator).fit(logits, y)
+    assert fitted.n_features_in_ == 3
+    fitted.fit(binary_logits[:, 1], binary_y)
+    assert not hasattr(fitted, "n_features_in_")
+    assert fitted.n_classes_ == 2
+    fitted.fit(logits, y)
+    assert fitted.n_features_in_ == 3
+
+
 def test_labels_of_any_type_and_column_indices():
     logits, y = overconfident_logits(150, 3, seed=25)
     names = np.array(["cat", "dog", "eel"])[y]
