@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 from sklearn.datasets import load_digits, make_classification
+from sklearn.dummy import DummyClassifier
 from sklearn.exceptions import NotFittedError
 from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression
@@ -240,3 +241,12 @@ def test_holdout_calibrates_on_every_class_even_when_stratification_rounds_one_a
     # The calibrator saw 5 rows: the 3 of the split and one of each of classes 1 and 2.
     assert clf.calibrators_[0].bin_weights_.sum() == 5
     np.testing.assert_array_equal(clf.classes_, [0, 1, 2])
+
+
+def test_a_classifier_whose_scores_tie_calibrates_with_temperature_one():
+    X, y = _data(seed=9)
+    clf = CalibratedClassifier(DummyClassifier(strategy="uniform"), random_state=0)
+    with pytest.warns(UserWarning, match="every temperature is optimal"):
+        clf.fit(X, y)
+    assert clf.calibrators_[0].temperature_ == 1.0
+    np.testing.assert_allclose(clf.predict_proba(X), 1 / 3)

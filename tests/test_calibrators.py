@@ -177,6 +177,20 @@ def test_ts_scores_against_the_labels_stop_at_the_upper_bound_with_a_warning():
     np.testing.assert_allclose(ts.predict_proba(logits), 0.5, atol=1e-3)
 
 
+@pytest.mark.parametrize(
+    "calibrator",
+    [TemperatureScaling(), ScalingBinning(), EnsembleTemperatureScaling(loss="nll")],
+    ids=repr,
+)
+def test_scores_tied_in_every_row_give_temperature_one_with_a_warning(calibrator):
+    y = np.arange(40) % 3
+    for scores in (np.zeros((40, 3)), np.tile([[2.0], [-1.0], [0.5], [7.0]], (10, 3))):
+        with pytest.warns(UserWarning, match="does not depend on the temperature"):
+            fitted = clone(calibrator).fit(scores, y)
+        assert fitted.temperature_ == 1.0
+        np.testing.assert_allclose(fitted.predict_proba(scores), 1 / 3)
+
+
 def test_ts_ece_objective_returns_the_grid_argmin():
     logits, y = overconfident_logits(500, 4, seed=7)
     grid = np.round(np.arange(0.5, 6.0, 0.25), 2)
