@@ -1,6 +1,6 @@
 import numpy as np
 import pytest
-from sklearn.base import clone
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.datasets import load_digits, make_classification
 from sklearn.dummy import DummyClassifier
 from sklearn.exceptions import NotFittedError
@@ -250,3 +250,25 @@ def test_a_classifier_whose_scores_tie_calibrates_with_temperature_one():
         clf.fit(X, y)
     assert clf.calibrators_[0].temperature_ == 1.0
     np.testing.assert_allclose(clf.predict_proba(X), 1 / 3)
+
+
+class _PredictOnly(ClassifierMixin, BaseEstimator):
+    """A classifier with neither decision_function nor predict_proba; counts its fits."""
+
+    fits = 0
+
+    def fit(self, X, y):
+        type(self).fits += 1
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict(self, X):
+        return np.full(len(X), self.classes_[0])
+
+
+def test_an_estimator_without_scores_is_rejected_before_fitting():
+    X, y = _data(seed=10)
+    for method in ("holdout", "cv"):
+        with pytest.raises(ValueError, match="'decision_function'.*'predict_proba'"):
+            CalibratedClassifier(_PredictOnly(), method=method).fit(X, y)
+    assert _PredictOnly.fits == 0

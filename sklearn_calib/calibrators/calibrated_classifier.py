@@ -116,7 +116,10 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     """
 
     _parameter_constraints: dict = {
-        "estimator": [HasMethods(["fit"])],
+        "estimator": [
+            HasMethods(["fit", "decision_function"]),
+            HasMethods(["fit", "predict_proba"]),
+        ],
         "calibrator": [HasMethods(["fit", "predict_proba"]), None],
         "method": [StrOptions({"holdout", "cv", "prefit"})],
         "calibration_size": [
