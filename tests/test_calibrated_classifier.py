@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
-from sklearn.base import clone
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.datasets import load_digits, make_classification
+from sklearn.dummy import DummyClassifier
 from sklearn.exceptions import NotFittedError
 from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression
@@ -213,3 +214,74 @@ def test_net_classifier_is_calibrated_through_its_logits(n_classes):
         clf.predict_proba(X), calibrator.predict_proba(fitted.decision_function(X)), atol=1e-6
     )
     np.testing.assert_array_equal(clf.predict(X), fitted.predict(X))
+
+
+@pytest.mark.parametrize(
+    "size, n_calibration",
+    # np.float32(0.2) is 0.2000000030, a fraction of 300 rows of 60.0000009: 61 rows.
+    [(0.2, 60), (np.float32(0.2), 61), (np.float64(0.2), 60), (60, 60), (np.int64(60), 60)],
+)
+def test_calibration_size_of_any_numeric_type(size, n_calibration):
+    X, y = _data()
+    clf = CalibratedClassifier(LogisticRegression(), calibration_size=size, random_state=3)
+    clf.fit(X, y)
+    train, _ = train_test_split(
+        np.arange(len(y)),
+        test_size=n_calibration,
+        stratify=y,
+        random_state=np.random.RandomState(3),
+    )
+    np.testing.assert_allclose(
+        clf.estimators_[0].coef_, LogisticRegression().fit(X[train], y[train]).coef_
+    )
+
+
+def test_holdout_calibrates_on_every_class_even_when_stratification_rounds_one_away():
+    X, _ = _data(n_samples=200, seed=8)
+    y = np.zeros(200, dtype=int)
+    y[:5], y[5:10] = 1, 2
+    clf = CalibratedClassifier(
+        LogisticRegression(), HistogramBinning(), calibration_size=0.01, random_state=0
+    )
+    clf.fit(X, y)
+    # The stratified split of 3 rows takes class 0 only; one row of each other class moves
+    # from the training part to the calibration part, which then holds every class.
+    train, calibration = train_test_split(
+        np.arange(200), test_size=3, stratify=y, random_state=np.random.RandomState(0)
+    )
+    assert set(y[calibration]) == {0}
+    assert clf.estimators_[0].coef_.shape == (3, X.shape[1])
+    # The calibrator saw 5 rows: the 3 of the split and one of each of classes 1 and 2.
+    assert clf.calibrators_[0].bin_weights_.sum() == 5
+    np.testing.assert_array_equal(clf.classes_, [0, 1, 2])
+
+
+def test_a_classifier_whose_scores_tie_calibrates_with_temperature_one():
+    X, y = _data(seed=9)
+    clf = CalibratedClassifier(DummyClassifier(strategy="uniform"), random_state=0)
+    with pytest.warns(UserWarning, match="every temperature is optimal"):
+        clf.fit(X, y)
+    assert clf.calibrators_[0].temperature_ == 1.0
+    np.testing.assert_allclose(clf.predict_proba(X), 1 / 3)
+
+
+class _PredictOnly(ClassifierMixin, BaseEstimator):
+    """A classifier with neither decision_function nor predict_proba; counts its fits."""
+
+    fits = 0
+
+    def fit(self, X, y):
+        type(self).fits += 1
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict(self, X):
+        return np.full(len(X), self.classes_[0])
+
+
+def test_an_estimator_without_scores_is_rejected_before_fitting():
+    X, y = _data(seed=10)
+    for method in ("holdout", "cv"):
+        with pytest.raises(ValueError, match="'decision_function'.*'predict_proba'"):
+            CalibratedClassifier(_PredictOnly(), method=method).fit(X, y)
+    assert _PredictOnly.fits == 0

@@ -1,3 +1,6 @@
+import pickle
+import warnings
+
 import joblib
 import numpy as np
 import pytest
@@ -16,13 +19,14 @@ from sklearn_calib.calibrators import (
     HistogramBinning,
     IsotonicCalibration,
     MatrixScaling,
+    PlattScaling,
     ScalingBinning,
     TemperatureScaling,
     VectorScaling,
 )
 from sklearn_calib.calibrators._base import softmax
 from sklearn_calib.calibrators._temperature_grid import grid_ece
-from sklearn_calib.scoring import expected_calibration_error
+from sklearn_calib.scoring import expected_calibration_error, reliability_diagram
 
 ALL_CALIBRATORS = [
     TemperatureScaling(),
@@ -38,6 +42,7 @@ ALL_CALIBRATORS = [
     IsotonicCalibration(),
     EnsembleTemperatureScaling(),
     EnsembleTemperatureScaling(loss="nll"),
+    PlattScaling(),
 ]
 IDS = [repr(c) for c in ALL_CALIBRATORS]
 
@@ -172,6 +177,20 @@ def test_ts_scores_against_the_labels_stop_at_the_upper_bound_with_a_warning():
     np.testing.assert_allclose(ts.predict_proba(logits), 0.5, atol=1e-3)
 
 
+@pytest.mark.parametrize(
+    "calibrator",
+    [TemperatureScaling(), ScalingBinning(), EnsembleTemperatureScaling(loss="nll")],
+    ids=repr,
+)
+def test_scores_tied_in_every_row_give_temperature_one_with_a_warning(calibrator):
+    y = np.arange(40) % 3
+    for scores in (np.zeros((40, 3)), np.tile([[2.0], [-1.0], [0.5], [7.0]], (10, 3))):
+        with pytest.warns(UserWarning, match="does not depend on the temperature"):
+            fitted = clone(calibrator).fit(scores, y)
+        assert fitted.temperature_ == 1.0
+        np.testing.assert_allclose(fitted.predict_proba(scores), 1 / 3)
+
+
 def test_ts_ece_objective_returns_the_grid_argmin():
     logits, y = overconfident_logits(500, 4, seed=7)
     grid = np.round(np.arange(0.5, 6.0, 0.25), 2)
@@ -236,14 +255,12 @@ def test_hb_top_label_floor_keeps_the_predicted_class():
     hb = HistogramBinning(n_bins=1, input="probabilities").fit(proba, [1, 2, 2], classes=[0, 1, 2])
     assert hb.bin_values_[0] == 0.0
     out = hb.predict_proba(proba)
-    # Tie point t = p2 / (1 - r + p2); the top class gets (t + r) / 2, the others share
-    # the rest in proportion to their probabilities.
+    # Tie point t = p2 / (1 - r + p2); the top class gets just above t, the others share
+    # the rest in proportion to their probabilities, the runner-up just below it.
     top, runner = 0.5, 0.3
     tie = runner / (1 - top + runner)
-    expected_top = (tie + top) / 2
-    np.testing.assert_allclose(
-        out[0], [expected_top, *(np.array([0.3, 0.2]) / 0.5 * (1 - expected_top))]
-    )
+    np.testing.assert_allclose(out[0], [tie, *(np.array([0.3, 0.2]) / 0.5 * (1 - tie))], rtol=1e-14)
+    assert out[0, 0] > out[0, 1]
     np.testing.assert_array_equal(out.argmax(axis=1), proba.argmax(axis=1))
     np.testing.assert_allclose(out.sum(axis=1), 1.0)
 
@@ -252,11 +269,76 @@ def test_hb_one_hot_rows_share_the_rest_uniformly():
     proba = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.2, 0.5, 0.3]])
     hb = HistogramBinning(n_bins=2, input="probabilities").fit(proba, [0, 2, 1])
     out = hb.predict_proba(proba)
-    # Bin (0.5, 1] holds one right and one wrong prediction: 0.5, raised to the floor
-    # (1/3 + 1) / 2 = 2/3 for the one-hot row, whose other classes share the rest equally.
+    # Bin (0.5, 1] holds one right and one wrong prediction: 0.5, above the tie point 1/3
+    # of the one-hot rows, whose other classes share the rest equally.
     assert hb.bin_values_[1] == pytest.approx(0.5)
-    np.testing.assert_allclose(out[0], [2 / 3, 1 / 6, 1 / 6])
+    np.testing.assert_allclose(out[0], [0.5, 0.25, 0.25])
     np.testing.assert_array_equal(out.argmax(axis=1), [0, 1, 1])
+
+
+def tie_points(proba):
+    """Top-1 value at which the runner-up catches up when the others keep their ratios."""
+    ordered = np.sort(proba, axis=1)
+    return ordered[:, -2] / (1 - ordered[:, -1] + ordered[:, -2])
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "quantile"])
+def test_hb_outputs_the_bin_accuracy_on_an_overconfident_model(strategy):
+    # Binary, overconfident: every bin's accuracy is above 1/2, so the output confidence
+    # is the bin accuracy and the in-sample ECE is 0.
+    logits, y = overconfident_logits(3000, 2, scale=2.0, seed=9)
+    hb = HistogramBinning(strategy=strategy).fit(logits, y)
+    proba = softmax(logits)
+    index = assign_bins(proba.max(axis=1), hb.bin_edges_)
+    out = hb.predict_proba(logits)
+    assert (hb.bin_values_[index] > 0.5).all()
+    np.testing.assert_array_equal(out.max(axis=1), hb.bin_values_[index])
+    assert expected_calibration_error(y, out) < 1e-12
+    assert expected_calibration_error(y, proba) > 0.05
+    # Three classes: the floor binds in the low bins; elsewhere the output is the bin
+    # accuracy, and where it binds the top class gets just above the tie point.
+    logits, y = overconfident_logits(3000, 3, scale=3.0, seed=9)
+    hb = HistogramBinning(strategy=strategy).fit(logits, y)
+    proba = softmax(logits)
+    value = hb.bin_values_[assign_bins(proba.max(axis=1), hb.bin_edges_)]
+    tie = tie_points(proba)
+    out = hb.predict_proba(logits)
+    free = value > tie * (1 + 1e-12)
+    assert 0 < (~free).sum() < len(y) / 4
+    np.testing.assert_array_equal(out.max(axis=1)[free], value[free])
+    np.testing.assert_allclose(out.max(axis=1)[~free], tie[~free], rtol=1e-12)
+    np.testing.assert_array_equal(out.argmax(axis=1), proba.argmax(axis=1))
+    assert expected_calibration_error(y, out) < 0.2 * expected_calibration_error(
+        y, _midpoint_floor(proba, value, tie)
+    )
+
+
+def _midpoint_floor(proba, value, tie):
+    """Top-label output with the top class floored at (t + r) / 2 instead of just above t."""
+    top = proba.max(axis=1)
+    confidence = np.maximum(value, (tie + top) / 2)
+    out = proba * ((1 - confidence) / (1 - top))[:, None]
+    out[np.arange(len(out)), proba.argmax(axis=1)] = confidence
+    return out
+
+
+@pytest.mark.parametrize("mode", ["top_label", "classwise"])
+def test_hb_bins_float32_probabilities_in_float32_like_the_metrics(mode):
+    # float32(edge 8/15) is above the float64 edge, yet as float32 it equals the float32
+    # edge and lies in bin 7 under (lower, upper], as the reliability diagram places it.
+    v = np.float32(uniform_bin_edges(15)[8])
+    proba = np.array([[v, 1 - v], [0.95, 0.05], [0.97, 0.03]], dtype=np.float32)
+    y = np.array([0, 1, 0])
+    hb = HistogramBinning(mode=mode, input="probabilities").fit(proba, y)
+    if mode == "top_label":
+        diagram = reliability_diagram(y, proba, n_bins=15)
+        np.testing.assert_array_equal(hb.bin_weights_, diagram.count)
+        assert hb.bin_values_[7] == 1.0
+        assert hb.predict_proba(proba)[0, 0] == 1.0
+    else:
+        assert hb.bin_weights_[0, 7] == 1 and hb.bin_weights_[0, 8] == 0
+        assert hb.bin_values_[0, 7] == 1.0
+    assert hb.predict_proba(proba).dtype == np.float64
 
 
 def test_hb_classwise_is_one_vs_rest_frequency_renormalised():
@@ -290,7 +372,12 @@ def test_scaling_binning_bins_the_scaled_outputs_into_equal_mass_bins():
     for b in range(10):
         assert sb.bin_values_[b] == pytest.approx(scaled[index == b].mean(), abs=1e-12)
     out = sb.predict_proba(logits)
-    assert len(np.unique(np.round(out.max(axis=1), 12))) <= len(y)
+    # Where the floor does not bind, the top confidence is a bin value: at most n_bins.
+    value = sb.bin_values_[index]
+    free = value > tie_points(softmax(logits / sb.temperature_)) * (1 + 1e-12)
+    assert free.mean() > 0.95
+    np.testing.assert_array_equal(out.max(axis=1)[free], value[free])
+    assert len(np.unique(out.max(axis=1)[free])) == 10
     np.testing.assert_array_equal(out.argmax(axis=1), logits.argmax(axis=1))
 
 
@@ -393,6 +480,81 @@ def test_ets_weights_are_the_simplex_optimum(loss):
         assert ets.temperature_ == pytest.approx(brier.x, rel=1e-5)
 
 
+def sklearn_sigmoid(scores, y, sample_weight=None):
+    """scikit-learn's sigmoid (Platt) calibration of fixed scores; returns the fitted CCCV."""
+    frozen = FrozenEstimator(_Scores().fit(scores, y))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Since FrozenEstimator", UserWarning)
+        return CalibratedClassifierCV(frozen, method="sigmoid").fit(
+            scores, y, sample_weight=sample_weight
+        )
+
+
+def one_vs_rest_log_odds(proba):
+    """log p_k - log(1 - p_k), written directly."""
+    return np.log(proba) - np.log1p(-proba)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3, 5])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_platt_matches_scikit_learn_sigmoid_calibration(n_classes, weighted):
+    logits, y = overconfident_logits(400, n_classes, seed=40)
+    weight = np.random.default_rng(41).uniform(0, 3, size=len(y)) if weighted else None
+    platt = PlattScaling().fit(logits, y, sample_weight=weight)
+    log_odds = one_vs_rest_log_odds(softmax(logits))
+    # scikit-learn fits its sigmoids on the decision function it is given: feed it the
+    # one-vs-rest log-odds (binary: the positive class's only).
+    given = log_odds[:, 1] if n_classes == 2 else log_odds
+    cccv = sklearn_sigmoid(given, y, weight)
+    np.testing.assert_allclose(platt.predict_proba(logits), cccv.predict_proba(given), atol=1e-6)
+    test = np.random.default_rng(42).normal(size=(50, n_classes)) * 4
+    test_odds = one_vs_rest_log_odds(softmax(test))
+    np.testing.assert_allclose(
+        platt.predict_proba(test),
+        cccv.predict_proba(test_odds[:, 1] if n_classes == 2 else test_odds),
+        atol=1e-6,
+    )
+    assert platt.coef_.shape == platt.intercept_.shape == (1 if n_classes == 2 else n_classes,)
+
+
+def test_platt_binary_decision_function_and_probabilities():
+    logits, y = overconfident_logits(300, 2, seed=43)
+    decision = logits[:, 1] - logits[:, 0]
+    one_d = PlattScaling().fit(decision, y)
+    cccv = sklearn_sigmoid(decision, y)
+    np.testing.assert_allclose(
+        one_d.predict_proba(decision), cccv.predict_proba(decision), atol=1e-6
+    )
+    two_d = PlattScaling().fit(logits, y)
+    np.testing.assert_allclose(two_d.coef_, one_d.coef_, rtol=1e-9)
+    np.testing.assert_allclose(two_d.intercept_, one_d.intercept_, rtol=1e-9, atol=1e-12)
+    # Probabilities are read through their log-odds, so they give the same fit.
+    positive = 1 / (1 + np.exp(-decision))
+    on_proba = PlattScaling(input="probabilities").fit(positive, y)
+    np.testing.assert_allclose(
+        on_proba.predict_proba(positive), cccv.predict_proba(decision), atol=1e-6
+    )
+
+
+def test_platt_uses_smoothed_targets_so_separable_scores_stay_finite():
+    decision = np.array([-3.0, -2.0, -1.0, 1.0, 2.0, 3.0])
+    y = np.array([0, 0, 0, 1, 1, 1])
+    platt = PlattScaling().fit(decision, y)
+    assert np.isfinite(platt.coef_).all() and platt.coef_[0] > 0
+    # At the optimum the gradient against the targets (N+ + 1)/(N+ + 2), 1/(N- + 2) is 0.
+    target = np.where(y == 1, 4 / 5, 1 / 5)
+    proba = platt.predict_proba(decision)[:, 1]
+    np.testing.assert_allclose([(proba - target) @ decision, (proba - target).sum()], 0, atol=1e-10)
+    assert proba.max() < 0.99
+
+
+def test_platt_pickles():
+    logits, y = overconfident_logits(200, 3, seed=44)
+    platt = PlattScaling().fit(logits, y)
+    restored = pickle.loads(pickle.dumps(platt))
+    np.testing.assert_array_equal(restored.predict_proba(logits), platt.predict_proba(logits))
+
+
 # ------------------------------------------------------------------ common behaviour
 
 
@@ -476,6 +638,19 @@ def test_one_dimensional_scores_are_read_as_two_columns():
         .fit(np.column_stack([1 - positive, positive]), y)
         .predict_proba(np.column_stack([1 - positive, positive])),
     )
+
+
+@pytest.mark.parametrize("calibrator", ALL_CALIBRATORS, ids=IDS)
+def test_refit_on_one_dimensional_scores_drops_n_features_in(calibrator):
+    logits, y = overconfident_logits(150, 3, seed=30)
+    binary_logits, binary_y = overconfident_logits(150, 2, seed=31)
+    fitted = clone(calibrator).fit(logits, y)
+    assert fitted.n_features_in_ == 3
+    fitted.fit(binary_logits[:, 1], binary_y)
+    assert not hasattr(fitted, "n_features_in_")
+    assert fitted.n_classes_ == 2
+    fitted.fit(logits, y)
+    assert fitted.n_features_in_ == 3
 
 
 def test_labels_of_any_type_and_column_indices():

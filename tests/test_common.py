@@ -9,6 +9,7 @@ from sklearn_calib.calibrators import (
     HistogramBinning,
     IsotonicCalibration,
     MatrixScaling,
+    PlattScaling,
     ScalingBinning,
     TemperatureScaling,
     VectorScaling,
@@ -75,6 +76,7 @@ CALIBRATORS = [
     IsotonicCalibration(),
     EnsembleTemperatureScaling(),
     EnsembleTemperatureScaling(loss="nll"),
+    PlattScaling(),
 ]
 
 CLASSIFIERS = [

@@ -23,6 +23,7 @@ from .binning import HistogramBinning, ScalingBinning
 from .calibrated_classifier import CalibratedClassifier
 from .isotonic import IsotonicCalibration
 from .linear import MatrixScaling, VectorScaling
+from .platt import PlattScaling
 from .temperature import EnsembleTemperatureScaling, TemperatureScaling
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "HistogramBinning",
     "IsotonicCalibration",
     "MatrixScaling",
+    "PlattScaling",
     "ScalingBinning",
     "TemperatureScaling",
     "VectorScaling",

@@ -202,6 +202,9 @@ class BaseCalibrator(TransformerMixin, BaseEstimator):
             )
         if scores.ndim == 2:
             self.n_features_in_ = scores.shape[1]
+        elif hasattr(self, "n_features_in_"):
+            # 1-D scores have no feature count: drop the one of an earlier 2-D fit.
+            del self.n_features_in_
         check_classification_targets(y)
         n_classes = 2 if scores.ndim == 1 else scores.shape[1]
         present = np.unique(y)

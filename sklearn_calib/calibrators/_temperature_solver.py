@@ -78,12 +78,17 @@ class NLLPasses:
         return nll, grad, hess
 
 
+class _FlatNLL(Exception):
+    """The NLL does not depend on beta where it was evaluated (for instance, every row ties)."""
+
+
 def _newton(evaluate, beta, rtol):
     """Minimise a convex function of beta on [BETA_MIN, BETA_MAX].
 
     Newton steps are kept inside a bracket [low, high] of the minimum, built from the
     signs of the derivatives met so far; a step that leaves it goes to an untested bound
-    or bisects the bracket geometrically. Returns ``(beta, n_evaluations, at_bound)``.
+    or bisects the bracket geometrically. Returns ``(beta, n_evaluations, at_bound)``;
+    raises ``_FlatNLL`` where both derivatives are 0 and the NLL is not.
     """
     low, high = BETA_MIN, BETA_MAX
     low_tested = high_tested = False
@@ -101,10 +106,7 @@ def _newton(evaluate, beta, rtol):
             # classes and the NLL decreases towards 0 as beta grows.
             return BETA_MAX, iteration, True
         if grad == 0:
-            raise RuntimeError(
-                "Temperature scaling failed: the NLL does not depend on the temperature "
-                "(the scores tie within every row)."
-            )
+            raise _FlatNLL
         if grad > 0:
             high, high_tested = beta, True
         else:
@@ -148,7 +150,8 @@ def fit_inverse_temperature(logits, y_index, sample_weight=None):
     beta : float
         The minimiser of the NLL in [BETA_MIN, BETA_MAX]. When the NLL still decreases at
         a bound (for instance when the scores separate the classes), the bound is returned
-        with a ``ConvergenceWarning``.
+        with a ``ConvergenceWarning``. When the NLL does not depend on beta (the scores tie
+        within every row), 1 is returned with a ``UserWarning``.
     n_passes : int
         Number of passes over the full logits.
     """
@@ -160,8 +163,20 @@ def fit_inverse_temperature(logits, y_index, sample_weight=None):
         weight = None if sample_weight is None else sample_weight[rows]
         if weight is None or weight.sum() > 0:
             subsample = NLLPasses(logits[rows], y_index[rows], weight)
-            beta, _, _ = _newton(subsample, beta, max(rtol, 1e-4))
-    beta, n_passes, at_bound = _newton(NLLPasses(logits, y_index, sample_weight), beta, rtol)
+            try:
+                beta, _, _ = _newton(subsample, beta, max(rtol, 1e-4))
+            except _FlatNLL:
+                beta = 1.0
+    try:
+        beta, n_passes, at_bound = _newton(NLLPasses(logits, y_index, sample_weight), beta, rtol)
+    except _FlatNLL:
+        warnings.warn(
+            "The NLL does not depend on the temperature (the scores tie within every row), "
+            "so every temperature is optimal; the temperature is set to 1.",
+            UserWarning,
+            stacklevel=3,
+        )
+        return 1.0, 1
     if at_bound:
         if beta == BETA_MAX:
             side, reason = "below", "the scores separate the classes"

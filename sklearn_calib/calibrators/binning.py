@@ -5,12 +5,13 @@ Both map a probability to a value per bin, with the bin rule of the metrics
 modes:
 
 - ``"top_label"``: bins on the top-1 confidence ``r = max_k p_k``. The top class gets the
-  bin's value ``c`` and the other classes share ``1 - r'`` in proportion to their
+  bin's value ``c`` and the other classes share ``1 - c`` in proportion to their
   probabilities (uniformly when they are all 0), so rows sum to 1. To keep the predicted
-  class, ``c`` is raised where needed to ``(t + r) / 2``, halfway between the
-  uncalibrated confidence ``r`` and the tie point ``t`` at which the runner-up would catch
-  up (``t = p_2 / (1 - r + p_2)``, or ``1 / K`` when the others are all 0): a bin value
-  at or below ``t`` would change the prediction.
+  class, ``c`` is raised where needed to just above the tie point ``t`` at which the
+  runner-up would catch up (``t = p_2 / (1 - r + p_2)``, or ``1 / K`` when the others are
+  all 0): to the next float above ``t`` (a few ulps more where rounding requires). Where
+  this floor does not bind (``c > t``), the output confidence is exactly the bin's value,
+  so it takes at most ``n_bins`` values.
 - ``"classwise"``: one-vs-rest, bins on each ``p_k`` separately, then each row is divided
   by its sum (an all-zero row becomes uniform).
 
@@ -45,7 +46,6 @@ def _replace_top_label(proba, confidence):
     n_samples, n_classes = proba.shape
     rows = np.arange(n_samples)
     top = np.argmax(proba, axis=1)
-    uncalibrated = proba[rows, top]
     others = proba.copy()
     others[rows, top] = 0.0
     rest = others.sum(axis=1)
@@ -53,8 +53,15 @@ def _replace_top_label(proba, confidence):
     shared = rest > 0
     tie = np.full(n_samples, 1.0 / n_classes)
     tie[shared] = runner_up[shared] / (rest[shared] + runner_up[shared])
-    calibrated = np.maximum(confidence, (tie + uncalibrated) / 2)
-    scale = np.divide(1.0 - calibrated, rest, out=np.zeros(n_samples), where=shared)
+    calibrated = np.maximum(confidence, np.nextafter(tie, 2.0))
+    while True:
+        scale = np.divide(1.0 - calibrated, rest, out=np.zeros(n_samples), where=shared)
+        runner_after = np.where(shared, runner_up * scale, (1.0 - calibrated) / (n_classes - 1))
+        # Rounding can leave the runner-up level with the floor: raise it by one ulp.
+        level = runner_after >= calibrated
+        if not level.any():
+            break
+        calibrated[level] = np.nextafter(calibrated[level], 2.0)
     others *= scale[:, None]
     others[~shared] = ((1.0 - calibrated[~shared]) / (n_classes - 1))[:, None]
     others[rows, top] = calibrated
@@ -62,7 +69,11 @@ def _replace_top_label(proba, confidence):
 
 
 class _BinMapCalibrator(BaseCalibrator):
-    """Shared transform of the binning calibrators (``_probabilities`` -> bins -> values)."""
+    """Shared transform of the binning calibrators (probabilities -> bins -> values).
+
+    Probabilities are binned in their own precision, as the metrics bin them: float32
+    probabilities are compared with float32 edges (see :mod:`sklearn_calib._binning`).
+    """
 
     def _fit_bins(self, proba, top_targets, class_targets, strategy, sample_weight):
         """Fit the bin map: ``top_targets`` per sample, ``class_targets`` per sample and class."""
@@ -88,9 +99,10 @@ class _BinMapCalibrator(BaseCalibrator):
         if self.mode == "top_label":
             confidence = proba.max(axis=1)
             return _replace_top_label(
-                proba, self.bin_values_[assign_bins(confidence, self.bin_edges_)]
+                proba.astype(np.float64),
+                self.bin_values_[assign_bins(confidence, self.bin_edges_)],
             )
-        calibrated = np.empty_like(proba)
+        calibrated = np.empty(proba.shape)
         for k in range(proba.shape[1]):
             index = assign_bins(np.ascontiguousarray(proba[:, k]), self.bin_edges_[k])
             calibrated[:, k] = self.bin_values_[k][index]
@@ -162,17 +174,21 @@ class HistogramBinning(_BinMapCalibrator):
         self.mode = mode
         self.input = input
 
+    def _native_probabilities(self, scores):
+        """Return probabilities in the precision of the input (float64 for logits)."""
+        return scores if self.input == "probabilities" else softmax(scores)
+
     def _fit(self, scores, y_index, sample_weight):
-        proba = self._probabilities(scores)
+        proba = self._native_probabilities(scores)
         correct = (np.argmax(proba, axis=1) == y_index).astype(np.float64)
         one_hot = None
         if self.mode == "classwise":
-            one_hot = np.zeros_like(proba)
+            one_hot = np.zeros(proba.shape)
             one_hot[np.arange(len(y_index)), y_index] = 1.0
         self._fit_bins(proba, correct, one_hot, self.strategy, sample_weight)
 
     def _predict_proba(self, scores):
-        return self._apply_bins(self._probabilities(scores))
+        return self._apply_bins(self._native_probabilities(scores))
 
 
 class ScalingBinning(_BinMapCalibrator):
@@ -181,9 +197,12 @@ class ScalingBinning(_BinMapCalibrator):
     The fit data are first scaled by the NLL-optimal temperature (as
     :class:`TemperatureScaling`); the scaled probabilities are then put into equal-mass
     bins (quantiles of the weighted scaled values), and each bin's value is the mean
-    scaled probability of the fit data in it. The output takes finitely many values, so
-    its calibration error can be estimated reliably. Here all three steps use the whole
-    fit data; Kumar et al. fit them on disjoint parts for their guarantee (split the data
+    scaled probability of the fit data in it. The output takes finitely many values, so its
+    calibration error can be estimated reliably: in top-label mode the top confidence is one
+    of the ``n_bins`` bin values, except in rows where a bin value would not keep the
+    predicted class and the floor described in :mod:`~.binning` applies; in classwise mode
+    each row is a renormalised vector of bin values. Here all three steps use the whole fit
+    data; Kumar et al. fit them on disjoint parts for their guarantee (split the data
     yourself to reproduce that). See :mod:`~.binning` for the two modes.
 
     Parameters

@@ -35,6 +35,15 @@ def _scores(estimator, X):
     return estimator.predict_proba(X), "predict_proba"
 
 
+def _one_of_each_class(train, calibration, y, classes, random_state):
+    """Move one random training row of each class the calibration part lacks into it."""
+    missing = np.setdiff1d(classes, y[calibration])
+    if not missing.size:
+        return train, calibration
+    moved = [random_state.choice(train[y[train] == label]) for label in missing]
+    return np.setdiff1d(train, moved), np.concatenate([calibration, moved])
+
+
 class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     """Fit a classifier and a post-hoc calibrator of its scores, predict calibrated.
 
@@ -69,7 +78,8 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         ``method`` says, since it cannot learn from a training part.
     calibration_size : float or int, default=0.1
         For ``"holdout"``: the fraction (float in (0, 1)) or number (int) of samples that
-        calibrate, raised where needed to one per class.
+        calibrate, raised where needed to one per class: after the stratified split, one
+        random training sample of each class the calibration part lacks moves into it.
     cv : int, cross-validation generator or iterable, default=5
         Folds for ``"cv"``; an int means ``StratifiedKFold(cv)``.
     random_state : int, RandomState instance or None, default=None
@@ -107,7 +117,10 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     """
 
     _parameter_constraints: dict = {
-        "estimator": [HasMethods(["fit"])],
+        "estimator": [
+            HasMethods(["fit", "decision_function"]),
+            HasMethods(["fit", "predict_proba"]),
+        ],
         "calibrator": [HasMethods(["fit", "predict_proba"]), None],
         "method": [StrOptions({"holdout", "cv", "prefit"})],
         "calibration_size": [
@@ -213,16 +226,19 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         n_samples = len(y)
         if self.method == "holdout":
             size = self.calibration_size
-            n_calibration = math.ceil(size * n_samples) if isinstance(size, float) else size
+            if isinstance(size, numbers.Integral):
+                n_calibration = int(size)
+            else:
+                n_calibration = math.ceil(float(size) * n_samples)
             n_calibration = max(n_calibration, len(classes))
-            splits = [
-                train_test_split(
-                    np.arange(n_samples),
-                    test_size=n_calibration,
-                    stratify=y,
-                    random_state=check_random_state(self.random_state),
-                )
-            ]
+            random_state = check_random_state(self.random_state)
+            train, calibration = train_test_split(
+                np.arange(n_samples),
+                test_size=n_calibration,
+                stratify=y,
+                random_state=random_state,
+            )
+            splits = [_one_of_each_class(train, calibration, y, classes, random_state)]
         else:
             splits = check_cv(self.cv, y, classifier=True).split(X, y)
         supports_weight = has_fit_parameter(self.estimator, "sample_weight")

@@ -47,8 +47,10 @@ class TemperatureScaling(BaseCalibrator):
         steps in float64 (float32 logits are summed in float32 within a row) on
         ``T`` in [1e-4, 1e4], to a relative tolerance of 1e-10 in ``beta`` (1e-6 for
         float32 logits). If the NLL still decreases at a bound (scores that separate the
-        classes) the bound is used and a ``ConvergenceWarning`` is raised; a search that
-        does not converge raises ``RuntimeError``. ``"ece"``: the seeds' grid search, the
+        classes) the bound is used and a ``ConvergenceWarning`` is raised; if the NLL does
+        not depend on ``T`` (the scores tie within every row, so every ``T`` is optimal)
+        ``T = 1`` with a ``UserWarning``; a search that does not converge raises
+        ``RuntimeError``. ``"ece"``: the seeds' grid search, the
         temperature of ``grid`` with the lowest expected calibration error (top-label,
         equal-width bins, :func:`sklearn_calib.scoring.expected_calibration_error`) on the
         fit data; the first one on ties.
