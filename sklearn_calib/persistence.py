@@ -34,16 +34,7 @@ initialised with the same parameters, ``net.module_.load_state_dict(torch.load(p
 weights_only=True))``.
 """
 
-from .calibrators import (
-    CalibratedClassifier,
-    EnsembleTemperatureScaling,
-    HistogramBinning,
-    IsotonicCalibration,
-    MatrixScaling,
-    ScalingBinning,
-    TemperatureScaling,
-    VectorScaling,
-)
+from . import calibrators
 from .estimators import MetaNetClassifier, NetClassifier, Recipe
 from .estimators._recipes import OPTIMIZERS
 from .estimators.networks import NETWORKS
@@ -73,17 +64,10 @@ def trusted_types():
         Fully qualified type names, sorted.
     """
     classes = [
-        CalibratedClassifier,
-        EnsembleTemperatureScaling,
-        HistogramBinning,
-        IsotonicCalibration,
-        MatrixScaling,
+        *(getattr(calibrators, name) for name in calibrators.__all__),
         MetaNetClassifier,
         NetClassifier,
         Recipe,
-        ScalingBinning,
-        TemperatureScaling,
-        VectorScaling,
         *NETWORKS.values(),
         *LOSSES.values(),
         *OPTIMIZERS.values(),

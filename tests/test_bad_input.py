@@ -22,6 +22,7 @@ from sklearn_calib.calibrators import (
     HistogramBinning,
     IsotonicCalibration,
     MatrixScaling,
+    PlattScaling,
     ScalingBinning,
     TemperatureScaling,
     VectorScaling,
@@ -70,6 +71,7 @@ CALIBRATORS = [
     IsotonicCalibration,
     VectorScaling,
     MatrixScaling,
+    PlattScaling,
 ]
 
 METRICS = [

@@ -25,6 +25,7 @@ from sklearn_calib.calibrators import (
     HistogramBinning,
     IsotonicCalibration,
     MatrixScaling,
+    PlattScaling,
     ScalingBinning,
     TemperatureScaling,
     VectorScaling,
@@ -78,6 +79,7 @@ CALIBRATORS = [
     IsotonicCalibration(),
     VectorScaling(),
     MatrixScaling(),
+    PlattScaling(),
 ]
 
 HOW = ["pickle", "joblib", "skops"]
