@@ -1,6 +1,7 @@
 """Tests of the experiments package ``benchmarks`` (python -m benchmarks)."""
 
 import io
+import json
 
 import numpy as np
 import pytest
@@ -9,6 +10,7 @@ from scipy import stats
 from scipy.special import softmax
 
 import benchmarks._runner as runner
+import sklearn_calib
 from benchmarks.__main__ import EXIT_INCOMPLETE, main, plan
 from benchmarks._methods import FLG_SECE, regularizer_methods
 from benchmarks._posthoc import ece_temperature, learned_epochs
@@ -312,3 +314,50 @@ def test_marks_and_coefficients_chosen_on_validation():
     ]
     assert choose_coefficients(rows, {"g": ["A", "B"]}) == {"g": "A"}
     assert choose_coefficients(rows, {"g": ["A", "B"]}, by="test_ece") == {"g": "B"}
+
+
+def _fake_training(monkeypatch):
+    """Replace training by a tiny fixed record (for tests of the store and the runner)."""
+    calls = []
+
+    def fake(spec, **kwargs):
+        calls.append(spec)
+        logits = np.eye(3, dtype=np.float32)
+        arrays = {"val_logits": logits, "val_y": np.arange(3), "test_logits": logits,
+                  "test_y": np.arange(3)}  # fmt: skip
+        meta = {"device": "cpu", "fit_seconds": 0.1, "wall_seconds": 0.1, "epochs": 1}
+        return arrays, {"train_loss": [1.0], "lr": [0.1], "dur": [0.1]}, meta
+
+    monkeypatch.setattr(runner, "train_run", fake)
+    return calls
+
+
+def test_records_of_another_library_version_are_trained_again(tmp_path, monkeypatch):
+    calls = _fake_training(monkeypatch)
+    specs = [
+        {"seed": seed, "network": {"name": "mlp"}, "estimator": {"name": "net"},
+         "training": {"epochs": 1, "batch_size": 8}}
+        for seed in range(3)
+    ]  # fmt: skip
+    tasks = [runner.Task(run_key(spec), spec, f"run {i}") for i, spec in enumerate(specs)]
+    old = RunStore(tmp_path, version="0.0.1")
+    for task in tasks:
+        old.save(task.key, task.spec, {"val_logits": np.eye(3)}, {}, {})
+    store = RunStore(tmp_path)
+    assert store.version == sklearn_calib.__version__
+    assert old.status(tasks[0].key, specs[0]) == "valid"
+    assert store.status(tasks[0].key, specs[0]) == "outdated"
+    assert store.load(tasks[0].key, specs[0]) is None
+    # A record written before versions were recorded (no version field) is accepted.
+    manifest_path = tmp_path / f"{tasks[2].key}.json"
+    manifest = json.loads(manifest_path.read_text())
+    del manifest["sklearn_calib"]
+    manifest_path.write_text(json.dumps(manifest))
+    assert store.load(tasks[2].key, specs[2]).legacy
+    stream = io.StringIO()
+    summary = runner.execute(tasks, store, stream=stream)
+    assert [spec["seed"] for spec in calls] == [0, 1]
+    assert summary.redone == summary.outdated == [tasks[0].key, tasks[1].key]
+    assert "2 records of another sklearn_calib version redone" in stream.getvalue()
+    record = store.load(tasks[0].key, specs[0])
+    assert record.manifest["sklearn_calib"] == sklearn_calib.__version__ and not record.legacy
