@@ -5,16 +5,17 @@ A record is two files in the store folder, named by the run's key:
 - ``<key>.npz``: the arrays (validation and test logits and labels, and the per-epoch
   arrays of a tracked run), written first;
 - ``<key>.json``: the manifest, written last: the run's specification, its training
-  history and timings, the SHA-256 of the ``.npz`` file and the version of sklearn_calib
-  that trained the run.
+  history and timings, the SHA-256 of the ``.npz`` file, the version of sklearn_calib
+  that trained the run and the SHA-256 of the manifest's own content (:func:`manifest_digest`).
 
 Both are written to a temporary file in the same folder and moved into place with
 ``os.replace``, so a reader sees a whole file or none. A record counts only when its
-manifest parses, names the same key and specification, and the ``.npz`` file's checksum
-matches: an interrupted write, a truncated or altered file is detected and the run is
-trained again. A record trained by another version of sklearn_calib (``__version__``) is
-outdated and trained again too; records written before the version was recorded carry
-none and are accepted (:attr:`Record.legacy`).
+manifest parses, names the same key and specification, and both checksums match (the
+``.npz`` file's and the manifest's): an interrupted write, a truncated or altered file is
+detected and the run is trained again. A record trained by another version of
+sklearn_calib (``__version__``) is outdated and trained again too. Records written before
+the version and the manifest checksum were recorded carry neither; they are accepted as
+they are (:attr:`Record.legacy`).
 
 Logits are stored compactly: each row as float16 offsets from its maximum plus the float32
 row maxima (half the size of float32 logits). Every metric used here (softmax, temperature
@@ -42,6 +43,15 @@ FORMAT_VERSION = 1
 def canonical_json(value):
     """Return ``value`` as JSON with sorted keys and no whitespace (the hashed form)."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def manifest_digest(manifest):
+    """Return the SHA-256 of a manifest's content: its JSON with sorted keys, no whitespace
+    and without its own ``manifest_sha256`` entry (NaN and infinities allowed, as in the
+    per-epoch history)."""
+    content = {name: value for name, value in manifest.items() if name != "manifest_sha256"}
+    payload = json.dumps(content, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    return hashlib.sha256(payload.encode()).hexdigest()
 
 
 def run_key(spec):
@@ -118,7 +128,8 @@ class Record:
 
     @property
     def legacy(self):
-        """Whether the record predates the version check (it carries no library version)."""
+        """Whether the record predates the version check and the manifest checksum (it
+        carries no library version)."""
         return "sklearn_calib" not in self.manifest
 
     @property
@@ -211,6 +222,9 @@ class RunStore:
             return "corrupt", None
         if spec is not None and canonical_json(manifest.get("spec")) != canonical_json(spec):
             return "corrupt", None
+        legacy = "sklearn_calib" not in manifest and "manifest_sha256" not in manifest
+        if not legacy and manifest.get("manifest_sha256") != manifest_digest(manifest):
+            return "corrupt", None
         if manifest.get("sklearn_calib", self.version) != self.version:
             return "outdated", None
         return "valid", Record(key, manifest, data_path)
@@ -254,6 +268,7 @@ class RunStore:
             "sha256": hashlib.sha256(data).hexdigest(),
             "sklearn_calib": self.version,
         }
+        manifest["manifest_sha256"] = manifest_digest(manifest)
         _atomic_write(manifest_path, json.dumps(manifest, indent=1, allow_nan=True).encode())
         return Record(key, manifest, data_path)
 

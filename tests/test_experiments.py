@@ -169,6 +169,29 @@ def test_store_detects_corrupt_partial_and_mismatched_records(tmp_path):
     assert not list(tmp_path.glob("*.tmp"))
 
 
+def test_store_detects_an_altered_manifest(tmp_path):
+    store = RunStore(tmp_path)
+    spec = {"seed": 0, "loss": "ce"}
+    key = run_key(spec)
+    history = {"train_loss": [2.0, 1.5], "opt_ece": [0.1, float("nan")]}
+    store.save(key, spec, {"val_logits": np.eye(3)}, history, {"device": "cpu"})
+    manifest_path = tmp_path / f"{key}.json"
+    text = manifest_path.read_text()
+    assert store.status(key, spec) == "valid"  # NaN in the history round-trips
+    # A changed value that leaves valid JSON (a per-epoch curve dynamics would read).
+    manifest = json.loads(text)
+    manifest["history"]["train_loss"][1] = 1.25
+    manifest_path.write_text(json.dumps(manifest, indent=1))
+    assert store.status(key, spec) == "corrupt" and store.load(key, spec) is None
+    # Dropping the checksum of a versioned record does not make it pass as a legacy one.
+    manifest = json.loads(text)
+    del manifest["manifest_sha256"]
+    manifest_path.write_text(json.dumps(manifest))
+    assert store.status(key, spec) == "corrupt"
+    manifest_path.write_text(text)
+    assert store.load(key, spec).history["train_loss"] == [2.0, 1.5]
+
+
 def test_packed_logits_keep_probabilities():
     rng = np.random.default_rng(1)
     logits = (rng.normal(size=(5000, 10)) * rng.uniform(0.1, 30, size=(5000, 1))).astype(np.float32)
@@ -348,10 +371,11 @@ def test_records_of_another_library_version_are_trained_again(tmp_path, monkeypa
     assert old.status(tasks[0].key, specs[0]) == "valid"
     assert store.status(tasks[0].key, specs[0]) == "outdated"
     assert store.load(tasks[0].key, specs[0]) is None
-    # A record written before versions were recorded (no version field) is accepted.
+    # A record written before versions were recorded (no version, no manifest checksum)
+    # is accepted.
     manifest_path = tmp_path / f"{tasks[2].key}.json"
     manifest = json.loads(manifest_path.read_text())
-    del manifest["sklearn_calib"]
+    del manifest["sklearn_calib"], manifest["manifest_sha256"]
     manifest_path.write_text(json.dumps(manifest))
     assert store.load(tasks[2].key, specs[2]).legacy
     stream = io.StringIO()
