@@ -90,6 +90,21 @@ class Claim:
     verdict: str
 
 
+def at_most(value, limit, digits):
+    """Whether ``value``, rounded to the ``digits`` the report prints it with, is <= ``limit``.
+
+    Thresholds are compared on the printed value, so floating-point noise (a gap of
+    1.0000000000000009 printed as 1.00) cannot turn "within 1 point" into a disagreement;
+    NaN is never within a limit.
+    """
+    return round(value, digits) <= limit + 1e-9
+
+
+def at_least(value, limit, digits):
+    """Whether ``value``, rounded to the ``digits`` the report prints it with, is >= ``limit``."""
+    return round(value, digits) >= limit - 1e-9
+
+
 def verdict(fraction):
     """ "agrees" when all checks hold, "disagrees" when none does, else "partly"."""
     if fraction >= 1.0:

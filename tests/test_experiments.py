@@ -15,7 +15,7 @@ from benchmarks.__main__ import EXIT_INCOMPLETE, main, plan
 from benchmarks._methods import FLG_SECE, regularizer_methods
 from benchmarks._posthoc import ece_temperature, learned_epochs
 from benchmarks._presets import GRID_SEED002, make_config
-from benchmarks._report import read_csv
+from benchmarks._report import Report, at_least, at_most, read_csv
 from benchmarks._store import RunStore, pack_logits, run_key, unpack_logits
 from benchmarks._train import make_spec, train_run
 from benchmarks.experiments import EXPERIMENTS
@@ -385,3 +385,36 @@ def test_records_of_another_library_version_are_trained_again(tmp_path, monkeypa
     assert "2 records of another sklearn_calib version redone" in stream.getvalue()
     record = store.load(tasks[0].key, specs[0])
     assert record.manifest["sklearn_calib"] == sklearn_calib.__version__ and not record.legacy
+
+
+def _claims_of(experiment, tmp_path, *args):
+    """The (ours, verdict) of each claim ``experiment._claims`` makes from ``args``."""
+    report = Report(tmp_path, "test")
+    experiment._claims(report, *args)
+    return [(claim.ours, claim.verdict) for claim in report.claims]
+
+
+def test_threshold_verdicts_compare_the_printed_value(tmp_path):
+    # Focal's error 6 % against the best 5 %: a gap of 1.0000000000000009 points in floats,
+    # printed as 1.00, is within 1 point; 1.01 points is not.
+    focal = EXPERIMENTS["focal"]
+
+    def rows(focal_accuracy):
+        metrics = ("test_ece", "ts_ece", "test_ada_ece", "ts_ada_ece", "test_cw_ece",
+                   "ts_cw_ece")  # fmt: skip
+        return [
+            dict.fromkeys(metrics, 0.05)
+            | {"method": m.label, "temperature": 1.0,
+               "test_accuracy": focal_accuracy if m is FOCAL_METHODS[-1] else 0.95}
+            for m in FOCAL_METHODS
+        ]  # fmt: skip
+
+    assert 100 * (1 - 0.94) - 100 * (1 - 0.95) > 1.0
+    labels = [m.label for m in FOCAL_METHODS]
+    ours, verdict_ = _claims_of(focal, tmp_path, rows(0.94), labels)[2]
+    assert "gap 1.00 points" in ours and verdict_ == "agrees"
+    ours, verdict_ = _claims_of(focal, tmp_path, rows(0.9399), labels)[2]
+    assert "gap 1.01 points" in ours and verdict_ == "disagrees"
+    assert at_most(1.0000000000000009, 1.0, 2) and not at_most(1.006, 1.0, 2)
+    assert at_most(abs(1.1000000000000001 - 1.0), 0.1, 2) and at_least(0.8999999999999999, 0.9, 2)
+    assert not at_most(float("nan"), 1.0, 2) and not at_least(float("nan"), 0.0, 2)
