@@ -418,3 +418,13 @@ def test_threshold_verdicts_compare_the_printed_value(tmp_path):
     assert at_most(1.0000000000000009, 1.0, 2) and not at_most(1.006, 1.0, 2)
     assert at_most(abs(1.1000000000000001 - 1.0), 0.1, 2) and at_least(0.8999999999999999, 0.9, 2)
     assert not at_most(float("nan"), 1.0, 2) and not at_least(float("nan"), 0.0, 2)
+
+
+def test_toy_gaussians_ties_are_not_ordered(tmp_path):
+    # gBS with beta = 1 correlates like focal loss up to rounding: a tie, not an order.
+    toy = EXPERIMENTS["toy_gaussians"]
+    rows = [{"FL_r_test": 0.821, "DFL_r_test": 0.842, "gBS_r_test": 0.821 + 4e-16}]
+    ours, verdict_ = _claims_of(toy, tmp_path, rows)[1]
+    assert "1/3 pairs in the paper's order" in ours
+    rows = [{"FL_r_test": 0.550, "DFL_r_test": 0.638, "gBS_r_test": 0.664}]
+    assert "3/3 pairs" in _claims_of(toy, tmp_path, rows)[1][0]

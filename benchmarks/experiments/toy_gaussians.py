@@ -220,11 +220,13 @@ class ToyGaussians(Experiment):
             verdict(positive / 3),
         )
         pairs = [("gBS", "DFL"), ("gBS", "FL"), ("DFL", "FL")]
-        ordered = sum(r[a] > r[b] for a, b in pairs)
+        # Correlations equal to the printed 3 decimals are tied, not ordered (with beta = 1
+        # the gBS weight is the focal weight times a constant: the same r up to rounding).
+        ordered = sum(round(r[a], 3) > round(r[b], 3) for a, b in pairs)
         report.claim(
             "The generalised Brier score correlates best, then dual focal, then focal "
             "(0.664 > 0.638 > 0.550, seed 004).",
             f"gBS {r['gBS']:.3f}, DFL {r['DFL']:.3f}, FL {r['FL']:.3f}: {ordered}/3 pairs in "
-            "the paper's order.",
+            "the paper's order (equal to 3 decimals counts as tied).",
             verdict(ordered / 3),
         )
