@@ -108,7 +108,8 @@ def test_focal_end_to_end_resume_and_corruption(tmp_path, one_thread, count_trai
         assert float(row["grad_clip"]) == 2.0
     text = report.read_text()
     for piece in ("## Setup", "## Results", "## Agreement with the paper", "Table C.3",
-                  "summed over the batch", "gradient norm clipped to 2", "Seeds: 0, 1",
+                  "loss summed over the batch (Brier: averaged), gradient norm clipped to 2",
+                  "Seeds: 0, 1",
                   "Command: `python -m benchmarks run focal --preset quick", " ± ",
                   "never on test data"):  # fmt: skip
         assert piece in text

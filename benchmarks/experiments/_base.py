@@ -380,7 +380,12 @@ def setup_text(context, families, extra=(), *, own_setup=None):
     )
     for name in families:
         family = config.families[name]
-        lines.append(f"- Recipe `{name}` family: {family.describe(epochs)}.")
+        reductions = {
+            run.method.label: run.spec["training"]["reduction"]
+            for run in context.runs
+            if run.method.family == name and run.spec["training"]["reduction"] != family.reduction
+        }
+        lines.append(f"- Recipe `{name}` family: {family.describe(epochs, reductions)}.")
     diverged = [
         f"{run.method.label} seed {run.seed}"
         for run, record in zip(context.runs, records, strict=True)
