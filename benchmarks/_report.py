@@ -106,12 +106,17 @@ def at_least(value, limit, digits):
 
 
 def verdict(fraction):
-    """ "agrees" when all checks hold, "disagrees" when none does, else "partly"."""
+    """The verdict on a claim from the fraction of its checks that hold.
+
+    "agrees" when all hold, "partly" when at least half do, "disagrees" when fewer than
+    half do (a claim that fails most of its checks is not partly supported). NaN (no check
+    could be made) disagrees.
+    """
     if fraction >= 1.0:
         return "agrees"
-    if fraction <= 0.0:
-        return "disagrees"
-    return "partly"
+    if fraction >= 0.5 - 1e-12:
+        return "partly"
+    return "disagrees"
 
 
 def pyplot():

@@ -15,12 +15,13 @@ from benchmarks.__main__ import EXIT_INCOMPLETE, main, plan
 from benchmarks._methods import FLG_SECE, regularizer_methods
 from benchmarks._posthoc import ece_temperature, learned_epochs
 from benchmarks._presets import GRID_SEED002, make_config
-from benchmarks._report import Report, at_least, at_most, read_csv
+from benchmarks._report import Report, at_least, at_most, read_csv, verdict
 from benchmarks._store import RunStore, pack_logits, run_key, unpack_logits
 from benchmarks._train import make_spec, train_run
 from benchmarks.experiments import EXPERIMENTS
 from benchmarks.experiments import _base as base
-from benchmarks.experiments._base import choose_coefficients, mark, ttest
+from benchmarks.experiments._base import choose_coefficients, mark, significantly, ttest
+from benchmarks.experiments.calibratable import CURVE_LABELS
 from benchmarks.experiments.focal import METHODS as FOCAL_METHODS
 from benchmarks.experiments.toy_gaussians import pearson, weight_values
 from sklearn_calib.calibrators import TemperatureScaling
@@ -429,3 +430,28 @@ def test_toy_gaussians_ties_are_not_ordered(tmp_path):
     assert "1/3 pairs in the paper's order" in ours
     rows = [{"FL_r_test": 0.550, "DFL_r_test": 0.638, "gBS_r_test": 0.664}]
     assert "3/3 pairs" in _claims_of(toy, tmp_path, rows)[1][0]
+
+
+def test_verdict_rule_and_significance_claims(tmp_path):
+    assert [verdict(f) for f in (1.0, 2 / 3, 0.5, 3 / 8, 1 / 8, 0.0, float("nan"))] == [
+        "agrees", "partly", "partly", "disagrees", "disagrees", "disagrees", "disagrees"
+    ]  # fmt: skip
+    assert significantly([2.0, 2.1, 2.2], [1.0, 1.1, 1.2], higher=True)
+    assert not significantly([2.0, 2.1, 2.2], [1.0, 1.1, 1.2], higher=False)
+    assert not significantly([1.0, 1.3, 1.2], [1.1, 1.2, 1.25], higher=True)
+    # CE's temperature is higher than all four regularisers', significantly only for D.
+    temperatures = {"CE": [1.0, 1.1, 1.2], "A": [0.9, 1.15, 1.0], "B": [1.2, 0.9, 1.05],
+                    "C": [1.1, 0.95, 1.0], "D": [0.5, 0.55, 0.6]}  # fmt: skip
+    calibratable = EXPERIMENTS["calibratable"]
+    labels = set(temperatures) | set(CURVE_LABELS)
+    rows = [
+        {"method": label, "seed": seed, "temperature": temperatures.get(label, [1.0] * 3)[seed],
+         "test_ece": 0.05, "ts_ece": 0.04, "hb_ece": 0.04}
+        for label in labels
+        for seed in range(3)
+    ]  # fmt: skip
+    chosen = {"LS": "A", "L1": "B", "ER": "C", "Focal": "D"}
+    claims = _claims_of(calibratable, tmp_path, rows, chosen)
+    (ours, verdict_) = next(c for c in claims if c[0].startswith("T of CE"))
+    assert "significantly higher (two-sample t-test, p < 0.05) than 1/4" in ours
+    assert verdict_ == "disagrees"

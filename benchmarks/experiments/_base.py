@@ -343,6 +343,14 @@ def ttest(values, reference):
     return float(stats.ttest_ind(values, reference).pvalue)
 
 
+def significantly(values, reference, higher, alpha=0.05):
+    """Whether ``values`` are higher (``higher=True``) or lower than ``reference`` on
+    average, with a two-sample t-test p-value below ``alpha`` (:func:`ttest`; an undefined
+    test is not significant)."""
+    difference = finite_mean(values) - finite_mean(reference)
+    return (difference > 0 if higher else difference < 0) and ttest(values, reference) < alpha
+
+
 def mark(values, reference, alpha=0.05):
     """Seed 001's marks against CE: ▲/▼ significantly higher/lower, △/▽ not significant."""
     p = ttest(values, reference)
