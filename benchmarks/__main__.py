@@ -132,9 +132,16 @@ def run_command(args, argv, stream=sys.stdout):
     stored = {t.key: store.load(t.key, t.spec) for t in tasks}
     missing = [t for t in tasks if stored[t.key] is None]
     legacy = sum(record.legacy for record in stored.values() if record is not None)
+    described = {}
+    for experiment in experiments:
+        described.setdefault(experiment.describe_runs(config), []).append(experiment.name)
+    if len(described) == 1:
+        setup = next(iter(described))
+    else:
+        setup = "; ".join(f"{', '.join(names)}: {text}" for text, names in described.items())
     stream.write(
-        f"{len(tasks)} runs for {', '.join(args.names)} ({config.preset}, {config.data.name}, "
-        f"{len(config.seeds)} seeds, {config.epochs} epochs): {len(missing)} to train, "
+        f"{len(tasks)} runs for {', '.join(args.names)} ({config.preset}, {setup}): "
+        f"{len(missing)} to train, "
         f"about {format_duration(estimator.total(missing, args.jobs))} (before timing: "
         f"{config.epoch_seconds:g} s/epoch + {config.run_overhead:g} s/run)\n"
     )

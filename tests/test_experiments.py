@@ -278,6 +278,7 @@ def test_toy_gaussians_quick(tmp_path, one_thread):
     assert "0.664" in text and "Pearson" in text
     setup = text.split("## Results")[0]
     assert "two-dimensional Gaussians" in setup and "Runs: 1," in setup
+    assert "bf16 autocast on CUDA, float32 on the CPU" in setup and "Trained on cpu" in setup
     assert "digits" not in setup and "Fashion-MNIST" not in setup
 
 
@@ -455,3 +456,18 @@ def test_verdict_rule_and_significance_claims(tmp_path):
     (ours, verdict_) = next(c for c in claims if c[0].startswith("T of CE"))
     assert "significantly higher (two-sample t-test, p < 0.05) than 1/4" in ours
     assert verdict_ == "disagrees"
+
+
+def test_plan_line_describes_each_experiments_runs(tmp_path):
+    store = ("--store", str(tmp_path / "store"), "--dry-run")
+    status, output = _run("toy_gaussians", "--preset", "full", *store)
+    assert status == 0
+    assert output.startswith(
+        "5 runs for toy_gaussians (full, two-dimensional Gaussians, 5 runs, 5 epochs): 5 to train"
+    )
+    _, output = _run("focal,toy_gaussians", "--preset", "full", *store)
+    assert output.startswith(
+        "20 runs for focal, toy_gaussians (full, focal: fashion_mnist, 3 seeds, 10 epochs; "
+        "toy_gaussians: two-dimensional Gaussians, 5 runs, 5 epochs)"
+    )
+    assert not (tmp_path / "store").exists()

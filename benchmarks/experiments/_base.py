@@ -190,6 +190,10 @@ class Experiment:
         """Whether ``method`` can be trained in this checkout."""
         return method.estimator != "meta" or meta_estimator() is not None
 
+    def describe_runs(self, config):
+        """What the runs train on, for the plan line: data set, seeds and epochs."""
+        return f"{config.data.name}, {len(config.seeds)} seeds, {config.epochs} epochs"
+
     def pending(self, config):
         """Methods listed by the experiment that this checkout cannot train yet."""
         return [m for m in self.methods(config) if not self.available(m)]
