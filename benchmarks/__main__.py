@@ -129,13 +129,27 @@ def run_command(args, argv, stream=sys.stdout):
     store = RunStore(args.store)
     runs_by_name, tasks = plan(experiments, config)
     estimator = Estimator(config.epoch_seconds, config.run_overhead)
-    missing = [t for t in tasks if store.status(t.key, t.spec) != "valid"]
+    stored = {t.key: store.load(t.key, t.spec) for t in tasks}
+    missing = [t for t in tasks if stored[t.key] is None]
+    legacy = sum(record.legacy for record in stored.values() if record is not None)
+    described = {}
+    for experiment in experiments:
+        described.setdefault(experiment.describe_runs(config), []).append(experiment.name)
+    if len(described) == 1:
+        setup = next(iter(described))
+    else:
+        setup = "; ".join(f"{', '.join(names)}: {text}" for text, names in described.items())
     stream.write(
-        f"{len(tasks)} runs for {', '.join(args.names)} ({config.preset}, {config.data.name}, "
-        f"{len(config.seeds)} seeds, {config.epochs} epochs): {len(missing)} to train, "
+        f"{len(tasks)} runs for {', '.join(args.names)} ({config.preset}, {setup}): "
+        f"{len(missing)} to train, "
         f"about {format_duration(estimator.total(missing, args.jobs))} (before timing: "
         f"{config.epoch_seconds:g} s/epoch + {config.run_overhead:g} s/run)\n"
     )
+    if legacy:
+        stream.write(
+            f"  {legacy} stored records predate the version check (no sklearn_calib version "
+            "recorded) and are used as they are; a fresh --store trains them again\n"
+        )
     if args.dry_run:
         counted = set()
         for experiment in experiments:

@@ -60,6 +60,9 @@ class DataSpec:
         return asdict(self)
 
 
+_REDUCTION_WORDS = {"sum": "summed", "mean": "averaged"}
+
+
 @dataclass(frozen=True)
 class Family:
     """Training settings shared by the runs that reproduce one group of seeds.
@@ -88,8 +91,15 @@ class Family:
     temperatures: tuple = field(repr=False)
     track: bool = False
 
-    def describe(self, epochs):
-        """One sentence on the optimiser, schedule, batch, reduction and clipping."""
+    def describe(self, epochs, reductions=None):
+        """One sentence on the optimiser, schedule, batch, reduction and clipping.
+
+        Parameters
+        ----------
+        epochs : int
+        reductions : dict of str to str or None, default=None
+            Methods whose reduction differs from the family's, by label ("Brier": "mean").
+        """
         recipe = RECIPES[self.recipe]
         params = recipe.optimizer_params
         drops = [round(m * epochs) for m in recipe.milestones]
@@ -98,13 +108,18 @@ class Family:
             if self.grad_clip is not None
             else "no gradient clipping"
         )
+        exceptions = "; ".join(
+            f"{label}: {_REDUCTION_WORDS[reduction]}"
+            for label, reduction in (reductions or {}).items()
+        )
         return (
             f"SGD (momentum {params['momentum']:g}, weight decay {params['weight_decay']:g}, "
             f"lr {recipe.lr:g}), lr x{recipe.gamma:g} after epochs "
             f"{' and '.join(map(str, drops))} of {epochs} (the fractions "
             f"{', '.join(f'{m:.3g}' for m in recipe.milestones)} of recipe `{self.recipe}`), "
-            f"batch {self.batch_size}, loss {'summed' if self.reduction == 'sum' else 'averaged'}"
-            f" over the batch, {clip}"
+            f"batch {self.batch_size}, loss {_REDUCTION_WORDS[self.reduction]} over the batch"
+            + (f" ({exceptions})" if exceptions else "")
+            + f", {clip}"
         )
 
 

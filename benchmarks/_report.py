@@ -90,13 +90,33 @@ class Claim:
     verdict: str
 
 
+def at_most(value, limit, digits):
+    """Whether ``value``, rounded to the ``digits`` the report prints it with, is <= ``limit``.
+
+    Thresholds are compared on the printed value, so floating-point noise (a gap of
+    1.0000000000000009 printed as 1.00) cannot turn "within 1 point" into a disagreement;
+    NaN is never within a limit.
+    """
+    return round(value, digits) <= limit + 1e-9
+
+
+def at_least(value, limit, digits):
+    """Whether ``value``, rounded to the ``digits`` the report prints it with, is >= ``limit``."""
+    return round(value, digits) >= limit - 1e-9
+
+
 def verdict(fraction):
-    """ "agrees" when all checks hold, "disagrees" when none does, else "partly"."""
+    """The verdict on a claim from the fraction of its checks that hold.
+
+    "agrees" when all hold, "partly" when at least half do, "disagrees" when fewer than
+    half do (a claim that fails most of its checks is not partly supported). NaN (no check
+    could be made) disagrees.
+    """
     if fraction >= 1.0:
         return "agrees"
-    if fraction <= 0.0:
-        return "disagrees"
-    return "partly"
+    if fraction >= 0.5 - 1e-12:
+        return "partly"
+    return "disagrees"
 
 
 def pyplot():

@@ -1,12 +1,12 @@
 """Scheduling the runs of a sweep: resume from the store, progress and ETA, time budget, jobs.
 
-:func:`execute` trains the runs the store lacks (a corrupt record is discarded and trained
-again), one after another in this process or in ``jobs`` worker processes (spawned, each
-training one run at a time and writing its record itself). Before a run starts, its
-duration is estimated from the runs already timed in this sweep (seconds per epoch of
-the same network and estimator, the preset's guess before any); with ``max_minutes`` a
-run that would end past the budget is not started, so a long sweep splits into calls
-that resume where the last one stopped.
+:func:`execute` trains the runs the store lacks (a corrupt record, or one trained by another
+version of sklearn_calib, is discarded and trained again), one after another in this
+process or in ``jobs`` worker processes (spawned, each training one run at a time and
+writing its record itself). Before a run starts, its duration is estimated from the runs
+already timed in this sweep (seconds per epoch of the same network and estimator, the
+preset's guess before any); with ``max_minutes`` a run that would end past the budget is
+not started, so a long sweep splits into calls that resume where the last one stopped.
 """
 
 import concurrent.futures
@@ -40,10 +40,12 @@ class Task:
 
 @dataclass
 class Summary:
-    """What :func:`execute` did: keys trained, redone (were corrupt) and left untrained."""
+    """What :func:`execute` did: keys trained, redone (were corrupt or outdated) and left
+    untrained."""
 
     trained: list = field(default_factory=list)
     redone: list = field(default_factory=list)
+    outdated: list = field(default_factory=list)
     remaining: list = field(default_factory=list)
     seconds: float = 0.0
 
@@ -208,9 +210,11 @@ def execute(
         status = store.status(task.key, task.spec)
         if status == "valid":
             continue
-        if status == "corrupt":
+        if status in ("corrupt", "outdated"):
             store.discard(task.key)
             summary.redone.append(task.key)
+            if status == "outdated":
+                summary.outdated.append(task.key)
         todo.append(task)
     estimator = estimator or Estimator(1.0)
     progress = Progress(len(todo), estimator, jobs, stream)
@@ -219,7 +223,7 @@ def execute(
     if todo:
         stream.write(
             f"{len(tasks)} runs needed: {len(tasks) - len(todo)} stored, {len(todo)} to train"
-            + (f" ({len(summary.redone)} corrupt records redone)" if summary.redone else "")
+            + _redone_text(summary)
             + f"; estimated {progress.eta()}\n"
         )
         stream.flush()
@@ -247,6 +251,14 @@ def execute(
     summary.remaining = [task.key for task in progress.remaining]
     summary.seconds = time.monotonic() - start
     return summary
+
+
+def _redone_text(summary):
+    corrupt = len(summary.redone) - len(summary.outdated)
+    parts = [f"{corrupt} corrupt records"] if corrupt else []
+    if summary.outdated:
+        parts.append(f"{len(summary.outdated)} records of another sklearn_calib version")
+    return f" ({' and '.join(parts)} redone)" if parts else ""
 
 
 def _execute_parallel(todo, store, device, data_home, jobs, fits, done, progress):

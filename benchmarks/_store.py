@@ -5,13 +5,17 @@ A record is two files in the store folder, named by the run's key:
 - ``<key>.npz``: the arrays (validation and test logits and labels, and the per-epoch
   arrays of a tracked run), written first;
 - ``<key>.json``: the manifest, written last: the run's specification, its training
-  history and timings, and the SHA-256 of the ``.npz`` file.
+  history and timings, the SHA-256 of the ``.npz`` file, the version of sklearn_calib
+  that trained the run and the SHA-256 of the manifest's own content (:func:`manifest_digest`).
 
 Both are written to a temporary file in the same folder and moved into place with
 ``os.replace``, so a reader sees a whole file or none. A record counts only when its
-manifest parses, names the same key and specification, and the ``.npz`` file's checksum
-matches: an interrupted write, a truncated or altered file is detected and the run is
-trained again.
+manifest parses, names the same key and specification, and both checksums match (the
+``.npz`` file's and the manifest's): an interrupted write, a truncated or altered file is
+detected and the run is trained again. A record trained by another version of
+sklearn_calib (``__version__``) is outdated and trained again too. Records written before
+the version and the manifest checksum were recorded carry neither; they are accepted as
+they are (:attr:`Record.legacy`).
 
 Logits are stored compactly: each row as float16 offsets from its maximum plus the float32
 row maxima (half the size of float32 logits). Every metric used here (softmax, temperature
@@ -30,6 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
+import sklearn_calib
+
 #: Version of the record layout; part of every key, so a new layout never reads old files.
 FORMAT_VERSION = 1
 
@@ -37,6 +43,15 @@ FORMAT_VERSION = 1
 def canonical_json(value):
     """Return ``value`` as JSON with sorted keys and no whitespace (the hashed form)."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def manifest_digest(manifest):
+    """Return the SHA-256 of a manifest's content: its JSON with sorted keys, no whitespace
+    and without its own ``manifest_sha256`` entry (NaN and infinities allowed, as in the
+    per-epoch history)."""
+    content = {name: value for name, value in manifest.items() if name != "manifest_sha256"}
+    payload = json.dumps(content, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    return hashlib.sha256(payload.encode()).hexdigest()
 
 
 def run_key(spec):
@@ -112,6 +127,12 @@ class Record:
         self._arrays = None
 
     @property
+    def legacy(self):
+        """Whether the record predates the version check and the manifest checksum (it
+        carries no library version)."""
+        return "sklearn_calib" not in self.manifest
+
+    @property
     def spec(self):
         return self.manifest["spec"]
 
@@ -152,16 +173,21 @@ class RunStore:
     ----------
     root : str or Path
         Folder, created on the first write.
+    version : str or None, default=None
+        Library version written into new records and required of stored ones that
+        carry one (None: ``sklearn_calib.__version__``).
     """
 
-    def __init__(self, root):
+    def __init__(self, root, version=None):
         self.root = Path(root)
+        self.version = sklearn_calib.__version__ if version is None else version
 
     def _paths(self, key):
         return self.root / f"{key}.npz", self.root / f"{key}.json"
 
     def load(self, key, spec=None):
-        """Return the valid record of ``key``, or None if it is missing, partial or corrupt.
+        """Return the valid record of ``key``, or None if it is missing, partial, corrupt or
+        outdated (see :meth:`status`).
 
         Parameters
         ----------
@@ -173,25 +199,35 @@ class RunStore:
         -------
         record : Record or None
         """
+        status, record = self._check(key, spec)
+        return record if status == "valid" else None
+
+    def status(self, key, spec=None):
+        """Return "valid", "missing" (no files), "corrupt" (files that do not check out) or
+        "outdated" (a whole record trained by another version of sklearn_calib)."""
+        return self._check(key, spec)[0]
+
+    def _check(self, key, spec):
         data_path, manifest_path = self._paths(key)
+        if not any(path.exists() for path in (data_path, manifest_path)):
+            return "missing", None
         try:
             manifest = json.loads(manifest_path.read_text())
             digest = hashlib.sha256(data_path.read_bytes()).hexdigest()
         except (OSError, ValueError):
-            return None
+            return "corrupt", None
         if not isinstance(manifest, dict) or manifest.get("key") != key:
-            return None
+            return "corrupt", None
         if manifest.get("format") != FORMAT_VERSION or manifest.get("sha256") != digest:
-            return None
+            return "corrupt", None
         if spec is not None and canonical_json(manifest.get("spec")) != canonical_json(spec):
-            return None
-        return Record(key, manifest, data_path)
-
-    def status(self, key, spec=None):
-        """Return "valid", "missing" (no files) or "corrupt" (files that do not check out)."""
-        if self.load(key, spec) is not None:
-            return "valid"
-        return "corrupt" if any(path.exists() for path in self._paths(key)) else "missing"
+            return "corrupt", None
+        legacy = "sklearn_calib" not in manifest and "manifest_sha256" not in manifest
+        if not legacy and manifest.get("manifest_sha256") != manifest_digest(manifest):
+            return "corrupt", None
+        if manifest.get("sklearn_calib", self.version) != self.version:
+            return "outdated", None
+        return "valid", Record(key, manifest, data_path)
 
     def save(self, key, spec, arrays, history, meta):
         """Write a record: the arrays first, then the manifest that validates them.
@@ -230,11 +266,13 @@ class RunStore:
             "history": history,
             "meta": meta,
             "sha256": hashlib.sha256(data).hexdigest(),
+            "sklearn_calib": self.version,
         }
+        manifest["manifest_sha256"] = manifest_digest(manifest)
         _atomic_write(manifest_path, json.dumps(manifest, indent=1, allow_nan=True).encode())
         return Record(key, manifest, data_path)
 
     def discard(self, key):
-        """Remove a record's files (a corrupt record before it is trained again)."""
+        """Remove a record's files (a corrupt or outdated record before it is trained again)."""
         for path in self._paths(key):
             path.unlink(missing_ok=True)

@@ -1,6 +1,7 @@
 """Tests of the experiments package ``benchmarks`` (python -m benchmarks)."""
 
 import io
+import json
 
 import numpy as np
 import pytest
@@ -9,16 +10,18 @@ from scipy import stats
 from scipy.special import softmax
 
 import benchmarks._runner as runner
+import sklearn_calib
 from benchmarks.__main__ import EXIT_INCOMPLETE, main, plan
 from benchmarks._methods import FLG_SECE, regularizer_methods
 from benchmarks._posthoc import ece_temperature, learned_epochs
 from benchmarks._presets import GRID_SEED002, make_config
-from benchmarks._report import read_csv
+from benchmarks._report import Report, at_least, at_most, read_csv, verdict
 from benchmarks._store import RunStore, pack_logits, run_key, unpack_logits
 from benchmarks._train import make_spec, train_run
 from benchmarks.experiments import EXPERIMENTS
 from benchmarks.experiments import _base as base
-from benchmarks.experiments._base import choose_coefficients, mark, ttest
+from benchmarks.experiments._base import choose_coefficients, mark, significantly, ttest
+from benchmarks.experiments.calibratable import CURVE_LABELS
 from benchmarks.experiments.focal import METHODS as FOCAL_METHODS
 from benchmarks.experiments.toy_gaussians import pearson, weight_values
 from sklearn_calib.calibrators import TemperatureScaling
@@ -106,7 +109,8 @@ def test_focal_end_to_end_resume_and_corruption(tmp_path, one_thread, count_trai
         assert float(row["grad_clip"]) == 2.0
     text = report.read_text()
     for piece in ("## Setup", "## Results", "## Agreement with the paper", "Table C.3",
-                  "summed over the batch", "gradient norm clipped to 2", "Seeds: 0, 1",
+                  "loss summed over the batch (Brier: averaged), gradient norm clipped to 2",
+                  "Seeds: 0, 1",
                   "Command: `python -m benchmarks run focal --preset quick", " ± ",
                   "never on test data"):  # fmt: skip
         assert piece in text
@@ -165,6 +169,29 @@ def test_store_detects_corrupt_partial_and_mismatched_records(tmp_path):
     store.discard(key)
     assert store.status(key) == "missing"
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_store_detects_an_altered_manifest(tmp_path):
+    store = RunStore(tmp_path)
+    spec = {"seed": 0, "loss": "ce"}
+    key = run_key(spec)
+    history = {"train_loss": [2.0, 1.5], "opt_ece": [0.1, float("nan")]}
+    store.save(key, spec, {"val_logits": np.eye(3)}, history, {"device": "cpu"})
+    manifest_path = tmp_path / f"{key}.json"
+    text = manifest_path.read_text()
+    assert store.status(key, spec) == "valid"  # NaN in the history round-trips
+    # A changed value that leaves valid JSON (a per-epoch curve dynamics would read).
+    manifest = json.loads(text)
+    manifest["history"]["train_loss"][1] = 1.25
+    manifest_path.write_text(json.dumps(manifest, indent=1))
+    assert store.status(key, spec) == "corrupt" and store.load(key, spec) is None
+    # Dropping the checksum of a versioned record does not make it pass as a legacy one.
+    manifest = json.loads(text)
+    del manifest["manifest_sha256"]
+    manifest_path.write_text(json.dumps(manifest))
+    assert store.status(key, spec) == "corrupt"
+    manifest_path.write_text(text)
+    assert store.load(key, spec).history["train_loss"] == [2.0, 1.5]
 
 
 def test_packed_logits_keep_probabilities():
@@ -251,6 +278,7 @@ def test_toy_gaussians_quick(tmp_path, one_thread):
     assert "0.664" in text and "Pearson" in text
     setup = text.split("## Results")[0]
     assert "two-dimensional Gaussians" in setup and "Runs: 1," in setup
+    assert "bf16 autocast on CUDA, float32 on the CPU" in setup and "Trained on cpu" in setup
     assert "digits" not in setup and "Fashion-MNIST" not in setup
 
 
@@ -312,3 +340,134 @@ def test_marks_and_coefficients_chosen_on_validation():
     ]
     assert choose_coefficients(rows, {"g": ["A", "B"]}) == {"g": "A"}
     assert choose_coefficients(rows, {"g": ["A", "B"]}, by="test_ece") == {"g": "B"}
+
+
+def _fake_training(monkeypatch):
+    """Replace training by a tiny fixed record (for tests of the store and the runner)."""
+    calls = []
+
+    def fake(spec, **kwargs):
+        calls.append(spec)
+        logits = np.eye(3, dtype=np.float32)
+        arrays = {"val_logits": logits, "val_y": np.arange(3), "test_logits": logits,
+                  "test_y": np.arange(3)}  # fmt: skip
+        meta = {"device": "cpu", "fit_seconds": 0.1, "wall_seconds": 0.1, "epochs": 1}
+        return arrays, {"train_loss": [1.0], "lr": [0.1], "dur": [0.1]}, meta
+
+    monkeypatch.setattr(runner, "train_run", fake)
+    return calls
+
+
+def test_records_of_another_library_version_are_trained_again(tmp_path, monkeypatch):
+    calls = _fake_training(monkeypatch)
+    specs = [
+        {"seed": seed, "network": {"name": "mlp"}, "estimator": {"name": "net"},
+         "training": {"epochs": 1, "batch_size": 8}}
+        for seed in range(3)
+    ]  # fmt: skip
+    tasks = [runner.Task(run_key(spec), spec, f"run {i}") for i, spec in enumerate(specs)]
+    old = RunStore(tmp_path, version="0.0.1")
+    for task in tasks:
+        old.save(task.key, task.spec, {"val_logits": np.eye(3)}, {}, {})
+    store = RunStore(tmp_path)
+    assert store.version == sklearn_calib.__version__
+    assert old.status(tasks[0].key, specs[0]) == "valid"
+    assert store.status(tasks[0].key, specs[0]) == "outdated"
+    assert store.load(tasks[0].key, specs[0]) is None
+    # A record written before versions were recorded (no version, no manifest checksum)
+    # is accepted.
+    manifest_path = tmp_path / f"{tasks[2].key}.json"
+    manifest = json.loads(manifest_path.read_text())
+    del manifest["sklearn_calib"], manifest["manifest_sha256"]
+    manifest_path.write_text(json.dumps(manifest))
+    assert store.load(tasks[2].key, specs[2]).legacy
+    stream = io.StringIO()
+    summary = runner.execute(tasks, store, stream=stream)
+    assert [spec["seed"] for spec in calls] == [0, 1]
+    assert summary.redone == summary.outdated == [tasks[0].key, tasks[1].key]
+    assert "2 records of another sklearn_calib version redone" in stream.getvalue()
+    record = store.load(tasks[0].key, specs[0])
+    assert record.manifest["sklearn_calib"] == sklearn_calib.__version__ and not record.legacy
+
+
+def _claims_of(experiment, tmp_path, *args):
+    """The (ours, verdict) of each claim ``experiment._claims`` makes from ``args``."""
+    report = Report(tmp_path, "test")
+    experiment._claims(report, *args)
+    return [(claim.ours, claim.verdict) for claim in report.claims]
+
+
+def test_threshold_verdicts_compare_the_printed_value(tmp_path):
+    # Focal's error 6 % against the best 5 %: a gap of 1.0000000000000009 points in floats,
+    # printed as 1.00, is within 1 point; 1.01 points is not.
+    focal = EXPERIMENTS["focal"]
+
+    def rows(focal_accuracy):
+        metrics = ("test_ece", "ts_ece", "test_ada_ece", "ts_ada_ece", "test_cw_ece",
+                   "ts_cw_ece")  # fmt: skip
+        return [
+            dict.fromkeys(metrics, 0.05)
+            | {"method": m.label, "temperature": 1.0,
+               "test_accuracy": focal_accuracy if m is FOCAL_METHODS[-1] else 0.95}
+            for m in FOCAL_METHODS
+        ]  # fmt: skip
+
+    assert 100 * (1 - 0.94) - 100 * (1 - 0.95) > 1.0
+    labels = [m.label for m in FOCAL_METHODS]
+    ours, verdict_ = _claims_of(focal, tmp_path, rows(0.94), labels)[2]
+    assert "gap 1.00 points" in ours and verdict_ == "agrees"
+    ours, verdict_ = _claims_of(focal, tmp_path, rows(0.9399), labels)[2]
+    assert "gap 1.01 points" in ours and verdict_ == "disagrees"
+    assert at_most(1.0000000000000009, 1.0, 2) and not at_most(1.006, 1.0, 2)
+    assert at_most(abs(1.1000000000000001 - 1.0), 0.1, 2) and at_least(0.8999999999999999, 0.9, 2)
+    assert not at_most(float("nan"), 1.0, 2) and not at_least(float("nan"), 0.0, 2)
+
+
+def test_toy_gaussians_ties_are_not_ordered(tmp_path):
+    # gBS with beta = 1 correlates like focal loss up to rounding: a tie, not an order.
+    toy = EXPERIMENTS["toy_gaussians"]
+    rows = [{"FL_r_test": 0.821, "DFL_r_test": 0.842, "gBS_r_test": 0.821 + 4e-16}]
+    ours, verdict_ = _claims_of(toy, tmp_path, rows)[1]
+    assert "1/3 pairs in the paper's order" in ours
+    rows = [{"FL_r_test": 0.550, "DFL_r_test": 0.638, "gBS_r_test": 0.664}]
+    assert "3/3 pairs" in _claims_of(toy, tmp_path, rows)[1][0]
+
+
+def test_verdict_rule_and_significance_claims(tmp_path):
+    assert [verdict(f) for f in (1.0, 2 / 3, 0.5, 3 / 8, 1 / 8, 0.0, float("nan"))] == [
+        "agrees", "partly", "partly", "disagrees", "disagrees", "disagrees", "disagrees"
+    ]  # fmt: skip
+    assert significantly([2.0, 2.1, 2.2], [1.0, 1.1, 1.2], higher=True)
+    assert not significantly([2.0, 2.1, 2.2], [1.0, 1.1, 1.2], higher=False)
+    assert not significantly([1.0, 1.3, 1.2], [1.1, 1.2, 1.25], higher=True)
+    # CE's temperature is higher than all four regularisers', significantly only for D.
+    temperatures = {"CE": [1.0, 1.1, 1.2], "A": [0.9, 1.15, 1.0], "B": [1.2, 0.9, 1.05],
+                    "C": [1.1, 0.95, 1.0], "D": [0.5, 0.55, 0.6]}  # fmt: skip
+    calibratable = EXPERIMENTS["calibratable"]
+    labels = set(temperatures) | set(CURVE_LABELS)
+    rows = [
+        {"method": label, "seed": seed, "temperature": temperatures.get(label, [1.0] * 3)[seed],
+         "test_ece": 0.05, "ts_ece": 0.04, "hb_ece": 0.04}
+        for label in labels
+        for seed in range(3)
+    ]  # fmt: skip
+    chosen = {"LS": "A", "L1": "B", "ER": "C", "Focal": "D"}
+    claims = _claims_of(calibratable, tmp_path, rows, chosen)
+    (ours, verdict_) = next(c for c in claims if c[0].startswith("T of CE"))
+    assert "significantly higher (two-sample t-test, p < 0.05) than 1/4" in ours
+    assert verdict_ == "disagrees"
+
+
+def test_plan_line_describes_each_experiments_runs(tmp_path):
+    store = ("--store", str(tmp_path / "store"), "--dry-run")
+    status, output = _run("toy_gaussians", "--preset", "full", *store)
+    assert status == 0
+    assert output.startswith(
+        "5 runs for toy_gaussians (full, two-dimensional Gaussians, 5 runs, 5 epochs): 5 to train"
+    )
+    _, output = _run("focal,toy_gaussians", "--preset", "full", *store)
+    assert output.startswith(
+        "20 runs for focal, toy_gaussians (full, focal: fashion_mnist, 3 seeds, 10 epochs; "
+        "toy_gaussians: two-dimensional Gaussians, 5 runs, 5 epochs)"
+    )
+    assert not (tmp_path / "store").exists()

@@ -190,6 +190,10 @@ class Experiment:
         """Whether ``method`` can be trained in this checkout."""
         return method.estimator != "meta" or meta_estimator() is not None
 
+    def describe_runs(self, config):
+        """What the runs train on, for the plan line: data set, seeds and epochs."""
+        return f"{config.data.name}, {len(config.seeds)} seeds, {config.epochs} epochs"
+
     def pending(self, config):
         """Methods listed by the experiment that this checkout cannot train yet."""
         return [m for m in self.methods(config) if not self.available(m)]
@@ -343,6 +347,14 @@ def ttest(values, reference):
     return float(stats.ttest_ind(values, reference).pvalue)
 
 
+def significantly(values, reference, higher, alpha=0.05):
+    """Whether ``values`` are higher (``higher=True``) or lower than ``reference`` on
+    average, with a two-sample t-test p-value below ``alpha`` (:func:`ttest`; an undefined
+    test is not significant)."""
+    difference = finite_mean(values) - finite_mean(reference)
+    return (difference > 0 if higher else difference < 0) and ttest(values, reference) < alpha
+
+
 def mark(values, reference, alpha=0.05):
     """Seed 001's marks against CE: ▲/▼ significantly higher/lower, △/▽ not significant."""
     p = ttest(values, reference)
@@ -380,7 +392,12 @@ def setup_text(context, families, extra=(), *, own_setup=None):
     )
     for name in families:
         family = config.families[name]
-        lines.append(f"- Recipe `{name}` family: {family.describe(epochs)}.")
+        reductions = {
+            run.method.label: run.spec["training"]["reduction"]
+            for run in context.runs
+            if run.method.family == name and run.spec["training"]["reduction"] != family.reduction
+        }
+        lines.append(f"- Recipe `{name}` family: {family.describe(epochs, reductions)}.")
     diverged = [
         f"{run.method.label} seed {run.seed}"
         for run, record in zip(context.runs, records, strict=True)

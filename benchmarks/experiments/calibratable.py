@@ -10,7 +10,7 @@ curve from focal loss gamma = 3 through CE to inverse focal loss gamma = 3.
 import math
 
 from .._methods import focal_gra, inverse_focal, regularizer_methods
-from .._report import Report, pyplot, reliability_figure, verdict
+from .._report import Report, finite_mean, pyplot, reliability_figure, verdict
 from ._base import (
     Experiment,
     cell,
@@ -21,6 +21,7 @@ from ._base import (
     pct,
     reliability_panels,
     setup_text,
+    significantly,
     std_of,
     ttest,
 )
@@ -172,15 +173,15 @@ class Calibratable(Experiment):
         ce_t = column(rows, "CE", "temperature")
         higher, parts = 0, []
         for group, label in chosen.items():
-            t = mean_of(rows, label, "temperature")
-            p = ttest(column(rows, label, "temperature"), ce_t)
-            higher += mean_of(rows, "CE", "temperature") > t
-            parts.append(f"{group} {t:.2f} (p={p:.2g})")
+            values = column(rows, label, "temperature")
+            higher += significantly(ce_t, values, higher=True)
+            parts.append(f"{group} {finite_mean(values):.2f} (p={ttest(values, ce_t):.2g})")
         report.claim(
-            "The temperatures found for CE are higher than for the regularised losses (seed 001).",
+            "The temperatures found for CE are significantly higher than for the regularised "
+            "losses (seed 001).",
             f"T of CE {mean_of(rows, 'CE', 'temperature'):.2f}; "
             + ", ".join(parts)
-            + f": CE higher than {higher}/{n}.",
+            + f": CE significantly higher (two-sample t-test, p < 0.05) than {higher}/{n}.",
             verdict(higher / n),
         )
         inverse = CURVE_LABELS[4:]

@@ -21,7 +21,7 @@ from scipy import stats
 
 from .._methods import focal_gra, regularizer_methods
 from .._posthoc import learned_epochs
-from .._report import Report, finite_mean, mean_std, pyplot, verdict
+from .._report import Report, at_least, finite_mean, mean_std, pyplot, verdict
 from .._tracking import EPOCH_METRICS
 from ._base import Experiment, choose_coefficients, metric_rows, run_row, setup_text
 from .regularizers import groups_of
@@ -257,7 +257,7 @@ class Dynamics(Experiment):
             "Final optimal ECE (%) for ε = "
             + ", ".join(f"{s:g}: {100 * f:.2f}" for s, f in zip(strengths, final, strict=True))
             + f"; Spearman ρ(ε, ECE) = {rho:.2f} (agrees: ρ ≥ 0.8; partly: ρ > 0).",
-            "agrees" if rho >= 0.8 else ("partly" if rho > 0 else "disagrees"),
+            "agrees" if at_least(rho, 0.8, 2) else ("partly" if round(rho, 2) > 0 else "disagrees"),
         )
         ce_std, ce_rho = finite_mean(spread["CE"][0]), finite_mean(spread["CE"][1])
         regs = [label for label in spread if label != "CE"]

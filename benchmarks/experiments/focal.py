@@ -7,7 +7,7 @@ ECE, as seed 002's code), and the test error.
 """
 
 from .._methods import BRIER, CE_B, FOCAL_3, LS_005, MMCE
-from .._report import Report, mean_std, reliability_figure, verdict
+from .._report import Report, at_least, at_most, mean_std, reliability_figure, verdict
 from ._base import Experiment, cell, mean_of, metric_rows, pct, reliability_panels, setup_text
 
 METHODS = [CE_B, BRIER, MMCE, LS_005, FOCAL_3]
@@ -86,7 +86,10 @@ class Focal(Experiment):
         )
         temperature = {label: mean_of(rows, label, "temperature") for label in labels}
         near_one = [FOCAL_3.label, BRIER.label, LS_005.label]
-        close = sum(0.9 <= temperature[label] <= 1.1 for label in near_one)
+        close = sum(
+            at_least(temperature[label], 0.9, 2) and at_most(temperature[label], 1.1, 2)
+            for label in near_one
+        )
         high = sum(
             temperature[label] > max(temperature[m] for m in near_one)
             for label in (CE_B.label, MMCE.label)
@@ -105,7 +108,7 @@ class Focal(Experiment):
             "Focal loss keeps a competitive accuracy (seed 002, Table C.3).",
             f"Error of focal {errors[FOCAL_3.label]:.2f} %, best {min(errors.values()):.2f} % "
             f"(gap {gap:.2f} points; competitive means within 1 point).",
-            "agrees" if gap <= 1.0 else "disagrees",
+            "agrees" if at_most(gap, 1.0, 2) else "disagrees",
         )
         ce, focal = mean_of(rows, CE_B.label, "test_ece"), mean_of(rows, FOCAL_3.label, "test_ece")
         report.claim(

@@ -17,7 +17,7 @@ from .._methods import (
     FLSD53_GRA,
     MMCE,
 )
-from .._report import Report, reliability_figure, verdict
+from .._report import Report, at_most, reliability_figure, verdict
 from ._base import Experiment, cell, mean_of, metric_rows, pct, reliability_panels, setup_text
 
 TABLE1 = [CE_B, BRIER, MMCE, FLSD53, DUAL_FOCAL, BSCE, BSCE_GRA]
@@ -112,7 +112,7 @@ class Gra(Experiment):
             "BSCE-GRA's optimal temperature is about 1: the model is inherently calibrated "
             "(seed 004).",
             f"T of BSCE-GRA {t:.2f} (about 1 taken as within 0.1).",
-            "agrees" if abs(t - 1.0) <= 0.1 else "disagrees",
+            "agrees" if at_most(abs(t - 1.0), 0.1, 2) else "disagrees",
         )
         better, parts = 0, []
         for loss_weighted, gra in PAIRS:
@@ -138,5 +138,5 @@ class Gra(Experiment):
             f"Accuracy of BSCE-GRA {accuracy[BSCE_GRA.label]:.2f} %, best "
             f"{max(accuracy.values()):.2f} % (gap {gap:.2f} points; competitive means within "
             "1 point).",
-            "agrees" if gap <= 1.0 else "disagrees",
+            "agrees" if at_most(gap, 1.0, 2) else "disagrees",
         )
