@@ -598,6 +598,27 @@ def test_fit_returns_self_keeps_params_and_reads_memmaps(calibrator):
     )
 
 
+@pytest.mark.parametrize("calibrator", ALL_CALIBRATORS, ids=IDS)
+def test_scores_of_any_numeric_dtype(calibrator):
+    """scikit-learn's check_estimators_dtypes with the classes of its labels named.
+
+    The check fits labels [1, 2] to 5 score columns, which test_common expects to fail
+    because such labels may be 1-based; here ``classes=`` says they are column indices.
+    """
+    if calibrator.get_params().get("input") == "probabilities":
+        pytest.skip("integer scores are not probabilities")
+    scores = 3 * np.random.RandomState(0).uniform(size=(20, 5)).astype(np.float32)
+    y = np.array([1, 2] * 10)
+    expected = clone(calibrator).fit(scores.astype(np.float64), y, classes=np.arange(5))
+    for dtype in (np.float32, np.float64, np.int64, np.int32):
+        fitted = clone(calibrator).fit(scores.astype(dtype), y, classes=np.arange(5))
+        out = fitted.predict_proba(scores.astype(dtype))
+        assert out.shape == (20, 5) and np.isfinite(out).all()
+        np.testing.assert_array_equal(fitted.predict(scores.astype(dtype)), out.argmax(axis=1))
+        if dtype in (np.float32, np.float64):
+            np.testing.assert_allclose(out, expected.predict_proba(scores), atol=1e-5)
+
+
 @pytest.mark.parametrize(
     "calibrator",
     [
