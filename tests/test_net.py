@@ -100,6 +100,23 @@ def test_string_labels(digits):
     np.testing.assert_array_equal(net.classes_[net.predict_proba(X_test).argmax(1)], pred)
 
 
+def test_unsorted_classes_argument_gives_sorted_classes_and_right_predictions(digits):
+    X_train, X_test, y_train, y_test = digits
+    names = np.array(list("jihgfedcba"))
+    inferred = small_net(max_epochs=3).fit(X_train, names[y_train])
+    given = small_net(max_epochs=3, classes=list(names)).fit(X_train, names[y_train])
+    assert given.classes_.tolist() == sorted(names.tolist())
+    np.testing.assert_array_equal(given.predict_proba(X_test), inferred.predict_proba(X_test))
+    np.testing.assert_array_equal(given.predict(X_test), inferred.predict(X_test))
+    assert accuracy_score(names[y_test], given.predict(X_test)) > 0.8
+    before = [p.detach().clone() for p in given.module_.parameters()]
+    inferred.partial_fit(X_train, names[y_train])
+    given.partial_fit(X_train, names[y_train])
+    np.testing.assert_array_equal(given.predict_proba(X_test), inferred.predict_proba(X_test))
+    after = given.module_.parameters()
+    assert not all(torch.equal(a, b) for a, b in zip(before, after, strict=True))
+
+
 def test_image_input(digits):
     X_train, X_test, y_train, y_test = digits
     images = X_train.reshape(-1, 1, 8, 8)

@@ -142,7 +142,8 @@ default=None
     warm_start : bool, default=False
         Whether ``fit`` continues training the fitted network instead of starting anew.
     classes : array-like or None, default=None
-        The class labels; None infers them from ``y``.
+        The class labels; None infers them from ``y``. ``classes_`` holds them sorted
+        (as ``np.unique`` sorts them), whatever their order here.
     on_nonfinite : {"raise", "restore"}, default="raise"
         What a non-finite training loss (or non-finite weights) does. The losses stay on
         the device and are checked once per epoch, at its end. "raise": a
@@ -174,7 +175,7 @@ default=None
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
-        Class labels, in the order of the columns of ``predict_proba``.
+        Class labels, sorted, in the order of the columns of ``predict_proba``.
     n_features_in_ : int
         ``X.shape[1]`` at fit (the number of channels for images).
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -328,6 +329,16 @@ default=None
         if not self.initialized_ and "callbacks" in params:
             self.callbacks = params.pop("callbacks")
         return super().set_params(**params)
+
+    @property
+    def classes_(self):
+        """The sorted class labels of the fit (``classes`` or those of ``y``)."""
+        try:
+            return self.__dict__["classes_inferred_"]
+        except KeyError:
+            raise AttributeError(
+                f"{type(self).__name__!r} object has no attribute 'classes_'"
+            ) from None
 
     def _check_params(self):
         params = {name: getattr(self, name) for name in self._parameter_constraints}
