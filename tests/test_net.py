@@ -16,11 +16,12 @@ from sklearn.model_selection import (
 )
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
-from skorch.callbacks import Callback, EarlyStopping, LRScheduler, ProgressBar
+from skorch.callbacks import Callback, EarlyStopping, EpochScoring, LRScheduler, ProgressBar
 from skorch.dataset import Dataset
 from skorch.exceptions import DeviceWarning
 from skorch.helper import predefined_split
 from torch import nn
+from torch.utils.data import Subset
 
 from sklearn_calib.estimators import (
     RECIPES,
@@ -184,6 +185,23 @@ def test_float_split_with_early_stopping(digits):
     n_valid = sum(b["valid_batch_size"] for b in batches if "valid_loss" in b)
     assert n_train + n_valid == len(X_train)
     assert n_valid == pytest.approx(0.2 * len(X_train), abs=1)
+
+
+def test_predict_takes_torch_datasets_and_epoch_scoring_works(digits):
+    X_train, X_test, y_train, y_test = digits
+    callbacks = [
+        EpochScoring("accuracy", lower_is_better=False, name="cached_acc"),
+        EpochScoring("accuracy", lower_is_better=False, name="acc", use_caching=False),
+    ]
+    net = small_net(max_epochs=2, train_split=0.2, callbacks=callbacks).fit(X_train, y_train)
+    assert net.history[:, "cached_acc"] == pytest.approx(net.history[:, "valid_acc"])
+    assert net.history[:, "acc"] == pytest.approx(net.history[:, "valid_acc"])
+    proba = net.predict_proba(X_test)
+    np.testing.assert_array_equal(net.predict_proba(Dataset(X_test, y_test)), proba)
+    subset = Subset(Dataset(X_test.astype(np.float64), None), range(10, 50))
+    np.testing.assert_array_equal(net.predict(subset), net.predict(X_test[10:50]))
+    with pytest.raises(ValueError, match="shape"):
+        net.predict(Dataset(X_test[:, :32], None))
 
 
 # ----------------------------------------------------------------- training options

@@ -23,6 +23,7 @@ from skorch.dataset import Dataset, ValidSplit
 from skorch.exceptions import DeviceWarning
 from skorch.utils import TeeGenerator, data_from_dataset, to_tensor
 from torch import nn
+from torch.utils.data import Dataset as TorchDataset
 from torch.utils.data import Subset
 
 from .._validation import encode_labels
@@ -773,16 +774,43 @@ default=None
         The network is in evaluation mode and no gradient is recorded.
         """
         check_is_fitted(self)
-        X = self._validate_X(X)
+        if isinstance(X, TorchDataset):
+            batches = self._dataset_batches(X)
+        else:
+            batches = self._array_batches(self._validate_X(X))
         self._set_training(False)
-        batch_size = self.inference_batch_size()
-        chunks = []
         with torch.inference_mode():
-            for start in range(0, len(X), batch_size):
-                chunk = np.require(X[start : start + batch_size], requirements=["C", "W"])
-                batch = torch.from_numpy(chunk).to(self.device_, non_blocking=True)
-                chunks.append(function(batch))
+            chunks = [function(batch) for batch in batches]
         return torch.cat(chunks)
+
+    def _array_batches(self, X):
+        """Yield the inference batches of a validated array on the device."""
+        batch_size = self.inference_batch_size()
+        for start in range(0, len(X), batch_size):
+            chunk = np.require(X[start : start + batch_size], requirements=["C", "W"])
+            yield torch.from_numpy(chunk).to(self.device_, non_blocking=True)
+
+    def _dataset_batches(self, dataset):
+        """Yield the inputs of a torch Dataset's batches (skorch's iterator) on the device.
+
+        skorch passes its own datasets (the validation ``Subset`` to ``EpochScoring``),
+        which are not re-validated as arrays: each batch is cast to the network's input
+        dtype and its sample shape checked.
+        """
+        for X, _ in self.get_iterator(dataset, training=False):
+            X = self._model_input(to_tensor(X, device=self.device_))
+            if tuple(X.shape[1:]) != self.input_shape_:
+                raise ValueError(
+                    f"Expected samples of shape {self.input_shape_} (as at fit), got "
+                    f"{tuple(X.shape[1:])}."
+                )
+            yield X
+
+    def _model_input(self, X):
+        """Cast an input tensor to the network's dtype: int64 ids or float32."""
+        if self._input_is_integer():
+            return X if X.dtype in _INTEGER_DTYPES else X.to(torch.int64)
+        return X if X.dtype == torch.float32 else X.to(torch.float32)
 
     def _get_predict_nonlinearity(self):
         nonlin = self.predict_nonlinearity
@@ -799,7 +827,9 @@ default=None
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, ...)
+        X : array-like of shape (n_samples, ...) or torch Dataset
+            A torch Dataset (skorch's ``Dataset``, a ``Subset``) is batched by skorch's
+            ``iterator_valid``; its targets are ignored.
 
         Returns
         -------
@@ -815,7 +845,7 @@ default=None
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, ...)
+        X : array-like of shape (n_samples, ...) or torch Dataset
 
         Returns
         -------
@@ -831,7 +861,7 @@ default=None
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, ...)
+        X : array-like of shape (n_samples, ...) or torch Dataset
 
         Returns
         -------
