@@ -233,6 +233,21 @@ def test_onecycle_learning_rate_per_step(digits):
     assert net.optimizer_.param_groups[0]["lr"] == pytest.approx(0.1 * (1 - 15 / 16) / 0.75)
 
 
+def test_continued_fits_restart_the_recipe_schedule(digits):
+    X, y = digits[0][:400], digits[2][:400]
+    net = small_net(recipe="onecycle", lr=None, max_epochs=2, batch_size=100).fit(X, y)
+    weights = [p.detach().clone() for p in net.module_.parameters()]
+    net.partial_fit(X, y)
+    # 4 steps per epoch, 8 per call: epoch starts at progress 0 and 0.5 of each call.
+    np.testing.assert_allclose(net.history[:, "lr"], [0.01, 0.1 * 2 / 3] * 2)
+    assert not any(
+        torch.equal(a, b) for a, b in zip(weights, net.module_.parameters(), strict=True)
+    )
+    net = small_net(recipe="seed001", lr=None, max_epochs=4).fit(X, y)
+    net.set_params(warm_start=True).fit(X, y)
+    np.testing.assert_allclose(net.history[:, "lr"], [0.1, 0.1, 0.01, 0.001] * 2)
+
+
 def test_lr_scheduler_callback_works_at_epoch_level(digits):
     X_train, _, y_train, _ = digits
     scheduler = LRScheduler(policy=torch.optim.lr_scheduler.StepLR, step_size=1, gamma=0.5)

@@ -106,7 +106,9 @@ default=None
         250/350 of ``max_epochs``. "onecycle": SGD (momentum 0.9, Nesterov, weight decay
         5e-4), lr rising linearly from lr/10 to lr (0.1) over the first 25 % of the steps,
         then falling linearly to 0 (per step), for short budgets. None: constant lr. The
-        history records the epoch's starting ``lr``.
+        history records the epoch's starting ``lr``. A continued fit (``partial_fit``,
+        ``fit`` with ``warm_start=True``) runs the whole schedule again over its own
+        ``max_epochs`` epochs; a fit resumed from a checkpoint continues it.
     augment : {"crop_flip", "crop", "flip"} or None, default=None
         On-device augmentation of image batches ``(n, C, H, W)``: random crop after zero
         padding by an eighth of the image size (4 pixels for 32x32 and 28x28 images) and
@@ -497,12 +499,13 @@ default=None
             self.checkpoint_path_ = checkpoint.path if checkpoint is not None else None
             with self._random_generators(continuing) as rngs:
                 epochs = self.max_epochs
+                schedule_start = len(self.history) if continuing else 0
                 if not continuing:
                     self.initialize()
                     if checkpoint is not None and checkpoint.resume(self):
                         rngs = self._seed_generators(self.rng_state_)
                         epochs = max(self.max_epochs - len(self.history), 0)
-                self._train(X, y, y_index, rngs, epochs, checkpoint)
+                self._train(X, y, y_index, rngs, epochs, checkpoint, schedule_start)
         return self
 
     def _validate_training_data(self, X, y, continuing, classes):
@@ -607,7 +610,7 @@ default=None
             "split_seed": rngs["split_seed"],
         }
 
-    def _train(self, X, y, y_index, rngs, epochs, checkpoint=None):
+    def _train(self, X, y, y_index, rngs, epochs, checkpoint=None, schedule_start=0):
         (X_train, y_train), valid, dataset_train, dataset_valid = self._split(
             X, y, y_index, rngs["split_seed"]
         )
@@ -619,7 +622,7 @@ default=None
         )
         self.notify("on_train_begin", X=X, y=y)
         try:
-            loop.run(epochs)
+            loop.run(epochs, schedule_start)
         except KeyboardInterrupt:
             pass
         finally:
