@@ -88,6 +88,25 @@ class StopAfter(Callback):
             raise KeyboardInterrupt
 
 
+class FailAfter(Callback):
+    """Raise an error in ``on_epoch_end`` after ``epochs`` epochs (a crash, not a stop)."""
+
+    def __init__(self, epochs):
+        self.epochs = epochs
+
+    def on_epoch_end(self, net, **kwargs):
+        if len(net.history) == self.epochs:
+            raise RuntimeError("the callback failed")
+
+
+def checkpoint_durations(directory):
+    """Return the recorded epoch durations of the one checkpoint file in ``directory``."""
+    (path,) = Path(directory).glob("*.ckpt")
+    prefix, fingerprint = path.stem.split("-", 1)
+    payload = FitCheckpoint(directory, fingerprint, prefix).load()
+    return [row["dur"] for row in payload["meta"]["history"]]
+
+
 # 1347 training samples in batches of 64: 22 batches per epoch.
 BATCHES = 22
 
@@ -440,6 +459,30 @@ def test_an_epoch_ended_by_a_callback_is_checkpointed(digits, tmp_path):
     assert_same_weights(weights(resumed), weights(small_net(max_epochs=4).fit(X_train, y_train)))
 
 
+def test_unseeded_fits_do_not_reuse_a_finished_checkpoint(digits, tmp_path):
+    X_train, X_test, y_train, _ = digits
+    first, second = (
+        small_net(max_epochs=1, random_state=None, checkpoint_dir=tmp_path).fit(X_train, y_train)
+        for _ in range(2)
+    )
+    assert first.checkpoint_path_ == second.checkpoint_path_
+    assert second.history[:, "dur"] != first.history[:, "dur"]  # trained, not loaded
+    assert not np.array_equal(first.predict_proba(X_test), second.predict_proba(X_test))
+    assert checkpoint_durations(tmp_path) == second.history[:, "dur"]
+    # an interrupted unseeded fit is resumed
+    failed_dir = tmp_path / "failed"
+    failing = small_net(
+        max_epochs=3, random_state=None, checkpoint_dir=failed_dir, callbacks=[FailAfter(2)]
+    )
+    with pytest.raises(RuntimeError, match="the callback failed"):
+        failing.fit(X_train, y_train)
+    saved = checkpoint_durations(failed_dir)
+    resumed = small_net(max_epochs=3, random_state=None, checkpoint_dir=failed_dir)
+    resumed.fit(X_train, y_train)
+    assert resumed.history[:2, "dur"] == saved
+    assert len(resumed.history) == 3
+
+
 # ----------------------------------------------------------------- MetaNetClassifier
 
 
@@ -466,10 +509,12 @@ def test_meta_net_checkpoint_resumes_to_identical_weights(digits, tmp_path):
     X_train, _, y_train, _ = digits
     params = {"module__hidden_units": (16,), "max_epochs": 3, "random_state": 0}
     uninterrupted = MetaNetClassifier(**params).fit(X_train, y_train)
-    stopped = MetaNetClassifier(**params, checkpoint_dir=tmp_path, callbacks=[StopAfter(2)])
-    stopped.fit(X_train, y_train)
+    failing = MetaNetClassifier(**params, checkpoint_dir=tmp_path, callbacks=[FailAfter(2)])
+    with pytest.raises(RuntimeError, match="the callback failed"):
+        failing.fit(X_train, y_train)
+    saved = checkpoint_durations(tmp_path)
     resumed = MetaNetClassifier(**params, checkpoint_dir=tmp_path).fit(X_train, y_train)
-    assert resumed.history[:2, "dur"] == stopped.history[:, "dur"]
+    assert resumed.history[:2, "dur"] == saved
     assert len(resumed.history) == 3
     for name in ("module_", "meta_regularizer_"):
         assert_same_weights(

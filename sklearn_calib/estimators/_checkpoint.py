@@ -171,6 +171,10 @@ class FitCheckpoint:
     def resume(self, net):
         """Load the checkpoint, if usable, into the freshly initialised ``net``.
 
+        A finished fit's checkpoint (all ``max_epochs`` epochs) is not used when
+        ``net.random_state`` is None: an unseeded fit is a new random draw each time, so
+        it trains anew (and overwrites the file); an unfinished one is resumed.
+
         Parameters
         ----------
         net : NetClassifier
@@ -186,6 +190,8 @@ class FitCheckpoint:
         if payload is None:
             return False
         meta = payload["meta"]
+        if net.random_state is None and meta["epochs"] >= net.max_epochs:
+            return False
         components = payload["components"]
         if any(getattr(net, name, None) is None for name in components):
             net._rebuild_components(set(components))  # parts a subclass builds at fit time

@@ -165,7 +165,9 @@ default=None
         parameters and data: it loads the checkpoint (weights, optimiser state, history,
         random-generator states) and trains the remaining epochs only, reaching the same
         weights as an uninterrupted fit on the same device (bit for bit on the CPU). A
-        finished fit's checkpoint is kept, so fitting it again trains nothing. A
+        finished fit's checkpoint is kept, so fitting it again trains nothing, except
+        with ``random_state=None``: an unseeded fit draws new random numbers each time, so
+        it trains anew over a finished checkpoint (it still resumes an unfinished one). A
         truncated, corrupt or foreign file is ignored with a ``CheckpointWarning``.
         An epoch that a callback ends (EarlyStopping) is saved too; the callbacks' own
         state is not. ``partial_fit`` and ``warm_start`` continuations do not checkpoint.
