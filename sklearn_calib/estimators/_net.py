@@ -169,8 +169,10 @@ default=None
         with ``random_state=None``: an unseeded fit draws new random numbers each time, so
         it trains anew over a finished checkpoint (it still resumes an unfinished one). A
         truncated, corrupt or foreign file is ignored with a ``CheckpointWarning``.
-        An epoch that a callback ends (EarlyStopping) is saved too; the callbacks' own
-        state is not. ``partial_fit`` and ``warm_start`` continuations do not checkpoint.
+        An epoch that a callback ends is saved too: a stop (EarlyStopping's
+        ``KeyboardInterrupt`` from ``on_epoch_end``) marks the fit finished, an error
+        leaves it to be resumed; the callbacks' own state is not saved. ``partial_fit``
+        and ``warm_start`` continuations do not checkpoint.
     **kwargs
         skorch's other parameters (``predict_nonlinearity``, ``iterator_valid__batch_size``,
         ...) and prefixed hyperparameters (``module__*``, ``criterion__*``,
@@ -504,9 +506,10 @@ default=None
                 schedule_start = len(self.history) if continuing else 0
                 if not continuing:
                     self.initialize()
-                    if checkpoint is not None and checkpoint.resume(self):
+                    remaining = checkpoint.resume(self) if checkpoint is not None else None
+                    if remaining is not None:
                         rngs = self._seed_generators(self.rng_state_)
-                        epochs = max(self.max_epochs - len(self.history), 0)
+                        epochs = remaining
                 self._train(X, y, y_index, rngs, epochs, checkpoint, schedule_start)
         return self
 

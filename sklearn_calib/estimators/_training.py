@@ -260,11 +260,15 @@ class TrainingLoop:
                 if self.valid is not None:
                     self._valid_epoch()
                 net.record_rng_state(self.rngs)
+                stopped = False
                 try:
                     net.notify("on_epoch_end", **self.epoch_kwargs)
-                finally:  # also when a callback stops training (EarlyStopping)
+                except KeyboardInterrupt:  # a callback stops training (EarlyStopping)
+                    stopped = True
+                    raise
+                finally:  # also when a callback fails: the fit can be resumed
                     if self.checkpoint is not None:
-                        self.checkpoint.save(net)
+                        self.checkpoint.save(net, stopped=stopped)
         finally:
             torch.backends.cudnn.benchmark = benchmark
             if self.channels_last:
