@@ -222,6 +222,16 @@ def test_recipes_give_documented_learning_rates(digits):
     np.testing.assert_allclose(factors, [1, 0.1, 0.1, 0.01])
 
 
+@pytest.mark.parametrize("recipe", ["seed001", "seed002"])
+def test_recipe_milestones_never_fall_on_the_first_epoch(digits, recipe):
+    X, y = digits[0][:300], digits[2][:300]
+    net = small_net(recipe=recipe, lr=None, max_epochs=1).fit(X, y)
+    assert net.history[:, "lr"] == [pytest.approx(0.1)]
+    factors = [RECIPES[recipe].factor(e, 0, 2, 1) for e in (0, 1)]
+    expected = [1, 0.1] if recipe == "seed001" else [1, 0.01]  # round(150/350 * 2) == 1
+    np.testing.assert_allclose(factors, expected)
+
+
 def test_onecycle_learning_rate_per_step(digits):
     X_train, _, y_train, _ = digits
     net = small_net(recipe="onecycle", lr=None, max_epochs=4, batch_size=100)

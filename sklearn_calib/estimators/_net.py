@@ -103,8 +103,9 @@ default=None
         Optimiser and learning-rate preset (SPEC §5). "seed001": SGD (momentum 0.9,
         weight decay 1e-4, lr 0.1), lr x0.1 at 50 % and 75 % of ``max_epochs``.
         "seed002": SGD (momentum 0.9, weight decay 5e-4, lr 0.1), lr x0.1 at 150/350 and
-        250/350 of ``max_epochs``. "onecycle": SGD (momentum 0.9, Nesterov, weight decay
-        5e-4), lr rising linearly from lr/10 to lr (0.1) over the first 25 % of the steps,
+        250/350 of ``max_epochs``. These epochs are rounded and never the first, which
+        always runs at the base rate. "onecycle": SGD (momentum 0.9, Nesterov, weight
+        decay 5e-4), lr rising linearly from lr/10 to lr (0.1) over the first 25 % of the steps,
         then falling linearly to 0 (per step), for short budgets. None: constant lr. The
         history records the epoch's starting ``lr``. A continued fit (``partial_fit``,
         ``fit`` with ``warm_start=True``) runs the whole schedule again over its own
