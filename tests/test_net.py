@@ -8,6 +8,8 @@ import joblib
 import numpy as np
 import pytest
 import torch
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
 from sklearn.metrics import accuracy_score, log_loss
 from sklearn.model_selection import (
     GridSearchCV,
@@ -154,6 +156,25 @@ def test_fit_does_not_change_params(digits):
     after = net.get_params(deep=False)
     assert after["device"] == "auto" and net.device_ == torch.device("cpu")
     assert after["lr"] == before["lr"] and after["optimizer"] is None
+
+
+def test_set_params_then_fit_on_a_fitted_net(digits):
+    X_train, X_test, y_train, _ = digits
+    images, test_images = X_train.reshape(-1, 1, 8, 8), X_test.reshape(-1, 1, 8, 8)
+    params = {"lr": 0.01, "max_epochs": 2, "batch_size": 64, "random_state": 0}
+    net = NetClassifier(**params).fit(X_train, y_train)
+    net.set_params(module="cnn", module__channels=(8,), module__hidden_units=16)
+    with pytest.raises(NotFittedError):
+        net.predict(X_test)  # the fitted network no longer matches the parameters
+    net.fit(images, y_train)
+    fresh = NetClassifier("cnn", module__channels=(8,), module__hidden_units=16, **params)
+    fresh.fit(images, y_train)
+    np.testing.assert_array_equal(net.predict_proba(test_images), fresh.predict_proba(test_images))
+    net.set_params(optimizer="sgd", criterion="focal").fit(images, y_train)
+    assert isinstance(net.optimizer_, torch.optim.SGD)
+    fresh.set_params(optimizer="sgd", criterion="focal")
+    fresh = clone(fresh).fit(images, y_train)
+    np.testing.assert_array_equal(net.predict_proba(test_images), fresh.predict_proba(test_images))
 
 
 # ----------------------------------------------------------------- validation split

@@ -333,7 +333,24 @@ default=None
         return [name for name in super()._get_param_names() if not name.startswith("_")]
 
     def set_params(self, **params):
-        """Set parameters (skorch's routing); ``callbacks`` is only checked at fit."""
+        """Set parameters (skorch's routing); ``callbacks`` is only checked at fit.
+
+        On a fitted net, ``module``, ``criterion`` or ``optimizer`` (the components
+        themselves, not their ``__`` hyperparameters) leave it unfitted: the next ``fit``
+        (or ``partial_fit``) builds them anew, since the network's shapes come from the
+        data. Other parameters follow skorch (``module__*`` rebuilds the network at once).
+
+        Parameters
+        ----------
+        **params : dict
+            Parameter names and values.
+
+        Returns
+        -------
+        self : NetClassifier
+        """
+        if self.initialized_ and _COMPONENT_PARAMS & params.keys():
+            self.initialized_ = False
         if not self.initialized_ and "callbacks" in params:
             self.callbacks = params.pop("callbacks")
         return super().set_params(**params)
@@ -962,6 +979,9 @@ default=None
             )
         return torch.device("cpu")
 
+
+#: Parameters naming a component: setting one on a fitted net leaves it to be rebuilt at fit.
+_COMPONENT_PARAMS = {"module", "criterion", "optimizer"}
 
 #: Key of the components' state dicts in the state of :meth:`NetClassifier.__getstate__`.
 _COMPONENTS_KEY = "_torch_state_dicts"
