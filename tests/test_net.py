@@ -550,6 +550,28 @@ def test_user_modules():
     assert net.predict_proba(X).shape == (60, 3)
 
 
+def test_token_ids_are_checked():
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 30, size=(80, 7))
+    y = X[:, 0] % 2
+    small = {"vocab_size": 30, "embedding_dim": 8, "n_filters": 8, "hidden_units": 8}
+    params = {f"module__{k}": v for k, v in small.items()}
+    net = NetClassifier("textcnn", max_epochs=1, random_state=0, **params).fit(X, y)
+    message = r"Expected token ids in \[0, 30\) \(the network's vocabulary\), got ids from"
+    for bad in (np.where(X == 5, 30, X), np.where(X == 5, -1, X)):
+        with pytest.raises(ValueError, match=message):
+            net.predict(bad)
+        with pytest.raises(ValueError, match=message):
+            NetClassifier("textcnn", max_epochs=1, **params).fit(bad, y)
+        with pytest.raises(ValueError, match=message):
+            net.predict(Dataset(bad, None))
+    np.testing.assert_array_equal(net.predict_proba(X.astype(np.float64)), net.predict_proba(X))
+    with pytest.raises(ValueError, match="token ids: expected integer values, got 0.5"):
+        net.predict(np.where(X == 5, 0.5, X))
+    with pytest.raises(ValueError, match="token ids: expected integer values, got 2.5"):
+        NetClassifier("textcnn", max_epochs=1, **params).fit(np.where(X == 2, 2.5, X), y)
+
+
 def test_bad_input_raises(digits):
     X_train, X_test, y_train, _ = digits
     net = small_net(max_epochs=1)

@@ -65,7 +65,9 @@ class NetClassifier(NeuralNetClassifier):
         A network name from :data:`~sklearn_calib.estimators.networks.NETWORKS` or a
         class; ``input_shape`` (the shape of one sample) and ``n_classes`` are passed to
         its constructor when it accepts them. A class attribute ``input_dtype`` of an
-        integer dtype (token ids) keeps ``X`` integer; otherwise ``X`` is cast to float32.
+        integer dtype (token ids) keeps ``X`` integer (float ``X`` must hold integers, and
+        the ids must index the network's first ``nn.Embedding``, else a ValueError);
+        otherwise ``X`` is cast to float32.
     criterion : str or type of torch.nn.Module, default="ce"
         A loss name from :mod:`sklearn_calib.losses` or a class; ``forward(logits,
         target)`` returns the mean loss.
@@ -528,12 +530,17 @@ default=None
                     if remaining is not None:
                         rngs = self._seed_generators(self.rng_state_)
                         epochs = remaining
+                if self._input_is_integer():
+                    self._check_token_ids(X)
                 self._train(X, y, y_index, rngs, epochs, checkpoint, schedule_start)
         return self
 
     def _validate_training_data(self, X, y, continuing, classes):
-        dtype = np.int64 if self._input_is_integer() else np.float32
+        integer = self._input_is_integer()
+        dtype = "numeric" if integer else np.float32
         X, y = validate_data(self, X, y, reset=not continuing, dtype=dtype, allow_nd=True)
+        if integer:
+            X = _as_token_ids(X)
         check_classification_targets(y)
         if continuing:
             if X.shape[1:] != self.input_shape_:
@@ -561,7 +568,7 @@ default=None
                 f"augment={self.augment!r} needs images of shape (n, C, H, W), got X of "
                 f"shape {X.shape}."
             )
-        if self.mixup_alpha > 0 and dtype is np.int64:
+        if self.mixup_alpha > 0 and integer:
             raise ValueError("mixup_alpha > 0 needs float inputs, but the network takes token ids.")
         self.classes_inferred_ = known
         self.input_shape_ = X.shape[1:]
@@ -782,13 +789,36 @@ default=None
         return size if size > 0 else self.batch_size
 
     def _validate_X(self, X):
-        dtype = np.int64 if self._input_is_integer() else np.float32
-        X = validate_data(self, X, reset=False, dtype=dtype, allow_nd=True)
+        integer = self._input_is_integer()
+        X = validate_data(
+            self, X, reset=False, dtype="numeric" if integer else np.float32, allow_nd=True
+        )
         if X.shape[1:] != self.input_shape_:
             raise ValueError(
                 f"Expected samples of shape {self.input_shape_} (as at fit), got {X.shape[1:]}."
             )
+        if integer:
+            X = _as_token_ids(X)
+            self._check_token_ids(X)
         return X
+
+    def _check_token_ids(self, X):
+        """Raise a ValueError unless the ids ``X`` index the network's first embedding.
+
+        Parameters
+        ----------
+        X : ndarray or torch.Tensor of integer dtype
+            Token ids of a network with an integer ``input_dtype``.
+        """
+        embedding = next((m for m in self.module_.modules() if isinstance(m, nn.Embedding)), None)
+        if embedding is None or not len(X):
+            return
+        low, high = int(X.min()), int(X.max())
+        if low < 0 or high >= embedding.num_embeddings:
+            raise ValueError(
+                f"Expected token ids in [0, {embedding.num_embeddings}) (the network's "
+                f"vocabulary), got ids from {low} to {high}."
+            )
 
     def _logits(self, X):
         """Validate ``X`` and return its float32 logits on the device."""
@@ -833,9 +863,13 @@ default=None
             yield X
 
     def _model_input(self, X):
-        """Cast an input tensor to the network's dtype: int64 ids or float32."""
+        """Cast an input tensor to the network's dtype: int64 ids (checked) or float32."""
         if self._input_is_integer():
-            return X if X.dtype in _INTEGER_DTYPES else X.to(torch.int64)
+            if X.is_floating_point():
+                _check_integral(X[X != torch.round(X)])
+            X = X if X.dtype in _INTEGER_DTYPES else X.to(torch.int64)
+            self._check_token_ids(X)
+            return X
         return X if X.dtype == torch.float32 else X.to(torch.float32)
 
     def _get_predict_nonlinearity(self):
@@ -978,6 +1012,22 @@ default=None
                 stacklevel=3,
             )
         return torch.device("cpu")
+
+
+def _as_token_ids(X):
+    """Return a validated numeric array as int64 token ids; non-integral values raise."""
+    if X.dtype.kind == "f":
+        _check_integral(X[X != np.round(X)])
+    return X.astype(np.int64, copy=False)
+
+
+def _check_integral(non_integral):
+    """Raise a ValueError naming the first of the ``non_integral`` values, if any."""
+    if len(non_integral):
+        raise ValueError(
+            "The network takes token ids: expected integer values, got "
+            f"{non_integral.reshape(-1)[0].item()!r}."
+        )
 
 
 #: Parameters naming a component: setting one on a fitted net leaves it to be rebuilt at fit.
