@@ -134,6 +134,18 @@ def test_image_input(digits):
         net.predict(X_test.reshape(-1, 1, 4, 16))
 
 
+def test_flat_input_to_an_image_net_names_the_shapes(digits):
+    X_train, X_test, y_train, _ = digits
+    net = small_net(max_epochs=1).fit(X_train.reshape(-1, 1, 8, 8), y_train)
+    message = r"Expected samples of shape \(1, 8, 8\) \(as at fit\), got \(64,\)"
+    with pytest.raises(ValueError, match=message):
+        net.predict(X_test)
+    with pytest.raises(ValueError, match=message):
+        net.partial_fit(X_train, y_train)
+    with pytest.raises(ValueError, match=r"shape \(1, 8, 8\) \(as at fit\), got \(1, 4, 16\)"):
+        net.predict(torch.from_numpy(X_test.reshape(-1, 1, 4, 16)))
+
+
 def test_random_state_refits_identical_and_global_rng_untouched(digits):
     X_train, X_test, y_train, _ = digits
     torch_state = torch.get_rng_state()

@@ -538,15 +538,14 @@ default=None
     def _validate_training_data(self, X, y, continuing, classes):
         integer = self._input_is_integer()
         dtype = "numeric" if integer else np.float32
+        if continuing:
+            self._check_sample_shape(X, before_validation=True)
         X, y = validate_data(self, X, y, reset=not continuing, dtype=dtype, allow_nd=True)
         if integer:
             X = _as_token_ids(X)
         check_classification_targets(y)
         if continuing:
-            if X.shape[1:] != self.input_shape_:
-                raise ValueError(
-                    f"Expected samples of shape {self.input_shape_}, got {X.shape[1:]}."
-                )
+            self._check_sample_shape(X)
             try:
                 return X, y, encode_labels(y, self.classes_)
             except ValueError:
@@ -790,17 +789,32 @@ default=None
 
     def _validate_X(self, X):
         integer = self._input_is_integer()
+        self._check_sample_shape(X, before_validation=True)
         X = validate_data(
             self, X, reset=False, dtype="numeric" if integer else np.float32, allow_nd=True
         )
-        if X.shape[1:] != self.input_shape_:
-            raise ValueError(
-                f"Expected samples of shape {self.input_shape_} (as at fit), got {X.shape[1:]}."
-            )
+        self._check_sample_shape(X)
         if integer:
             X = _as_token_ids(X)
             self._check_token_ids(X)
         return X
+
+    def _check_sample_shape(self, X, before_validation=False):
+        """Raise a ValueError if ``X`` (when it has a shape) has samples of another shape.
+
+        Before ``validate_data``, two-dimensional input to a net fitted on two-dimensional
+        input is left to it (scikit-learn's "X has n features" message).
+        """
+        shape = getattr(X, "shape", None)
+        if shape is None or len(shape) < 2:
+            return
+        if before_validation and len(shape) == 2 and len(self.input_shape_) == 1:
+            return
+        if tuple(shape[1:]) != self.input_shape_:
+            raise ValueError(
+                f"Expected samples of shape {self.input_shape_} (as at fit), got "
+                f"{tuple(shape[1:])}."
+            )
 
     def _check_token_ids(self, X):
         """Raise a ValueError unless the ids ``X`` index the network's first embedding.
@@ -854,13 +868,8 @@ default=None
         dtype and its sample shape checked.
         """
         for X, _ in self.get_iterator(dataset, training=False):
-            X = self._model_input(to_tensor(X, device=self.device_))
-            if tuple(X.shape[1:]) != self.input_shape_:
-                raise ValueError(
-                    f"Expected samples of shape {self.input_shape_} (as at fit), got "
-                    f"{tuple(X.shape[1:])}."
-                )
-            yield X
+            self._check_sample_shape(X)
+            yield self._model_input(to_tensor(X, device=self.device_))
 
     def _model_input(self, X):
         """Cast an input tensor to the network's dtype: int64 ids (checked) or float32."""
