@@ -237,6 +237,20 @@ def test_predict_takes_torch_datasets_and_epoch_scoring_works(digits):
         net.predict(Dataset(X_test[:, :32], None))
 
 
+def test_callbacks_monitoring_validation_scores_need_a_split(digits):
+    X_train, _, y_train, _ = digits
+    net = small_net(max_epochs=2, callbacks=[EarlyStopping()])
+    message = r"'EarlyStopping' monitors 'valid_loss'.*train_split=None.*set train_split"
+    with pytest.raises(ValueError, match=message):
+        net.fit(X_train, y_train)
+    assert not hasattr(net, "module_")
+    scheduler = LRScheduler(policy="ReduceLROnPlateau", monitor="valid_loss")
+    with pytest.raises(ValueError, match="'LRScheduler' monitors 'valid_loss'"):
+        small_net(max_epochs=1, callbacks=[scheduler]).fit(X_train, y_train)
+    net.set_params(train_split=0.2).fit(X_train, y_train)
+    assert len(net.history) == 2
+
+
 # ----------------------------------------------------------------- training options
 
 

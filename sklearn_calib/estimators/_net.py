@@ -91,7 +91,8 @@ default=None
         (dataset_train, dataset_valid)`` such as :class:`skorch.dataset.ValidSplit` or
         ``skorch.helper.predefined_split`` is used as in skorch. With a validation split
         the history records ``valid_loss`` and ``valid_acc`` each epoch (so
-        ``EarlyStopping`` and ``Checkpoint`` work).
+        ``EarlyStopping`` and ``Checkpoint`` work); a callback whose ``monitor`` names a
+        ``valid_*`` score raises a ValueError at fit without a split.
     callbacks : list of skorch callbacks or None, default=None
         Epoch-level hooks (``on_train_begin``/``end``, ``on_epoch_begin``/``end``) always
         run. A callback with per-batch hooks (``on_batch_begin``, ``on_batch_end``,
@@ -532,6 +533,7 @@ default=None
                         epochs = remaining
                 if self._input_is_integer():
                     self._check_token_ids(X)
+                self._check_monitors()
                 self._train(X, y, y_index, rngs, epochs, checkpoint, schedule_start)
         return self
 
@@ -798,6 +800,19 @@ default=None
             X = _as_token_ids(X)
             self._check_token_ids(X)
         return X
+
+    def _check_monitors(self):
+        """Raise a ValueError if a callback monitors a validation score without a split."""
+        if self.train_split is not None:
+            return
+        for _, callback in self.callbacks_:
+            monitor = getattr(callback, "monitor", None)
+            if isinstance(monitor, str) and monitor.startswith("valid_"):
+                raise ValueError(
+                    f"The callback {type(callback).__name__!r} monitors {monitor!r}, which is "
+                    "recorded only with a validation split, but train_split=None: set "
+                    "train_split (a fraction such as 0.2, or a callable)."
+                )
 
     def _check_sample_shape(self, X, before_validation=False):
         """Raise a ValueError if ``X`` (when it has a shape) has samples of another shape.
