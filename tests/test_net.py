@@ -485,6 +485,17 @@ def test_proba_is_softmax_of_logits_for_non_ce_loss(digits):
     np.testing.assert_allclose(proba, torch.softmax(torch.from_numpy(logits), 1), atol=1e-6)
 
 
+def test_skorch_forward_and_infer_take_float64(digits):
+    X_train, X_test, y_train, _ = digits
+    net = small_net(max_epochs=1).fit(X_train, y_train)
+    logits = net.decision_function(X_test)
+    np.testing.assert_allclose(net.forward(X_test.astype(np.float64)).numpy(), logits, rtol=1e-6)
+    with torch.inference_mode():
+        inferred = net.infer(torch.from_numpy(X_test[:5].astype(np.float64)))
+    assert inferred.dtype == torch.float32
+    np.testing.assert_allclose(inferred.numpy(), logits[:5], rtol=1e-6)
+
+
 def test_binary_decision_function_is_logit_difference(digits):
     X_train, X_test, y_train, _ = digits
     keep = y_train < 2

@@ -780,8 +780,19 @@ default=None
         return out.float()
 
     def infer(self, x, **fit_params):
-        """Run the network on a batch (skorch's hook, on ``device_``)."""
+        """Run the network on a batch (skorch's hook behind ``forward``, on ``device_``).
+
+        A float tensor or array is cast to the network's floating dtype (float32 unless
+        its parameters are another); token ids are checked as in :meth:`predict`.
+        """
         x = to_tensor(x, device=self.device_)
+        if isinstance(x, torch.Tensor):
+            if self._input_is_integer():
+                x = self._model_input(x)
+            elif x.is_floating_point():
+                parameter = next(self.module_.parameters(), None)
+                dtype = parameter.dtype if parameter is not None else torch.float32
+                x = x.to(dtype if dtype.is_floating_point else torch.float32)
         return self.module_(x, **fit_params)
 
     def inference_batch_size(self):
