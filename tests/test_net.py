@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import torch
 from sklearn.base import clone
-from sklearn.exceptions import NotFittedError
 from sklearn.metrics import accuracy_score, log_loss
 from sklearn.model_selection import (
     GridSearchCV,
@@ -174,14 +173,16 @@ def test_set_params_then_fit_on_a_fitted_net(digits):
     X_train, X_test, y_train, _ = digits
     images, test_images = X_train.reshape(-1, 1, 8, 8), X_test.reshape(-1, 1, 8, 8)
     params = {"lr": 0.01, "max_epochs": 2, "batch_size": 64, "random_state": 0}
-    net = NetClassifier(**params).fit(X_train, y_train)
-    net.set_params(module="cnn", module__channels=(8,), module__hidden_units=16)
-    with pytest.raises(NotFittedError):
-        net.predict(X_test)  # the fitted network no longer matches the parameters
-    net.fit(images, y_train)
-    fresh = NetClassifier("cnn", module__channels=(8,), module__hidden_units=16, **params)
-    fresh.fit(images, y_train)
-    np.testing.assert_array_equal(net.predict_proba(test_images), fresh.predict_proba(test_images))
+    cnn = {"module": "cnn", "module__channels": (8,), "module__hidden_units": 16}
+    net, other = (NetClassifier(**params).fit(X_train, y_train) for _ in range(2))
+    proba = net.predict_proba(X_test)
+    net.set_params(**cnn)
+    other.set_params(**cnn)
+    np.testing.assert_array_equal(net.predict_proba(X_test), proba)  # kept until fit
+    fresh = NetClassifier(**cnn, **params).fit(images, y_train)
+    for refit in (net.fit(images, y_train), other.partial_fit(images, y_train)):
+        expected = fresh.predict_proba(test_images)
+        np.testing.assert_array_equal(refit.predict_proba(test_images), expected)
     net.set_params(optimizer="sgd", criterion="focal").fit(images, y_train)
     assert isinstance(net.optimizer_, torch.optim.SGD)
     fresh.set_params(optimizer="sgd", criterion="focal")

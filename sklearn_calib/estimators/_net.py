@@ -338,10 +338,11 @@ default=None
     def set_params(self, **params):
         """Set parameters (skorch's routing); ``callbacks`` is only checked at fit.
 
-        On a fitted net, ``module``, ``criterion`` or ``optimizer`` (the components
-        themselves, not their ``__`` hyperparameters) leave it unfitted: the next ``fit``
-        (or ``partial_fit``) builds them anew, since the network's shapes come from the
-        data. Other parameters follow skorch (``module__*`` rebuilds the network at once).
+        On an initialised net, a new ``module`` or ``optimizer`` (the component itself,
+        with any other parameters of the same call) is only stored: the fitted model is
+        kept until the next ``fit`` or ``partial_fit``, which builds the net anew (the
+        network's shapes come from the data) instead of continuing. Other parameters
+        follow skorch (``module__*`` or ``criterion`` rebuild the components at once).
 
         Parameters
         ----------
@@ -352,11 +353,22 @@ default=None
         -------
         self : NetClassifier
         """
-        if self.initialized_ and _COMPONENT_PARAMS & params.keys():
-            self.initialized_ = False
-        if not self.initialized_ and "callbacks" in params:
-            self.callbacks = params.pop("callbacks")
-        return super().set_params(**params)
+        deferred = bool(self.initialized_ and _DEFERRED_PARAMS & params.keys())
+        if deferred:
+            self.initialized_ = False  # skorch then stores the parameters only
+        try:
+            if not self.initialized_ and "callbacks" in params:
+                self.callbacks = params.pop("callbacks")
+            super().set_params(**params)
+        finally:
+            if deferred:
+                self.initialized_ = True
+                self._rebuild_at_fit = True
+        return self
+
+    def _continuable(self):
+        """Whether the next fit may continue the fitted net (no component awaits a rebuild)."""
+        return self.__sklearn_is_fitted__() and not self.__dict__.get("_rebuild_at_fit", False)
 
     @property
     def classes_(self):
@@ -485,7 +497,7 @@ default=None
         self : NetClassifier
         """
         self._check_params()
-        continuing = self.warm_start and self.__sklearn_is_fitted__()
+        continuing = self.warm_start and self._continuable()
         return self._fit(X, y, continuing=continuing, classes=None)
 
     def partial_fit(self, X, y, classes=None):
@@ -503,7 +515,7 @@ default=None
         self : NetClassifier
         """
         self._check_params()
-        return self._fit(X, y, continuing=self.__sklearn_is_fitted__(), classes=classes)
+        return self._fit(X, y, continuing=self._continuable(), classes=classes)
 
     def __sklearn_is_fitted__(self):
         return (
@@ -527,6 +539,7 @@ default=None
                 schedule_start = len(self.history) if continuing else 0
                 if not continuing:
                     self.initialize()
+                    self._rebuild_at_fit = False
                     remaining = checkpoint.resume(self) if checkpoint is not None else None
                     if remaining is not None:
                         rngs = self._seed_generators(self.rng_state_)
@@ -1065,8 +1078,8 @@ def _check_integral(non_integral):
         )
 
 
-#: Parameters naming a component: setting one on a fitted net leaves it to be rebuilt at fit.
-_COMPONENT_PARAMS = {"module", "criterion", "optimizer"}
+#: Parameters that, set on an initialised net, are stored and applied by the next fit.
+_DEFERRED_PARAMS = {"module", "optimizer"}
 
 #: Key of the components' state dicts in the state of :meth:`NetClassifier.__getstate__`.
 _COMPONENTS_KEY = "_torch_state_dicts"
