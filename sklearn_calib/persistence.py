@@ -45,6 +45,9 @@ __all__ = ["dump", "load", "trusted_types"]
 #: Types that a NetClassifier's default parameters hold (as classes, never instances).
 _SKORCH_DEFAULTS = ("torch.utils.data.dataloader.DataLoader", "skorch.dataset.Dataset")
 
+#: Value types a NetClassifier's parameters may hold: ``device=torch.device("cuda")``.
+_PARAM_VALUES = ("torch.device",)
+
 
 def _name(cls):
     return f"{cls.__module__}.{cls.__qualname__}"
@@ -54,7 +57,8 @@ def trusted_types():
     """Return the names of the types skops may load for a sklearn_calib model.
 
     They are sklearn_calib's estimators and calibrators, the network, loss, recipe and
-    optimiser classes a NetClassifier's parameters may name, and skorch's default
+    optimiser classes a NetClassifier's parameters may name, ``torch.device`` (a
+    ``device`` parameter given as one) and skorch's default
     ``iterator_train``/``iterator_valid``/``dataset`` classes. scikit-learn's estimators
     and numpy arrays are trusted by skops itself.
 
@@ -72,7 +76,7 @@ def trusted_types():
         *LOSSES.values(),
         *OPTIMIZERS.values(),
     ]
-    return sorted({_name(cls) for cls in classes} | set(_SKORCH_DEFAULTS))
+    return sorted({_name(cls) for cls in classes} | set(_SKORCH_DEFAULTS) | set(_PARAM_VALUES))
 
 
 def dump(estimator, file):

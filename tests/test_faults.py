@@ -88,6 +88,25 @@ class StopAfter(Callback):
             raise KeyboardInterrupt
 
 
+class FailAfter(Callback):
+    """Raise an error in ``on_epoch_end`` after ``epochs`` epochs (a crash, not a stop)."""
+
+    def __init__(self, epochs):
+        self.epochs = epochs
+
+    def on_epoch_end(self, net, **kwargs):
+        if len(net.history) == self.epochs:
+            raise RuntimeError("the callback failed")
+
+
+def checkpoint_durations(directory):
+    """Return the recorded epoch durations of the one checkpoint file in ``directory``."""
+    (path,) = Path(directory).glob("*.ckpt")
+    prefix, fingerprint = path.stem.split("-", 1)
+    payload = FitCheckpoint(directory, fingerprint, prefix).load()
+    return [row["dur"] for row in payload["meta"]["history"]]
+
+
 # 1347 training samples in batches of 64: 22 batches per epoch.
 BATCHES = 22
 
@@ -417,11 +436,13 @@ def test_checkpoint_resume_on_cuda(digits, tmp_path):
     params = {"device": "cuda", "recipe": "onecycle", "lr": 0.05, "mixup_alpha": 0.2}
     uninterrupted = small_net(max_epochs=4, **params).fit(X_train, y_train)
     first = small_net(max_epochs=4, checkpoint_dir=tmp_path, **params)
-    # Stop after 2 of 4 epochs (the one-cycle schedule depends on max_epochs).
-    first.set_params(callbacks=[StopAfter(2)]).fit(X_train, y_train)
-    assert len(first.history) == 2
+    # Interrupt after 2 of 4 epochs (the one-cycle schedule depends on max_epochs).
+    with pytest.raises(RuntimeError, match="the callback failed"):
+        first.set_params(callbacks=[FailAfter(2)]).fit(X_train, y_train)
+    saved = checkpoint_durations(tmp_path)
+    assert len(saved) == 2
     resumed = small_net(max_epochs=4, checkpoint_dir=tmp_path, **params).fit(X_train, y_train)
-    assert resumed.history[:2, "dur"] == first.history[:, "dur"]
+    assert resumed.history[:2, "dur"] == saved
     assert len(resumed.history) == 4 and resumed.history[-1, "cuda_graph"]
     for name, value in weights(resumed).items():
         torch.testing.assert_close(value, weights(uninterrupted)[name], rtol=1e-4, atol=1e-5)
@@ -432,12 +453,50 @@ def test_checkpoint_resume_on_cuda(digits, tmp_path):
 
 def test_an_epoch_ended_by_a_callback_is_checkpointed(digits, tmp_path):
     X_train, _, y_train, _ = digits
+    # A callback that stops training (as EarlyStopping does) finishes the fit: a re-run
+    # of the same fit trains nothing.
     stopped = small_net(max_epochs=4, checkpoint_dir=tmp_path, callbacks=[StopAfter(2)])
     stopped.fit(X_train, y_train)
     assert len(stopped.history) == 2
-    resumed = small_net(max_epochs=4, checkpoint_dir=tmp_path).fit(X_train, y_train)
-    assert resumed.history[:2, "dur"] == stopped.history[:, "dur"]
+    assert checkpoint_durations(tmp_path) == stopped.history[:, "dur"]
+    again = small_net(max_epochs=4, checkpoint_dir=tmp_path).fit(X_train, y_train)
+    assert again.history[:, "dur"] == stopped.history[:, "dur"]
+    assert_same_weights(weights(again), weights(stopped))
+    # A callback that fails interrupts the fit: its epoch is saved and a re-run resumes.
+    failed_dir = tmp_path / "failed"
+    failing = small_net(max_epochs=4, checkpoint_dir=failed_dir, callbacks=[FailAfter(2)])
+    with pytest.raises(RuntimeError, match="the callback failed"):
+        failing.fit(X_train, y_train)
+    saved = checkpoint_durations(failed_dir)
+    assert len(saved) == 2
+    resumed = small_net(max_epochs=4, checkpoint_dir=failed_dir).fit(X_train, y_train)
+    assert resumed.history[:2, "dur"] == saved
+    assert len(resumed.history) == 4
     assert_same_weights(weights(resumed), weights(small_net(max_epochs=4).fit(X_train, y_train)))
+
+
+def test_unseeded_fits_do_not_reuse_a_finished_checkpoint(digits, tmp_path):
+    X_train, X_test, y_train, _ = digits
+    first, second = (
+        small_net(max_epochs=1, random_state=None, checkpoint_dir=tmp_path).fit(X_train, y_train)
+        for _ in range(2)
+    )
+    assert first.checkpoint_path_ == second.checkpoint_path_
+    assert second.history[:, "dur"] != first.history[:, "dur"]  # trained, not loaded
+    assert not np.array_equal(first.predict_proba(X_test), second.predict_proba(X_test))
+    assert checkpoint_durations(tmp_path) == second.history[:, "dur"]
+    # an interrupted unseeded fit is resumed
+    failed_dir = tmp_path / "failed"
+    failing = small_net(
+        max_epochs=3, random_state=None, checkpoint_dir=failed_dir, callbacks=[FailAfter(2)]
+    )
+    with pytest.raises(RuntimeError, match="the callback failed"):
+        failing.fit(X_train, y_train)
+    saved = checkpoint_durations(failed_dir)
+    resumed = small_net(max_epochs=3, random_state=None, checkpoint_dir=failed_dir)
+    resumed.fit(X_train, y_train)
+    assert resumed.history[:2, "dur"] == saved
+    assert len(resumed.history) == 3
 
 
 # ----------------------------------------------------------------- MetaNetClassifier
@@ -466,10 +525,12 @@ def test_meta_net_checkpoint_resumes_to_identical_weights(digits, tmp_path):
     X_train, _, y_train, _ = digits
     params = {"module__hidden_units": (16,), "max_epochs": 3, "random_state": 0}
     uninterrupted = MetaNetClassifier(**params).fit(X_train, y_train)
-    stopped = MetaNetClassifier(**params, checkpoint_dir=tmp_path, callbacks=[StopAfter(2)])
-    stopped.fit(X_train, y_train)
+    failing = MetaNetClassifier(**params, checkpoint_dir=tmp_path, callbacks=[FailAfter(2)])
+    with pytest.raises(RuntimeError, match="the callback failed"):
+        failing.fit(X_train, y_train)
+    saved = checkpoint_durations(tmp_path)
     resumed = MetaNetClassifier(**params, checkpoint_dir=tmp_path).fit(X_train, y_train)
-    assert resumed.history[:2, "dur"] == stopped.history[:, "dur"]
+    assert resumed.history[:2, "dur"] == saved
     assert len(resumed.history) == 3
     for name in ("module_", "meta_regularizer_"):
         assert_same_weights(

@@ -8,6 +8,7 @@ import joblib
 import numpy as np
 import pytest
 import torch
+from sklearn.base import clone
 from sklearn.metrics import accuracy_score, log_loss
 from sklearn.model_selection import (
     GridSearchCV,
@@ -16,11 +17,12 @@ from sklearn.model_selection import (
 )
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
-from skorch.callbacks import Callback, EarlyStopping, LRScheduler, ProgressBar
+from skorch.callbacks import Callback, EarlyStopping, EpochScoring, LRScheduler, ProgressBar
 from skorch.dataset import Dataset
 from skorch.exceptions import DeviceWarning
 from skorch.helper import predefined_split
 from torch import nn
+from torch.utils.data import Subset
 
 from sklearn_calib.estimators import (
     RECIPES,
@@ -100,6 +102,23 @@ def test_string_labels(digits):
     np.testing.assert_array_equal(net.classes_[net.predict_proba(X_test).argmax(1)], pred)
 
 
+def test_unsorted_classes_argument_gives_sorted_classes_and_right_predictions(digits):
+    X_train, X_test, y_train, y_test = digits
+    names = np.array(list("jihgfedcba"))
+    inferred = small_net(max_epochs=3).fit(X_train, names[y_train])
+    given = small_net(max_epochs=3, classes=list(names)).fit(X_train, names[y_train])
+    assert given.classes_.tolist() == sorted(names.tolist())
+    np.testing.assert_array_equal(given.predict_proba(X_test), inferred.predict_proba(X_test))
+    np.testing.assert_array_equal(given.predict(X_test), inferred.predict(X_test))
+    assert accuracy_score(names[y_test], given.predict(X_test)) > 0.8
+    before = [p.detach().clone() for p in given.module_.parameters()]
+    inferred.partial_fit(X_train, names[y_train])
+    given.partial_fit(X_train, names[y_train])
+    np.testing.assert_array_equal(given.predict_proba(X_test), inferred.predict_proba(X_test))
+    after = given.module_.parameters()
+    assert not all(torch.equal(a, b) for a, b in zip(before, after, strict=True))
+
+
 def test_image_input(digits):
     X_train, X_test, y_train, y_test = digits
     images = X_train.reshape(-1, 1, 8, 8)
@@ -112,6 +131,18 @@ def test_image_input(digits):
     assert net.score(X_test.reshape(-1, 1, 8, 8), y_test) > 0.85
     with pytest.raises(ValueError, match="shape"):
         net.predict(X_test.reshape(-1, 1, 4, 16))
+
+
+def test_flat_input_to_an_image_net_names_the_shapes(digits):
+    X_train, X_test, y_train, _ = digits
+    net = small_net(max_epochs=1).fit(X_train.reshape(-1, 1, 8, 8), y_train)
+    message = r"Expected samples of shape \(1, 8, 8\) \(as at fit\), got \(64,\)"
+    with pytest.raises(ValueError, match=message):
+        net.predict(X_test)
+    with pytest.raises(ValueError, match=message):
+        net.partial_fit(X_train, y_train)
+    with pytest.raises(ValueError, match=r"shape \(1, 8, 8\) \(as at fit\), got \(1, 4, 16\)"):
+        net.predict(torch.from_numpy(X_test.reshape(-1, 1, 4, 16)))
 
 
 def test_random_state_refits_identical_and_global_rng_untouched(digits):
@@ -136,6 +167,27 @@ def test_fit_does_not_change_params(digits):
     after = net.get_params(deep=False)
     assert after["device"] == "auto" and net.device_ == torch.device("cpu")
     assert after["lr"] == before["lr"] and after["optimizer"] is None
+
+
+def test_set_params_then_fit_on_a_fitted_net(digits):
+    X_train, X_test, y_train, _ = digits
+    images, test_images = X_train.reshape(-1, 1, 8, 8), X_test.reshape(-1, 1, 8, 8)
+    params = {"lr": 0.01, "max_epochs": 2, "batch_size": 64, "random_state": 0}
+    cnn = {"module": "cnn", "module__channels": (8,), "module__hidden_units": 16}
+    net, other = (NetClassifier(**params).fit(X_train, y_train) for _ in range(2))
+    proba = net.predict_proba(X_test)
+    net.set_params(**cnn)
+    other.set_params(**cnn)
+    np.testing.assert_array_equal(net.predict_proba(X_test), proba)  # kept until fit
+    fresh = NetClassifier(**cnn, **params).fit(images, y_train)
+    for refit in (net.fit(images, y_train), other.partial_fit(images, y_train)):
+        expected = fresh.predict_proba(test_images)
+        np.testing.assert_array_equal(refit.predict_proba(test_images), expected)
+    net.set_params(optimizer="sgd", criterion="focal").fit(images, y_train)
+    assert isinstance(net.optimizer_, torch.optim.SGD)
+    fresh.set_params(optimizer="sgd", criterion="focal")
+    fresh = clone(fresh).fit(images, y_train)
+    np.testing.assert_array_equal(net.predict_proba(test_images), fresh.predict_proba(test_images))
 
 
 # ----------------------------------------------------------------- validation split
@@ -169,6 +221,37 @@ def test_float_split_with_early_stopping(digits):
     assert n_valid == pytest.approx(0.2 * len(X_train), abs=1)
 
 
+def test_predict_takes_torch_datasets_and_epoch_scoring_works(digits):
+    X_train, X_test, y_train, y_test = digits
+    callbacks = [
+        EpochScoring("accuracy", lower_is_better=False, name="cached_acc"),
+        EpochScoring("accuracy", lower_is_better=False, name="acc", use_caching=False),
+    ]
+    net = small_net(max_epochs=2, train_split=0.2, callbacks=callbacks).fit(X_train, y_train)
+    assert net.history[:, "cached_acc"] == pytest.approx(net.history[:, "valid_acc"])
+    assert net.history[:, "acc"] == pytest.approx(net.history[:, "valid_acc"])
+    proba = net.predict_proba(X_test)
+    np.testing.assert_array_equal(net.predict_proba(Dataset(X_test, y_test)), proba)
+    subset = Subset(Dataset(X_test.astype(np.float64), None), range(10, 50))
+    np.testing.assert_array_equal(net.predict(subset), net.predict(X_test[10:50]))
+    with pytest.raises(ValueError, match="shape"):
+        net.predict(Dataset(X_test[:, :32], None))
+
+
+def test_callbacks_monitoring_validation_scores_need_a_split(digits):
+    X_train, _, y_train, _ = digits
+    net = small_net(max_epochs=2, callbacks=[EarlyStopping()])
+    message = r"'EarlyStopping' monitors 'valid_loss'.*train_split=None.*set train_split"
+    with pytest.raises(ValueError, match=message):
+        net.fit(X_train, y_train)
+    assert not hasattr(net, "module_")
+    scheduler = LRScheduler(policy="ReduceLROnPlateau", monitor="valid_loss")
+    with pytest.raises(ValueError, match="'LRScheduler' monitors 'valid_loss'"):
+        small_net(max_epochs=1, callbacks=[scheduler]).fit(X_train, y_train)
+    net.set_params(train_split=0.2).fit(X_train, y_train)
+    assert len(net.history) == 2
+
+
 # ----------------------------------------------------------------- training options
 
 
@@ -187,6 +270,16 @@ def test_recipes_give_documented_learning_rates(digits):
     np.testing.assert_allclose(factors, [1, 0.1, 0.1, 0.01])
 
 
+@pytest.mark.parametrize("recipe", ["seed001", "seed002"])
+def test_recipe_milestones_never_fall_on_the_first_epoch(digits, recipe):
+    X, y = digits[0][:300], digits[2][:300]
+    net = small_net(recipe=recipe, lr=None, max_epochs=1).fit(X, y)
+    assert net.history[:, "lr"] == [pytest.approx(0.1)]
+    factors = [RECIPES[recipe].factor(e, 0, 2, 1) for e in (0, 1)]
+    expected = [1, 0.1] if recipe == "seed001" else [1, 0.01]  # round(150/350 * 2) == 1
+    np.testing.assert_allclose(factors, expected)
+
+
 def test_onecycle_learning_rate_per_step(digits):
     X_train, _, y_train, _ = digits
     net = small_net(recipe="onecycle", lr=None, max_epochs=4, batch_size=100)
@@ -196,6 +289,21 @@ def test_onecycle_learning_rate_per_step(digits):
     recipe = RECIPES["onecycle"]
     assert recipe.factor(0, 2, 4, 4) == pytest.approx(0.1 + 0.9 * (2 / 16) / 0.25)
     assert net.optimizer_.param_groups[0]["lr"] == pytest.approx(0.1 * (1 - 15 / 16) / 0.75)
+
+
+def test_continued_fits_restart_the_recipe_schedule(digits):
+    X, y = digits[0][:400], digits[2][:400]
+    net = small_net(recipe="onecycle", lr=None, max_epochs=2, batch_size=100).fit(X, y)
+    weights = [p.detach().clone() for p in net.module_.parameters()]
+    net.partial_fit(X, y)
+    # 4 steps per epoch, 8 per call: epoch starts at progress 0 and 0.5 of each call.
+    np.testing.assert_allclose(net.history[:, "lr"], [0.01, 0.1 * 2 / 3] * 2)
+    assert not any(
+        torch.equal(a, b) for a, b in zip(weights, net.module_.parameters(), strict=True)
+    )
+    net = small_net(recipe="seed001", lr=None, max_epochs=4).fit(X, y)
+    net.set_params(warm_start=True).fit(X, y)
+    np.testing.assert_allclose(net.history[:, "lr"], [0.1, 0.1, 0.01, 0.001] * 2)
 
 
 def test_lr_scheduler_callback_works_at_epoch_level(digits):
@@ -378,6 +486,17 @@ def test_proba_is_softmax_of_logits_for_non_ce_loss(digits):
     np.testing.assert_allclose(proba, torch.softmax(torch.from_numpy(logits), 1), atol=1e-6)
 
 
+def test_skorch_forward_and_infer_take_float64(digits):
+    X_train, X_test, y_train, _ = digits
+    net = small_net(max_epochs=1).fit(X_train, y_train)
+    logits = net.decision_function(X_test)
+    np.testing.assert_allclose(net.forward(X_test.astype(np.float64)).numpy(), logits, rtol=1e-6)
+    with torch.inference_mode():
+        inferred = net.infer(torch.from_numpy(X_test[:5].astype(np.float64)))
+    assert inferred.dtype == torch.float32
+    np.testing.assert_allclose(inferred.numpy(), logits[:5], rtol=1e-6)
+
+
 def test_binary_decision_function_is_logit_difference(digits):
     X_train, X_test, y_train, _ = digits
     keep = y_train < 2
@@ -467,6 +586,28 @@ def test_user_modules():
     X = rng.normal(size=(60, 3)).astype(np.float32)
     net = NetClassifier(module=ClassesOnly, max_epochs=1, random_state=0).fit(X, np.arange(60) % 3)
     assert net.predict_proba(X).shape == (60, 3)
+
+
+def test_token_ids_are_checked():
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 30, size=(80, 7))
+    y = X[:, 0] % 2
+    small = {"vocab_size": 30, "embedding_dim": 8, "n_filters": 8, "hidden_units": 8}
+    params = {f"module__{k}": v for k, v in small.items()}
+    net = NetClassifier("textcnn", max_epochs=1, random_state=0, **params).fit(X, y)
+    message = r"Expected token ids in \[0, 30\) \(the network's vocabulary\), got ids from"
+    for bad in (np.where(X == 5, 30, X), np.where(X == 5, -1, X)):
+        with pytest.raises(ValueError, match=message):
+            net.predict(bad)
+        with pytest.raises(ValueError, match=message):
+            NetClassifier("textcnn", max_epochs=1, **params).fit(bad, y)
+        with pytest.raises(ValueError, match=message):
+            net.predict(Dataset(bad, None))
+    np.testing.assert_array_equal(net.predict_proba(X.astype(np.float64)), net.predict_proba(X))
+    with pytest.raises(ValueError, match="token ids: expected integer values, got 0.5"):
+        net.predict(np.where(X == 5, 0.5, X))
+    with pytest.raises(ValueError, match="token ids: expected integer values, got 2.5"):
+        NetClassifier("textcnn", max_epochs=1, **params).fit(np.where(X == 2, 2.5, X), y)
 
 
 def test_bad_input_raises(digits):

@@ -122,6 +122,17 @@ def test_net_round_trip_predicts_and_continues_training_identically(digits, cls,
 
 
 @pytest.mark.parametrize("how", HOW)
+def test_net_with_a_torch_device_parameter_round_trips(digits, how, tmp_path):
+    X_train, X_test, y_train, _ = digits
+    net = small_net(max_epochs=1, device=torch.device("cpu")).fit(X_train, y_train)
+    loaded = round_trip(net, how, tmp_path)
+    assert loaded.device == torch.device("cpu") and loaded.device_ == torch.device("cpu")
+    np.testing.assert_array_equal(loaded.predict_proba(X_test), net.predict_proba(X_test))
+    unfitted = round_trip(small_net(device=torch.device("cpu")), how, tmp_path)
+    assert unfitted.device == torch.device("cpu")
+
+
+@pytest.mark.parametrize("how", HOW)
 def test_unfitted_net_round_trips(how, tmp_path):
     net = small_net(criterion="focal", criterion__gamma=3.0, optimizer="sgd")
     loaded = round_trip(net, how, tmp_path)

@@ -5,7 +5,9 @@ finished epoch, named by a fingerprint of the fit: the estimator class, its para
 except those in :data:`IGNORED_PARAMS`, the classes and the training data. It holds the
 weights, optimiser state, history and random-generator states, so that a later ``fit``
 with the same parameters and data continues with the next epoch and reaches the same
-weights as a fit that was never interrupted.
+weights as a fit that was never interrupted. A fit that ran all its epochs, or that a
+callback stopped (EarlyStopping), is finished: fitting it again trains nothing (unless
+it is unseeded, ``random_state=None``, which trains anew).
 
 A file is written to a temporary name, flushed to disk and renamed over the previous
 one (``os.replace``), so a killed process leaves either the old or the new checkpoint,
@@ -100,18 +102,22 @@ class FitCheckpoint:
         """Return the checkpoint of the fit of ``net`` on ``(X, y_index)``."""
         return cls(net.checkpoint_dir, fit_fingerprint(net, X, y_index), type(net).__name__)
 
-    def save(self, net):
+    def save(self, net, stopped=False):
         """Write the net's state at the end of an epoch, atomically.
 
         Parameters
         ----------
         net : NetClassifier
             Its ``rng_state_`` holds the generator states of the end of the epoch.
+        stopped : bool, default=False
+            Whether a callback stopped training at this epoch (EarlyStopping): the fit
+            is then finished, and resuming it trains nothing.
         """
         rng = net.rng_state_
         meta = {
             "fingerprint": self.fingerprint,
             "epochs": len(net.history),
+            "stopped": bool(stopped),
             "history": history_as_list(net.history),
             "numpy_rng": rng["numpy"],
             "split_seed": rng["split_seed"],
@@ -171,6 +177,11 @@ class FitCheckpoint:
     def resume(self, net):
         """Load the checkpoint, if usable, into the freshly initialised ``net``.
 
+        A finished fit's checkpoint (all ``max_epochs`` epochs, or stopped by a
+        callback) is not used when
+        ``net.random_state`` is None: an unseeded fit is a new random draw each time, so
+        it trains anew (and overwrites the file); an unfinished one is resumed.
+
         Parameters
         ----------
         net : NetClassifier
@@ -178,14 +189,18 @@ class FitCheckpoint:
 
         Returns
         -------
-        resumed : bool
-            Whether a checkpoint was loaded (its weights, optimiser state, history and
-            ``rng_state_`` are then the net's).
+        remaining : int or None
+            None if no checkpoint was loaded; else the epochs left to train (0 for a
+            finished fit), and the checkpoint's weights, optimiser state, history and
+            ``rng_state_`` are the net's.
         """
         payload = self.load()
         if payload is None:
-            return False
+            return None
         meta = payload["meta"]
+        remaining = 0 if meta.get("stopped") else max(net.max_epochs - meta["epochs"], 0)
+        if net.random_state is None and remaining == 0:
+            return None
         components = payload["components"]
         if any(getattr(net, name, None) is None for name in components):
             net._rebuild_components(set(components))  # parts a subclass builds at fit time
@@ -197,7 +212,7 @@ class FitCheckpoint:
             "numpy": meta["numpy_rng"],
             "split_seed": meta["split_seed"],
         }
-        return True
+        return remaining
 
 
 __all__ = ["IGNORED_PARAMS", "CheckpointWarning", "FitCheckpoint", "fit_fingerprint"]

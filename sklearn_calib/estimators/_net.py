@@ -23,6 +23,7 @@ from skorch.dataset import Dataset, ValidSplit
 from skorch.exceptions import DeviceWarning
 from skorch.utils import TeeGenerator, data_from_dataset, to_tensor
 from torch import nn
+from torch.utils.data import Dataset as TorchDataset
 from torch.utils.data import Subset
 
 from .._validation import encode_labels
@@ -64,7 +65,9 @@ class NetClassifier(NeuralNetClassifier):
         A network name from :data:`~sklearn_calib.estimators.networks.NETWORKS` or a
         class; ``input_shape`` (the shape of one sample) and ``n_classes`` are passed to
         its constructor when it accepts them. A class attribute ``input_dtype`` of an
-        integer dtype (token ids) keeps ``X`` integer; otherwise ``X`` is cast to float32.
+        integer dtype (token ids) keeps ``X`` integer (float ``X`` must hold integers, and
+        the ids must index the network's first ``nn.Embedding``, else a ValueError);
+        otherwise ``X`` is cast to float32.
     criterion : str or type of torch.nn.Module, default="ce"
         A loss name from :mod:`sklearn_calib.losses` or a class; ``forward(logits,
         target)`` returns the mean loss.
@@ -88,7 +91,8 @@ default=None
         (dataset_train, dataset_valid)`` such as :class:`skorch.dataset.ValidSplit` or
         ``skorch.helper.predefined_split`` is used as in skorch. With a validation split
         the history records ``valid_loss`` and ``valid_acc`` each epoch (so
-        ``EarlyStopping`` and ``Checkpoint`` work).
+        ``EarlyStopping`` and ``Checkpoint`` work); a callback whose ``monitor`` names a
+        ``valid_*`` score raises a ValueError at fit without a split.
     callbacks : list of skorch callbacks or None, default=None
         Epoch-level hooks (``on_train_begin``/``end``, ``on_epoch_begin``/``end``) always
         run. A callback with per-batch hooks (``on_batch_begin``, ``on_batch_end``,
@@ -102,10 +106,13 @@ default=None
         Optimiser and learning-rate preset (SPEC §5). "seed001": SGD (momentum 0.9,
         weight decay 1e-4, lr 0.1), lr x0.1 at 50 % and 75 % of ``max_epochs``.
         "seed002": SGD (momentum 0.9, weight decay 5e-4, lr 0.1), lr x0.1 at 150/350 and
-        250/350 of ``max_epochs``. "onecycle": SGD (momentum 0.9, Nesterov, weight decay
-        5e-4), lr rising linearly from lr/10 to lr (0.1) over the first 25 % of the steps,
+        250/350 of ``max_epochs``. These epochs are rounded and never the first, which
+        always runs at the base rate. "onecycle": SGD (momentum 0.9, Nesterov, weight
+        decay 5e-4), lr rising linearly from lr/10 to lr (0.1) over the first 25 % of the steps,
         then falling linearly to 0 (per step), for short budgets. None: constant lr. The
-        history records the epoch's starting ``lr``.
+        history records the epoch's starting ``lr``. A continued fit (``partial_fit``,
+        ``fit`` with ``warm_start=True``) runs the whole schedule again over its own
+        ``max_epochs`` epochs; a fit resumed from a checkpoint continues it.
     augment : {"crop_flip", "crop", "flip"} or None, default=None
         On-device augmentation of image batches ``(n, C, H, W)``: random crop after zero
         padding by an eighth of the image size (4 pixels for 32x32 and 28x28 images) and
@@ -142,7 +149,8 @@ default=None
     warm_start : bool, default=False
         Whether ``fit`` continues training the fitted network instead of starting anew.
     classes : array-like or None, default=None
-        The class labels; None infers them from ``y``.
+        The class labels; None infers them from ``y``. ``classes_`` holds them sorted
+        (as ``np.unique`` sorts them), whatever their order here.
     on_nonfinite : {"raise", "restore"}, default="raise"
         What a non-finite training loss (or non-finite weights) does. The losses stay on
         the device and are checked once per epoch, at its end. "raise": a
@@ -161,10 +169,14 @@ default=None
         parameters and data: it loads the checkpoint (weights, optimiser state, history,
         random-generator states) and trains the remaining epochs only, reaching the same
         weights as an uninterrupted fit on the same device (bit for bit on the CPU). A
-        finished fit's checkpoint is kept, so fitting it again trains nothing. A
+        finished fit's checkpoint is kept, so fitting it again trains nothing, except
+        with ``random_state=None``: an unseeded fit draws new random numbers each time, so
+        it trains anew over a finished checkpoint (it still resumes an unfinished one). A
         truncated, corrupt or foreign file is ignored with a ``CheckpointWarning``.
-        An epoch that a callback ends (EarlyStopping) is saved too; the callbacks' own
-        state is not. ``partial_fit`` and ``warm_start`` continuations do not checkpoint.
+        An epoch that a callback ends is saved too: a stop (EarlyStopping's
+        ``KeyboardInterrupt`` from ``on_epoch_end``) marks the fit finished, an error
+        leaves it to be resumed; the callbacks' own state is not saved. ``partial_fit``
+        and ``warm_start`` continuations do not checkpoint.
     **kwargs
         skorch's other parameters (``predict_nonlinearity``, ``iterator_valid__batch_size``,
         ...) and prefixed hyperparameters (``module__*``, ``criterion__*``,
@@ -174,7 +186,7 @@ default=None
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
-        Class labels, in the order of the columns of ``predict_proba``.
+        Class labels, sorted, in the order of the columns of ``predict_proba``.
     n_features_in_ : int
         ``X.shape[1]`` at fit (the number of channels for images).
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -324,10 +336,49 @@ default=None
         return [name for name in super()._get_param_names() if not name.startswith("_")]
 
     def set_params(self, **params):
-        """Set parameters (skorch's routing); ``callbacks`` is only checked at fit."""
-        if not self.initialized_ and "callbacks" in params:
-            self.callbacks = params.pop("callbacks")
-        return super().set_params(**params)
+        """Set parameters (skorch's routing); ``callbacks`` is only checked at fit.
+
+        On an initialised net, a new ``module`` or ``optimizer`` (the component itself,
+        with any other parameters of the same call) is only stored: the fitted model is
+        kept until the next ``fit`` or ``partial_fit``, which builds the net anew (the
+        network's shapes come from the data) instead of continuing. Other parameters
+        follow skorch (``module__*`` or ``criterion`` rebuild the components at once).
+
+        Parameters
+        ----------
+        **params : dict
+            Parameter names and values.
+
+        Returns
+        -------
+        self : NetClassifier
+        """
+        deferred = bool(self.initialized_ and _DEFERRED_PARAMS & params.keys())
+        if deferred:
+            self.initialized_ = False  # skorch then stores the parameters only
+        try:
+            if not self.initialized_ and "callbacks" in params:
+                self.callbacks = params.pop("callbacks")
+            super().set_params(**params)
+        finally:
+            if deferred:
+                self.initialized_ = True
+                self._rebuild_at_fit = True
+        return self
+
+    def _continuable(self):
+        """Whether the next fit may continue the fitted net (no component awaits a rebuild)."""
+        return self.__sklearn_is_fitted__() and not self.__dict__.get("_rebuild_at_fit", False)
+
+    @property
+    def classes_(self):
+        """The sorted class labels of the fit (``classes`` or those of ``y``)."""
+        try:
+            return self.__dict__["classes_inferred_"]
+        except KeyError:
+            raise AttributeError(
+                f"{type(self).__name__!r} object has no attribute 'classes_'"
+            ) from None
 
     def _check_params(self):
         params = {name: getattr(self, name) for name in self._parameter_constraints}
@@ -446,7 +497,7 @@ default=None
         self : NetClassifier
         """
         self._check_params()
-        continuing = self.warm_start and self.__sklearn_is_fitted__()
+        continuing = self.warm_start and self._continuable()
         return self._fit(X, y, continuing=continuing, classes=None)
 
     def partial_fit(self, X, y, classes=None):
@@ -464,7 +515,7 @@ default=None
         self : NetClassifier
         """
         self._check_params()
-        return self._fit(X, y, continuing=self.__sklearn_is_fitted__(), classes=classes)
+        return self._fit(X, y, continuing=self._continuable(), classes=classes)
 
     def __sklearn_is_fitted__(self):
         return (
@@ -485,23 +536,31 @@ default=None
             self.checkpoint_path_ = checkpoint.path if checkpoint is not None else None
             with self._random_generators(continuing) as rngs:
                 epochs = self.max_epochs
+                schedule_start = len(self.history) if continuing else 0
                 if not continuing:
                     self.initialize()
-                    if checkpoint is not None and checkpoint.resume(self):
+                    self._rebuild_at_fit = False
+                    remaining = checkpoint.resume(self) if checkpoint is not None else None
+                    if remaining is not None:
                         rngs = self._seed_generators(self.rng_state_)
-                        epochs = max(self.max_epochs - len(self.history), 0)
-                self._train(X, y, y_index, rngs, epochs, checkpoint)
+                        epochs = remaining
+                if self._input_is_integer():
+                    self._check_token_ids(X)
+                self._check_monitors()
+                self._train(X, y, y_index, rngs, epochs, checkpoint, schedule_start)
         return self
 
     def _validate_training_data(self, X, y, continuing, classes):
-        dtype = np.int64 if self._input_is_integer() else np.float32
+        integer = self._input_is_integer()
+        dtype = "numeric" if integer else np.float32
+        if continuing:
+            self._check_sample_shape(X, before_validation=True)
         X, y = validate_data(self, X, y, reset=not continuing, dtype=dtype, allow_nd=True)
+        if integer:
+            X = _as_token_ids(X)
         check_classification_targets(y)
         if continuing:
-            if X.shape[1:] != self.input_shape_:
-                raise ValueError(
-                    f"Expected samples of shape {self.input_shape_}, got {X.shape[1:]}."
-                )
+            self._check_sample_shape(X)
             try:
                 return X, y, encode_labels(y, self.classes_)
             except ValueError:
@@ -523,7 +582,7 @@ default=None
                 f"augment={self.augment!r} needs images of shape (n, C, H, W), got X of "
                 f"shape {X.shape}."
             )
-        if self.mixup_alpha > 0 and dtype is np.int64:
+        if self.mixup_alpha > 0 and integer:
             raise ValueError("mixup_alpha > 0 needs float inputs, but the network takes token ids.")
         self.classes_inferred_ = known
         self.input_shape_ = X.shape[1:]
@@ -595,7 +654,7 @@ default=None
             "split_seed": rngs["split_seed"],
         }
 
-    def _train(self, X, y, y_index, rngs, epochs, checkpoint=None):
+    def _train(self, X, y, y_index, rngs, epochs, checkpoint=None, schedule_start=0):
         (X_train, y_train), valid, dataset_train, dataset_valid = self._split(
             X, y, y_index, rngs["split_seed"]
         )
@@ -607,7 +666,7 @@ default=None
         )
         self.notify("on_train_begin", X=X, y=y)
         try:
-            loop.run(epochs)
+            loop.run(epochs, schedule_start)
         except KeyboardInterrupt:
             pass
         finally:
@@ -734,8 +793,19 @@ default=None
         return out.float()
 
     def infer(self, x, **fit_params):
-        """Run the network on a batch (skorch's hook, on ``device_``)."""
+        """Run the network on a batch (skorch's hook behind ``forward``, on ``device_``).
+
+        A float tensor or array is cast to the network's floating dtype (float32 unless
+        its parameters are another); token ids are checked as in :meth:`predict`.
+        """
         x = to_tensor(x, device=self.device_)
+        if isinstance(x, torch.Tensor):
+            if self._input_is_integer():
+                x = self._model_input(x)
+            elif x.is_floating_point():
+                parameter = next(self.module_.parameters(), None)
+                dtype = parameter.dtype if parameter is not None else torch.float32
+                x = x.to(dtype if dtype.is_floating_point else torch.float32)
         return self.module_(x, **fit_params)
 
     def inference_batch_size(self):
@@ -744,13 +814,64 @@ default=None
         return size if size > 0 else self.batch_size
 
     def _validate_X(self, X):
-        dtype = np.int64 if self._input_is_integer() else np.float32
-        X = validate_data(self, X, reset=False, dtype=dtype, allow_nd=True)
-        if X.shape[1:] != self.input_shape_:
-            raise ValueError(
-                f"Expected samples of shape {self.input_shape_} (as at fit), got {X.shape[1:]}."
-            )
+        integer = self._input_is_integer()
+        self._check_sample_shape(X, before_validation=True)
+        X = validate_data(
+            self, X, reset=False, dtype="numeric" if integer else np.float32, allow_nd=True
+        )
+        self._check_sample_shape(X)
+        if integer:
+            X = _as_token_ids(X)
+            self._check_token_ids(X)
         return X
+
+    def _check_monitors(self):
+        """Raise a ValueError if a callback monitors a validation score without a split."""
+        if self.train_split is not None:
+            return
+        for _, callback in self.callbacks_:
+            monitor = getattr(callback, "monitor", None)
+            if isinstance(monitor, str) and monitor.startswith("valid_"):
+                raise ValueError(
+                    f"The callback {type(callback).__name__!r} monitors {monitor!r}, which is "
+                    "recorded only with a validation split, but train_split=None: set "
+                    "train_split (a fraction such as 0.2, or a callable)."
+                )
+
+    def _check_sample_shape(self, X, before_validation=False):
+        """Raise a ValueError if ``X`` (when it has a shape) has samples of another shape.
+
+        Before ``validate_data``, two-dimensional input to a net fitted on two-dimensional
+        input is left to it (scikit-learn's "X has n features" message).
+        """
+        shape = getattr(X, "shape", None)
+        if shape is None or len(shape) < 2:
+            return
+        if before_validation and len(shape) == 2 and len(self.input_shape_) == 1:
+            return
+        if tuple(shape[1:]) != self.input_shape_:
+            raise ValueError(
+                f"Expected samples of shape {self.input_shape_} (as at fit), got "
+                f"{tuple(shape[1:])}."
+            )
+
+    def _check_token_ids(self, X):
+        """Raise a ValueError unless the ids ``X`` index the network's first embedding.
+
+        Parameters
+        ----------
+        X : ndarray or torch.Tensor of integer dtype
+            Token ids of a network with an integer ``input_dtype``.
+        """
+        embedding = next((m for m in self.module_.modules() if isinstance(m, nn.Embedding)), None)
+        if embedding is None or not len(X):
+            return
+        low, high = int(X.min()), int(X.max())
+        if low < 0 or high >= embedding.num_embeddings:
+            raise ValueError(
+                f"Expected token ids in [0, {embedding.num_embeddings}) (the network's "
+                f"vocabulary), got ids from {low} to {high}."
+            )
 
     def _logits(self, X):
         """Validate ``X`` and return its float32 logits on the device."""
@@ -762,16 +883,42 @@ default=None
         The network is in evaluation mode and no gradient is recorded.
         """
         check_is_fitted(self)
-        X = self._validate_X(X)
+        if isinstance(X, TorchDataset):
+            batches = self._dataset_batches(X)
+        else:
+            batches = self._array_batches(self._validate_X(X))
         self._set_training(False)
-        batch_size = self.inference_batch_size()
-        chunks = []
         with torch.inference_mode():
-            for start in range(0, len(X), batch_size):
-                chunk = np.require(X[start : start + batch_size], requirements=["C", "W"])
-                batch = torch.from_numpy(chunk).to(self.device_, non_blocking=True)
-                chunks.append(function(batch))
+            chunks = [function(batch) for batch in batches]
         return torch.cat(chunks)
+
+    def _array_batches(self, X):
+        """Yield the inference batches of a validated array on the device."""
+        batch_size = self.inference_batch_size()
+        for start in range(0, len(X), batch_size):
+            chunk = np.require(X[start : start + batch_size], requirements=["C", "W"])
+            yield torch.from_numpy(chunk).to(self.device_, non_blocking=True)
+
+    def _dataset_batches(self, dataset):
+        """Yield the inputs of a torch Dataset's batches (skorch's iterator) on the device.
+
+        skorch passes its own datasets (the validation ``Subset`` to ``EpochScoring``),
+        which are not re-validated as arrays: each batch is cast to the network's input
+        dtype and its sample shape checked.
+        """
+        for X, _ in self.get_iterator(dataset, training=False):
+            self._check_sample_shape(X)
+            yield self._model_input(to_tensor(X, device=self.device_))
+
+    def _model_input(self, X):
+        """Cast an input tensor to the network's dtype: int64 ids (checked) or float32."""
+        if self._input_is_integer():
+            if X.is_floating_point():
+                _check_integral(X[X != torch.round(X)])
+            X = X if X.dtype in _INTEGER_DTYPES else X.to(torch.int64)
+            self._check_token_ids(X)
+            return X
+        return X if X.dtype == torch.float32 else X.to(torch.float32)
 
     def _get_predict_nonlinearity(self):
         nonlin = self.predict_nonlinearity
@@ -788,7 +935,9 @@ default=None
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, ...)
+        X : array-like of shape (n_samples, ...) or torch Dataset
+            A torch Dataset (skorch's ``Dataset``, a ``Subset``) is batched by skorch's
+            ``iterator_valid``; its targets are ignored.
 
         Returns
         -------
@@ -804,7 +953,7 @@ default=None
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, ...)
+        X : array-like of shape (n_samples, ...) or torch Dataset
 
         Returns
         -------
@@ -820,7 +969,7 @@ default=None
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, ...)
+        X : array-like of shape (n_samples, ...) or torch Dataset
 
         Returns
         -------
@@ -912,6 +1061,25 @@ default=None
             )
         return torch.device("cpu")
 
+
+def _as_token_ids(X):
+    """Return a validated numeric array as int64 token ids; non-integral values raise."""
+    if X.dtype.kind == "f":
+        _check_integral(X[X != np.round(X)])
+    return X.astype(np.int64, copy=False)
+
+
+def _check_integral(non_integral):
+    """Raise a ValueError naming the first of the ``non_integral`` values, if any."""
+    if len(non_integral):
+        raise ValueError(
+            "The network takes token ids: expected integer values, got "
+            f"{non_integral.reshape(-1)[0].item()!r}."
+        )
+
+
+#: Parameters that, set on an initialised net, are stored and applied by the next fit.
+_DEFERRED_PARAMS = {"module", "optimizer"}
 
 #: Key of the components' state dicts in the state of :meth:`NetClassifier.__getstate__`.
 _COMPONENTS_KEY = "_torch_state_dicts"

@@ -38,7 +38,8 @@ class Recipe:
     optimizer_params : dict
         Optimiser hyperparameters; ``optimizer__*`` arguments override them.
     milestones : tuple of float, default=()
-        Fractions of ``max_epochs`` at whose epoch the learning rate is multiplied by
+        Fractions of ``max_epochs`` at whose epoch (rounded, and at least epoch 1, so the
+        first epoch always runs at the base rate) the learning rate is multiplied by
         ``gamma`` (a multistep schedule, applied per epoch).
     gamma : float, default=0.1
         Multiplier at each milestone.
@@ -82,7 +83,7 @@ class Recipe:
         if self.cycle is not None:
             progress = (epoch * steps_per_epoch + step) / max(max_epochs * steps_per_epoch, 1)
             return float(np.interp(progress, self.cycle[0], self.cycle[1]))
-        passed = sum(epoch >= round(m * max_epochs) for m in self.milestones)
+        passed = sum(epoch >= max(round(m * max_epochs), 1) for m in self.milestones)
         return self.gamma**passed
 
 

@@ -226,8 +226,18 @@ class TrainingLoop:
             )
         return not reasons
 
-    def run(self, epochs):
-        """Train for ``epochs`` epochs with skorch's epoch-level callback protocol."""
+    def run(self, epochs, schedule_start=0):
+        """Train for ``epochs`` epochs with skorch's epoch-level callback protocol.
+
+        Parameters
+        ----------
+        epochs : int
+            Epochs to train.
+        schedule_start : int, default=0
+            Index in the history of the recipe schedule's epoch 0: the first epoch of a
+            continued fit (``partial_fit``, ``warm_start``), which runs the whole schedule
+            over its own epochs; 0 for a fresh or resumed fit.
+        """
         net = self.net
         module = net.module_
         benchmark = torch.backends.cudnn.benchmark
@@ -238,7 +248,7 @@ class TrainingLoop:
         try:
             for _ in range(epochs):
                 net.notify("on_epoch_begin", **self.epoch_kwargs)
-                epoch = len(net.history) - 1
+                epoch = len(net.history) - 1 - schedule_start  # of the schedule
                 self.guard.epoch_begin()
                 self._restore_graph_lrs()
                 self._apply_schedule(epoch, 0)
@@ -250,11 +260,15 @@ class TrainingLoop:
                 if self.valid is not None:
                     self._valid_epoch()
                 net.record_rng_state(self.rngs)
+                stopped = False
                 try:
                     net.notify("on_epoch_end", **self.epoch_kwargs)
-                finally:  # also when a callback stops training (EarlyStopping)
+                except KeyboardInterrupt:  # a callback stops training (EarlyStopping)
+                    stopped = True
+                    raise
+                finally:  # also when a callback fails: the fit can be resumed
                     if self.checkpoint is not None:
-                        self.checkpoint.save(net)
+                        self.checkpoint.save(net, stopped=stopped)
         finally:
             torch.backends.cudnn.benchmark = benchmark
             if self.channels_last:
@@ -330,7 +344,7 @@ class TrainingLoop:
         return self.graph(batch)
 
     def _train_epoch(self, epoch):
-        """Train one epoch; return its batch losses on the host (one sync)."""
+        """Train one epoch (``epoch`` of the schedule); return its batch losses on the host."""
         net = self.net
         history = net.history
         net._set_training(True)
