@@ -102,7 +102,7 @@ class Family:
         """
         recipe = RECIPES[self.recipe]
         params = recipe.optimizer_params
-        drops = [round(m * epochs) for m in recipe.milestones]
+        drops = recipe.milestone_epochs(epochs)
         clip = (
             f"gradient norm clipped to {self.grad_clip:g}"
             if self.grad_clip is not None

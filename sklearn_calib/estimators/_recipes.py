@@ -83,8 +83,22 @@ class Recipe:
         if self.cycle is not None:
             progress = (epoch * steps_per_epoch + step) / max(max_epochs * steps_per_epoch, 1)
             return float(np.interp(progress, self.cycle[0], self.cycle[1]))
-        passed = sum(epoch >= max(round(m * max_epochs), 1) for m in self.milestones)
+        passed = sum(epoch >= drop for drop in self.milestone_epochs(max_epochs))
         return self.gamma**passed
+
+    def milestone_epochs(self, max_epochs):
+        """Return the 0-based epochs from which each decay applies (never the first).
+
+        Parameters
+        ----------
+        max_epochs : int
+            Planned number of epochs.
+
+        Returns
+        -------
+        epochs : list of int
+        """
+        return [max(round(m * max_epochs), 1) for m in self.milestones]
 
 
 RECIPES = {
