@@ -8,6 +8,7 @@ calibration report table and writes it, with the reliability diagrams as a PNG, 
 """
 
 import argparse
+import math
 import pathlib
 import sys
 
@@ -181,8 +182,13 @@ def main(argv=None):
     for name in ("n_bins", "epochs"):
         if getattr(args, name) < 1:
             parser.error(f"expected --{name.replace('_', '-')} >= 1, got {getattr(args, name)}")
-    if not args.lr > 0:
-        parser.error(f"expected --lr > 0, got {args.lr}")
+    if not (args.lr > 0 and math.isfinite(args.lr)):
+        parser.error(f"expected a finite --lr > 0, got {args.lr}")
+    if not (args.gamma >= 0 and math.isfinite(args.gamma)):
+        parser.error(f"expected a finite --gamma >= 0, got {args.gamma}")
+    out = pathlib.Path(args.out)
+    if out.exists() and not out.is_dir():
+        parser.error(f"expected --out to be a directory, got the file {out}")
     try:
         device = resolve_device(args.device)
     except ValueError as exc:

@@ -1,5 +1,6 @@
 """The main job's experiment: data splits, models, post-hoc calibrations and diagrams."""
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -103,6 +104,17 @@ def load_data(
     classes = np.unique(y)
     if calibration_size is None:
         calibration_size = spec.calibration_size
+    n_classes, n_images = len(classes), len(y)
+    held_out = calibration_size
+    if isinstance(calibration_size, float) and 0 < calibration_size < 1:
+        held_out = math.ceil(calibration_size * n_images)  # as train_test_split rounds it
+    if not n_classes <= held_out <= n_images - n_classes:
+        raise ValueError(
+            f"Expected `calibration_size` to hold out between {n_classes} and "
+            f"{n_images - n_classes} of the {n_images} non-test images (one per class in each "
+            f"part), got {calibration_size}"
+            + (f" ({held_out} images)." if held_out != calibration_size else ".")
+        )
     X_train, X_calibration, y_train, y_calibration = train_test_split(
         X, y, test_size=calibration_size, stratify=y, random_state=seed
     )

@@ -32,8 +32,11 @@ def read_idx(path):
     """
     path = str(path)
     opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rb") as stream:
-        content = stream.read()
+    try:
+        with opener(path, "rb") as stream:
+            content = stream.read()
+    except (EOFError, gzip.BadGzipFile) as exc:
+        raise ValueError(f"Expected a readable gzip-compressed IDX file at {path}: {exc}") from exc
     if len(content) < 4 or content[:2] != b"\x00\x00" or content[2] not in _IDX_DTYPES:
         raise ValueError(
             f"Expected an IDX file (magic bytes 00 00 <type> <ndim>) at {path}, "

@@ -125,6 +125,18 @@ def test_read_idx_rejects_bad_magic_and_truncation(tmp_path):
         read_idx(truncated)
 
 
+def test_read_idx_rejects_a_truncated_or_foreign_gzip_file(tmp_path):
+    compressed = gzip.compress(_idx_bytes(np.zeros((4, 5), dtype=np.uint8)))
+    cut = tmp_path / "cut.idx.gz"
+    cut.write_bytes(compressed[:-10])
+    with pytest.raises(ValueError, match="readable gzip-compressed IDX file at .*cut.idx.gz"):
+        read_idx(cut)
+    text = tmp_path / "text.idx.gz"
+    text.write_text("garbage")
+    with pytest.raises(ValueError, match="readable gzip-compressed IDX file at .*text.idx.gz"):
+        read_idx(text)
+
+
 def test_load_digits_images():
     data = load_digits_images()
     digits = load_digits()
