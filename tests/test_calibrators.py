@@ -265,6 +265,22 @@ def test_hb_top_label_floor_keeps_the_predicted_class():
     np.testing.assert_allclose(out.sum(axis=1), 1.0)
 
 
+@pytest.mark.parametrize("calibrator", [HistogramBinning(n_bins=2), ScalingBinning(n_bins=2)])
+def test_top_label_map_with_subnormal_other_probabilities(calibrator):
+    # exp(-740) is subnormal: the rest of such a row once overflowed its rescaling factor
+    logits = np.array([[0.0, -740.0], [0.0, -1.0], [-1.0, 0.0], [0.0, -2.0]])
+    out = clone(calibrator).fit(logits, [0, 1, 1, 0]).predict_proba(logits)
+    assert np.isfinite(out).all()
+    np.testing.assert_allclose(out.sum(axis=1), 1.0)
+    np.testing.assert_array_equal(out.argmax(axis=1), logits.argmax(axis=1))
+    proba = np.array([[1.0, 4e-322], [0.6, 0.4]])
+    fitted = HistogramBinning(n_bins=1, input="probabilities").fit(proba, [0, 1], classes=[0, 1])
+    # one bin, accuracy 0.5: both rows floored to just above the tie at 0.5
+    out = fitted.predict_proba(proba)
+    np.testing.assert_allclose(out, 0.5, atol=1e-15)
+    assert (out[:, 0] > out[:, 1]).all()
+
+
 def test_hb_one_hot_rows_share_the_rest_uniformly():
     proba = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.2, 0.5, 0.3]])
     hb = HistogramBinning(n_bins=2, input="probabilities").fit(proba, [0, 2, 1])

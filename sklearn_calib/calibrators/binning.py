@@ -10,8 +10,8 @@ modes:
   class, ``c`` is raised where needed to just above the tie point ``t`` at which the
   runner-up would catch up (``t = p_2 / (1 - r + p_2)``, or ``1 / K`` when the others are
   all 0): to the next float above ``t`` (a few ulps more where rounding requires). Where
-  this floor does not bind (``c > t``), the output confidence is exactly the bin's value,
-  so it takes at most ``n_bins`` values.
+  this floor does not bind (``c`` above ``t`` by more than those few ulps), the output
+  confidence is exactly the bin's value, so it takes at most ``n_bins`` values.
 - ``"classwise"``: one-vs-rest, bins on each ``p_k`` separately, then each row is divided
   by its sum (an all-zero row becomes uniform).
 
@@ -54,18 +54,19 @@ def _replace_top_label(proba, confidence):
     tie = np.full(n_samples, 1.0 / n_classes)
     tie[shared] = runner_up[shared] / (rest[shared] + runner_up[shared])
     calibrated = np.maximum(confidence, np.nextafter(tie, 2.0))
+    # Each other class's share of the rest (at most 1, so a subnormal rest cannot overflow).
+    shares = np.divide(others, rest[:, None], out=np.zeros_like(others), where=shared[:, None])
+    shares[~shared] = 1.0 / (n_classes - 1)
+    runner_share = shares.max(axis=1)
     while True:
-        scale = np.divide(1.0 - calibrated, rest, out=np.zeros(n_samples), where=shared)
-        runner_after = np.where(shared, runner_up * scale, (1.0 - calibrated) / (n_classes - 1))
         # Rounding can leave the runner-up level with the floor: raise it by one ulp.
-        level = runner_after >= calibrated
+        level = runner_share * (1.0 - calibrated) >= calibrated
         if not level.any():
             break
         calibrated[level] = np.nextafter(calibrated[level], 2.0)
-    others *= scale[:, None]
-    others[~shared] = ((1.0 - calibrated[~shared]) / (n_classes - 1))[:, None]
-    others[rows, top] = calibrated
-    return others
+    shares *= (1.0 - calibrated)[:, None]
+    shares[rows, top] = calibrated
+    return shares
 
 
 class _BinMapCalibrator(BaseCalibrator):
