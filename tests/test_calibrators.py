@@ -5,7 +5,7 @@ import joblib
 import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
-from scipy.special import log_softmax
+from scipy.special import expit, log_softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.exceptions import ConvergenceWarning
@@ -562,6 +562,19 @@ def test_platt_uses_smoothed_targets_so_separable_scores_stay_finite():
     proba = platt.predict_proba(decision)[:, 1]
     np.testing.assert_allclose([(proba - target) @ decision, (proba - target).sum()], 0, atol=1e-10)
     assert proba.max() < 0.99
+
+
+@pytest.mark.parametrize("offset, scale", [(1e4, 1.0), (0.0, 1e200), (-3e6, 1e-3)])
+def test_platt_is_affine_invariant_in_the_score(offset, scale):
+    rng = np.random.default_rng(0)
+    decision = rng.normal(size=400)
+    y = (rng.random(400) < expit(2 * decision)).astype(int)
+    plain = PlattScaling().fit(decision, y)
+    moved = PlattScaling().fit(decision * scale + offset, y)
+    np.testing.assert_allclose(
+        moved.predict_proba(decision * scale + offset), plain.predict_proba(decision), atol=1e-9
+    )
+    assert moved.coef_[0] * scale == pytest.approx(plain.coef_[0], rel=1e-9)
 
 
 def test_platt_pickles():

@@ -13,7 +13,8 @@ class (one-vs-rest) and divides each row by its sum, as scikit-learn's
 ``(N+ + 1) / (N+ + 2)`` for the positives and ``1 / (N- + 2)`` for the negatives (``N+``,
 ``N-``: weighted counts), as scikit-learn does; the smoothing keeps the minimum finite
 when the scores separate the classes. The fit is Newton's method with the analytic
-gradient and Hessian and a backtracking line search, in float64.
+gradient and Hessian and a backtracking line search, in float64, on the standardised
+score (so a large offset or scale of the scores does not make the Hessian singular).
 """
 
 import warnings
@@ -50,6 +51,22 @@ def _sigmoid_loss(params, score, target, weight):
     """Weighted mean cross-entropy of ``sigmoid(a s + b)`` with soft targets."""
     logit = params[0] * score + params[1]
     return -weight @ (target * log_expit(logit) + (1.0 - target) * log_expit(-logit))
+
+
+def _fit_sigmoid(score, target, weight):
+    """Return ``(a, b)`` of ``sigmoid(a s + b)`` and the Newton iterations.
+
+    Newton runs on the standardised score ``(s - mean) / std`` (weighted), where the
+    Hessian is well conditioned whatever the offset and scale of ``s``; the fit is affine
+    invariant, so ``(a, b)`` follow from the standardised solution exactly.
+    """
+    centre = weight @ score
+    deviation = score - centre
+    largest = np.abs(deviation).max()
+    # the weighted standard deviation, computed without squaring huge deviations
+    spread = largest * np.sqrt(weight @ (deviation / largest) ** 2) if largest > 0 else 1.0
+    (slope, intercept), iterations = _newton(deviation / spread, target, weight)
+    return np.array([slope / spread, intercept - slope * centre / spread]), iterations
 
 
 def _newton(score, target, weight):
@@ -152,7 +169,7 @@ class PlattScaling(BaseCalibrator):
             n_positive = counts[positive].sum()
             n_negative = counts[~positive].sum()
             target = np.where(positive, (n_positive + 1) / (n_positive + 2), 1 / (n_negative + 2))
-            params, iterations = _newton(np.ascontiguousarray(log_odds[:, k]), target, weight)
+            params, iterations = _fit_sigmoid(log_odds[:, k], target, weight)
             coef.append(params[0])
             intercept.append(params[1])
             n_iter.append(iterations)
