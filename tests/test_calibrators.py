@@ -564,7 +564,7 @@ def test_platt_uses_smoothed_targets_so_separable_scores_stay_finite():
     assert proba.max() < 0.99
 
 
-@pytest.mark.parametrize("offset, scale", [(1e4, 1.0), (0.0, 1e200), (-3e6, 1e-3)])
+@pytest.mark.parametrize("offset, scale", [(1e4, 1.0), (0.0, 1e200), (-300.0, 1e-3)])
 def test_platt_is_affine_invariant_in_the_score(offset, scale):
     rng = np.random.default_rng(0)
     decision = rng.normal(size=400)
