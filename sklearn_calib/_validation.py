@@ -125,7 +125,7 @@ def _check_y_true(y_true, n_samples):
     return y
 
 
-def encode_labels(y, classes):
+def encode_labels(y, classes, *, names=("y_true", "labels")):
     """Map labels to their column index in ``classes``.
 
     Parameters
@@ -134,6 +134,8 @@ def encode_labels(y, classes):
         Labels.
     classes : ndarray of shape (n_classes,)
         Distinct labels, in column order.
+    names : tuple of str, default=("y_true", "labels")
+        Names of ``y`` and ``classes`` in error messages.
 
     Returns
     -------
@@ -151,8 +153,8 @@ def encode_labels(y, classes):
     unknown = sorted_classes[position] != y
     if unknown.any():
         raise ValueError(
-            f"`y_true` contains labels not in `labels`: {np.unique(y[unknown]).tolist()}; "
-            f"known labels are {classes.tolist()}."
+            f"`{names[0]}` contains labels not in `{names[1]}`: "
+            f"{np.unique(y[unknown]).tolist()}; known labels are {classes.tolist()}."
         )
     return order[position].astype(np.int64)
 

@@ -15,6 +15,7 @@ from sklearn_calib.calibrators import (
     IsotonicCalibration,
     TemperatureScaling,
 )
+from sklearn_calib.calibrators.calibrated_classifier import _one_of_each_class
 from sklearn_calib.scoring import expected_calibration_error, get_scorer
 
 
@@ -254,6 +255,17 @@ def test_holdout_calibrates_on_every_class_even_when_stratification_rounds_one_a
     # The calibrator saw 5 rows: the 3 of the split and one of each of classes 1 and 2.
     assert clf.calibrators_[0].bin_weights_.sum() == 5
     np.testing.assert_array_equal(clf.classes_, [0, 1, 2])
+
+
+def test_moving_rows_into_the_calibration_part_keeps_the_training_order():
+    y = np.array([0] * 8 + [1, 2])
+    train = np.array([9, 3, 0, 7, 8, 1, 5])
+    calibration = np.array([2, 4, 6])
+    new_train, new_calibration = _one_of_each_class(
+        train, calibration, y, np.array([0, 1, 2]), np.random.RandomState(0)
+    )
+    np.testing.assert_array_equal(new_train, [3, 0, 7, 1, 5])
+    np.testing.assert_array_equal(np.sort(new_calibration), [2, 4, 6, 8, 9])
 
 
 def test_a_classifier_whose_scores_tie_calibrates_with_temperature_one():

@@ -191,6 +191,18 @@ def test_scores_tied_in_every_row_give_temperature_one_with_a_warning(calibrator
         np.testing.assert_allclose(fitted.predict_proba(scores), 1 / 3)
 
 
+def test_saturated_rows_beside_a_tied_row_give_the_lower_bound_not_a_tie_warning():
+    # Only the first row ties; the others are right by 50 logits, so the derivative of the
+    # NLL rounds to 0 at T = 1 although the NLL still decreases towards T -> 0.
+    scores = np.array([[0.0, 0.0], [50.0, 0.0], [0.0, 50.0]])
+    with pytest.warns(ConvergenceWarning, match="below the searched range"):
+        fitted = TemperatureScaling().fit(scores, [0, 0, 1])
+    assert fitted.temperature_ == pytest.approx(1e-4)
+    # the tied row has zero weight: all the rows that count are saturated, so no tie warning
+    with pytest.warns(ConvergenceWarning, match="below the searched range"):
+        TemperatureScaling().fit(scores, [0, 0, 1], sample_weight=[0.0, 1.0, 1.0])
+
+
 def test_ts_ece_objective_returns_the_grid_argmin():
     logits, y = overconfident_logits(500, 4, seed=7)
     grid = np.round(np.arange(0.5, 6.0, 0.25), 2)
@@ -732,6 +744,8 @@ def test_labels_without_zero_and_a_missing_class_need_classes(calibrator):
     np.testing.assert_array_equal(fitted.predict(logits), expected.predict(logits) + 1)
     with pytest.raises(ValueError, match="`classes` names 2 classes but `scores` has 3"):
         clone(calibrator).fit(logits, y, classes=[0, 1])
+    with pytest.raises(ValueError, match=r"`y` contains labels not in `classes`: \[4\]"):
+        clone(calibrator).fit(logits[rows], one_based * 2, classes=[1, 2, 3])
 
 
 # ------------------------------------------------------------------------ bad input

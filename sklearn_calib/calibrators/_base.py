@@ -218,7 +218,7 @@ class BaseCalibrator(TransformerMixin, BaseEstimator):
         self._scores_ndim = scores.ndim
         self.classes_ = classes
         self.n_classes_ = n_classes
-        return two_dimensional, encode_labels(y, classes), sample_weight
+        return two_dimensional, encode_labels(y, classes, names=("y", "classes")), sample_weight
 
     def _validate_scores(self, scores):
         """Validate scores at predict time against the fitted number of classes."""

@@ -133,6 +133,12 @@ def _newton(evaluate, beta, rtol):
     )
 
 
+def _every_weighted_row_ties(logits, sample_weight):
+    """Whether all scores are equal within every row of positive weight."""
+    ties = logits.max(axis=1) == logits.min(axis=1)
+    return bool(ties.all() if sample_weight is None else ties[sample_weight > 0].all())
+
+
 def fit_inverse_temperature(logits, y_index, sample_weight=None):
     """Return the inverse temperature that minimises the weighted NLL, and the pass count.
 
@@ -170,13 +176,17 @@ def fit_inverse_temperature(logits, y_index, sample_weight=None):
     try:
         beta, n_passes, at_bound = _newton(NLLPasses(logits, y_index, sample_weight), beta, rtol)
     except _FlatNLL:
-        warnings.warn(
-            "The NLL does not depend on the temperature (the scores tie within every row), "
-            "so every temperature is optimal; the temperature is set to 1.",
-            UserWarning,
-            stacklevel=3,
-        )
-        return 1.0, 1
+        if _every_weighted_row_ties(logits, sample_weight):
+            warnings.warn(
+                "The NLL does not depend on the temperature (the scores tie within every "
+                "row), so every temperature is optimal; the temperature is set to 1.",
+                UserWarning,
+                stacklevel=3,
+            )
+            return 1.0, 1
+        # The rows that do not tie are so well separated that their derivatives round to
+        # 0: the NLL still decreases as beta grows.
+        beta, n_passes, at_bound = BETA_MAX, 1, True
     if at_bound:
         if beta == BETA_MAX:
             side, reason = "below", "the scores separate the classes"

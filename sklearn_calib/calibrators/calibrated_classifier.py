@@ -41,7 +41,7 @@ def _one_of_each_class(train, calibration, y, classes, random_state):
     if not missing.size:
         return train, calibration
     moved = [random_state.choice(train[y[train] == label]) for label in missing]
-    return np.setdiff1d(train, moved), np.concatenate([calibration, moved])
+    return train[~np.isin(train, moved)], np.concatenate([calibration, moved])
 
 
 class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
