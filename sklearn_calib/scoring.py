@@ -139,6 +139,11 @@ def get_scorer(scoring):
     """
     if isinstance(scoring, str) and scoring in _SCORERS:
         return copy.deepcopy(_SCORERS[scoring])
+    if isinstance(scoring, str) and scoring not in _sklearn_get_scorer_names():
+        raise ValueError(
+            f"{scoring!r} is not a valid scoring value; "
+            "sklearn_calib.scoring.get_scorer_names() lists the valid names."
+        )
     return _sklearn_get_scorer(scoring)
 
 
@@ -148,5 +153,12 @@ def get_scorer_names():
     Returns
     -------
     names : list of str
+
+    Examples
+    --------
+    >>> from sklearn_calib.scoring import get_scorer_names
+    >>> names = get_scorer_names()
+    >>> "neg_ece" in names and "accuracy" in names
+    True
     """
     return sorted(set(_SCORERS) | set(_sklearn_get_scorer_names()))

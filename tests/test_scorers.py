@@ -164,7 +164,7 @@ def test_get_scorer_falls_back_to_scikit_learn(digits_450):
     fitted = GaussianNB().fit(X, y)
     assert get_scorer("accuracy")(fitted, X, y) == pytest.approx(fitted.score(X, y))
     assert get_scorer(None) is None
-    with pytest.raises(ValueError, match="not a valid scoring value"):
+    with pytest.raises(ValueError, match=r"not a valid scoring value; sklearn_calib.scoring.get"):
         get_scorer("neg_nothing")
     assert get_scorer("neg_ece") is not get_scorer("neg_ece")
     names = get_scorer_names()
