@@ -11,6 +11,9 @@ from ._metrics import expected_calibration_error, reliability_diagram
 
 __all__ = ["ReliabilityDisplay"]
 
+#: gid of the accuracy bars, by which a diagram finds the diagrams already on its axes.
+_ACCURACY_GID = "sklearn_calib-reliability-accuracy"
+
 
 def _pyplot():
     try:
@@ -90,8 +93,10 @@ class ReliabilityDisplay:
             Axes for the reliability bars. When None, a new figure is made with the
             diagram above and the confidence histogram below.
         hist_ax : matplotlib Axes, default=None
-            Axes for the confidence histogram. When None and ``ax`` is given, no
-            histogram is drawn.
+            Axes for the confidence histogram, given together with ``ax``. When None and
+            ``ax`` is given, no histogram is drawn. A diagram drawn on axes that already
+            hold one takes the next colour of the cycle, half transparent, and adds no
+            second diagonal or gap legend entry.
         name : str, default=None
             Name in the legend; ``estimator_name`` when None.
         ref_line : bool, default=True
@@ -105,12 +110,21 @@ class ReliabilityDisplay:
         """
         plt = _pyplot()
         if ax is None:
-            if hist_ax is None:
-                figure, (ax, hist_ax) = plt.subplots(
-                    2, 1, figsize=(5, 6.5), sharex=True, gridspec_kw={"height_ratios": [3, 1]}
+            if hist_ax is not None:
+                raise ValueError(
+                    "Expected `ax` together with `hist_ax`, got only `hist_ax`: pass the axes "
+                    "of the diagram too, or neither for a new figure with both."
                 )
-            else:
-                figure, ax = plt.subplots()
+            figure, (ax, hist_ax) = plt.subplots(
+                2, 1, figsize=(5, 6.5), sharex=True, gridspec_kw={"height_ratios": [3, 1]}
+            )
+        # Diagrams already on these axes: a new one takes the next colour of the cycle and
+        # draws the diagonal and the legend entry of the gap only once.
+        earlier = sum(
+            1
+            for container in ax.containers
+            if container.patches and container.patches[0].get_gid() == _ACCURACY_GID
+        )
         name = self.estimator_name if name is None else name
         left = np.asarray(self.edges[:-1])
         width = np.diff(self.edges)
@@ -120,7 +134,14 @@ class ReliabilityDisplay:
         label = "Accuracy" if name is None else name
         if self.ece is not None:
             label = f"{label} (ECE = {100 * self.ece:.2f} %)"
-        bar_kwargs = {"color": "tab:blue", "edgecolor": "black", "label": label, **kwargs}
+        bar_kwargs = {
+            "color": f"C{earlier % 10}",
+            "alpha": 0.5 if earlier else 1.0,
+            "edgecolor": "black",
+            "label": label,
+            "gid": _ACCURACY_GID,
+            **kwargs,
+        }
         self.bars_ = ax.bar(left, accuracy, width=width, align="edge", **bar_kwargs)
         self.gap_bars_ = ax.bar(
             left,
@@ -132,10 +153,10 @@ class ReliabilityDisplay:
             alpha=0.35,
             edgecolor="tab:red",
             hatch="//",
-            label="Gap to confidence",
+            label="_nolegend_" if earlier else "Gap to confidence",
         )
         self.line_ = None
-        if ref_line:
+        if ref_line and not earlier:
             (self.line_,) = ax.plot([0, 1], [0, 1], "k--", label="Perfectly calibrated")
         ax.set(xlim=(0, 1), ylim=(0, 1), ylabel="Accuracy")
         ax.legend(loc="upper left")

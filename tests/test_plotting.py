@@ -64,6 +64,31 @@ def test_from_predictions_on_given_axes_without_histogram():
     assert [p.get_height() for p in display.bars_.patches][0] == 0 and diagram.count[0] == 0
 
 
+def test_two_diagrams_on_one_axes_share_the_diagonal_and_differ_in_colour():
+    figure, ax = plt.subplots()
+    rng = np.random.default_rng(0)
+    proba = rng.random(200)
+    y = (rng.random(200) < proba).astype(int)
+    first = ReliabilityDisplay.from_predictions(y, proba, ax=ax, name="A")
+    second = ReliabilityDisplay.from_predictions(y, proba**2, ax=ax, name="B")
+    legend = [text.get_text() for text in ax.get_legend().get_texts()]
+    assert legend[0] == "Perfectly calibrated" and legend.count("Gap to confidence") == 1
+    assert [entry.split(" ")[0] for entry in legend[1:] if "ECE" in entry] == ["A", "B"]
+    assert len(ax.lines) == 1 and second.line_ is None
+    first_colour = first.bars_.patches[0].get_facecolor()
+    second_colour = second.bars_.patches[0].get_facecolor()
+    assert first_colour == matplotlib.colors.to_rgba("C0")
+    assert second_colour == matplotlib.colors.to_rgba("C1", alpha=0.5)
+    plt.close(figure)
+
+
+def test_a_histogram_axes_alone_is_rejected():
+    figure, hist_ax = plt.subplots()
+    with pytest.raises(ValueError, match="Expected `ax` together with `hist_ax`"):
+        ReliabilityDisplay.from_predictions([0, 1], [0.2, 0.7], hist_ax=hist_ax)
+    plt.close(figure)
+
+
 def test_from_estimator_rejects_a_non_classifier_and_an_unfitted_one(fitted):
     _, X, y = fitted
     with pytest.raises(TypeError, match="classifier with `predict_proba`, got object"):
