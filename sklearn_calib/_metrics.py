@@ -525,6 +525,15 @@ def differentiable_calibration_error(
     Returns
     -------
     error : float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.special import softmax
+    >>> from sklearn_calib.scoring import differentiable_calibration_error
+    >>> logits = np.array([[2, 1, 0], [0.5, 1.5, 0], [3, 0, 0], [0, 0, 0.2]])
+    >>> round(differentiable_calibration_error([0, 0, 0, 2], softmax(logits, axis=1)), 6)
+    0.322067
     """
     n_bins = check_n_bins(n_bins)
     t_a = _check_positive(t_a, "t_a")

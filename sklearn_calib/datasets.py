@@ -78,6 +78,13 @@ def load_fashion_mnist(*, data_home=None, return_X_y=False, as_image=True, norma
         If a file is missing; the message says how to install the data.
     ValueError
         If a file is not a valid IDX file of the expected shape.
+
+    Examples
+    --------
+    >>> from sklearn_calib.datasets import load_fashion_mnist
+    >>> X_train, y_train, X_test, y_test = load_fashion_mnist(return_X_y=True)  # doctest: +SKIP
+    >>> X_train.shape, X_test.shape  # doctest: +SKIP
+    ((60000, 1, 28, 28), (10000, 1, 28, 28))
     """
     folder = Path(FASHION_MNIST_HOME if data_home is None else data_home)
     paths = {key: _find_file(folder, name) for key, (name, _) in _FASHION_MNIST_FILES.items()}
@@ -136,6 +143,13 @@ def load_digits_images(*, return_X_y=False):
         intensities divided by 16), ``target`` int64 labels 0..9, ``target_names``.
     (X, y) : tuple of ndarray
         If ``return_X_y`` is True.
+
+    Examples
+    --------
+    >>> from sklearn_calib.datasets import load_digits_images
+    >>> X, y = load_digits_images(return_X_y=True)
+    >>> X.shape, X.dtype.name, int(y.max())
+    ((1797, 1, 8, 8), 'float32', 9)
     """
     digits = load_digits()
     X = (digits.images[:, np.newaxis] / 16.0).astype(np.float32)
@@ -196,6 +210,16 @@ def make_gaussian_blobs(
         True posterior of each class at each point (rows sum to 1).
     centers : ndarray of shape (n_classes, n_features)
         The means, if ``return_centers`` is True.
+
+    Examples
+    --------
+    >>> from sklearn_calib.datasets import make_gaussian_blobs
+    >>> X, y, eta, centers = make_gaussian_blobs(100, random_state=0, return_centers=True)
+    >>> X.shape, eta.shape, centers.shape
+    ((500, 2), (500, 5), (5, 2))
+    >>> X_test, y_test, eta_test = make_gaussian_blobs(20, centers=centers, random_state=1)
+    >>> bool(abs(eta_test.sum(axis=1) - 1).max() < 1e-12)
+    True
     """
     _check_positive_int(n_samples_per_class, "n_samples_per_class", 1)
     rng = check_random_state(random_state)

@@ -288,6 +288,18 @@ class ReliabilityDisplay:
         Returns
         -------
         display : ReliabilityDisplay
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")
+        >>> from sklearn.datasets import load_digits
+        >>> from sklearn.naive_bayes import GaussianNB
+        >>> from sklearn_calib.plotting import ReliabilityDisplay
+        >>> X, y = load_digits(return_X_y=True)
+        >>> display = ReliabilityDisplay.from_estimator(GaussianNB().fit(X, y), X, y)
+        >>> int(sum(display.count)), display.estimator_name
+        (1797, 'GaussianNB')
         """
         if not callable(getattr(estimator, "predict_proba", None)):
             raise TypeError(
