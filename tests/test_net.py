@@ -21,9 +21,11 @@ from skorch.callbacks import Callback, EarlyStopping, EpochScoring, LRScheduler,
 from skorch.dataset import Dataset
 from skorch.exceptions import DeviceWarning
 from skorch.helper import predefined_split
+from skorch.utils import data_from_dataset
 from torch import nn
 from torch.utils.data import Subset
 
+from sklearn_calib import MetaNetClassifier
 from sklearn_calib.estimators import (
     RECIPES,
     REFERENCE_PAIRING,
@@ -236,6 +238,52 @@ def test_predict_takes_torch_datasets_and_epoch_scoring_works(digits):
     np.testing.assert_array_equal(net.predict(subset), net.predict(X_test[10:50]))
     with pytest.raises(ValueError, match="shape"):
         net.predict(Dataset(X_test[:, :32], None))
+
+
+class HandScoredAccuracy(Callback):
+    """Records, at each epoch's end, the accuracy of ``predict`` on both splits, by hand."""
+
+    def on_epoch_end(self, net, dataset_train=None, dataset_valid=None, **kwargs):
+        for name, part in (("hand_tracc", dataset_train), ("hand_acc", dataset_valid)):
+            X, y = data_from_dataset(part)
+            net.history.record(name, accuracy_score(y, net.predict(X)))
+
+
+def epoch_scorings(**params):
+    return [
+        EpochScoring("accuracy", lower_is_better=False, name="acc", **params),
+        EpochScoring("accuracy", lower_is_better=False, name="tracc", on_train=True, **params),
+        HandScoredAccuracy(),
+    ]
+
+
+@pytest.mark.parametrize("labels", ["strings", "one_to_ten"])
+@pytest.mark.parametrize("estimator", ["net", "meta"])
+def test_epoch_scoring_scores_the_labels_of_each_split(digits, labels, estimator):
+    X_train, _, y_train, _ = digits
+    X, y = X_train[:400], y_train[:400]
+    y = np.array(list("abcdefghij"))[y] if labels == "strings" else y + 1
+    if estimator == "net":
+        net = small_net(max_epochs=2, lr=0.05, train_split=0.25, callbacks=epoch_scorings())
+    else:
+        net = MetaNetClassifier(
+            module__hidden_units=(16,),
+            max_epochs=2,
+            batch_size=64,
+            lr=0.05,
+            train_split=0.25,
+            random_state=0,
+            callbacks=epoch_scorings(use_caching=True),
+        )
+    net.fit(X, y)
+    history = net.history
+    assert history[:, "acc"] == pytest.approx(history[:, "hand_acc"], abs=1e-12)
+    assert history[:, "acc"] == pytest.approx(history[:, "valid_acc"], abs=1e-6)
+    assert history[:, "tracc"] == pytest.approx(history[:, "hand_tracc"], abs=1e-12)
+    assert min(history[:, "tracc"]) > 0.3  # the cache scored indices against labels: ~0.1
+    assert not needs_live_batches(net.callbacks_)
+    with pytest.raises(ValueError, match="use_caching"):
+        small_net(max_epochs=1, use_caching="auto").fit(X, y)
 
 
 def test_callbacks_monitoring_validation_scores_need_a_split(digits):

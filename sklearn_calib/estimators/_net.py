@@ -12,6 +12,7 @@ import torch
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import (
     Interval,
+    Options,
     StrOptions,
     validate_parameter_constraints,
 )
@@ -177,6 +178,13 @@ default=None
         ``KeyboardInterrupt`` from ``on_epoch_end``) marks the fit finished, an error
         leaves it to be resumed; the callbacks' own state is not saved. ``partial_fit``
         and ``warm_start`` continuations do not checkpoint.
+    use_caching : False, default=False
+        skorch's scoring cache, off (the only accepted value): the engine does not feed
+        skorch's per-batch cache, so every ``EpochScoring`` scores the whole
+        ``dataset_valid`` (or ``dataset_train`` with ``on_train=True``) with
+        :meth:`predict` at the end of each epoch, whatever its own ``use_caching``, and
+        does not slow the training steps. skorch's default (``"auto"``, the callbacks'
+        ``use_caching=True``) would score cached class indices against labels.
     **kwargs
         skorch's other parameters (``predict_nonlinearity``, ``iterator_valid__batch_size``,
         ...) and prefixed hyperparameters (``module__*``, ``criterion__*``,
@@ -262,6 +270,7 @@ default=None
         "warm_start": ["boolean"],
         "on_nonfinite": [StrOptions(set(ON_NONFINITE))],
         "checkpoint_dir": [str, os.PathLike, None],
+        "use_caching": [Options(bool, {False})],
     }
 
     def __init__(
@@ -289,6 +298,7 @@ default=None
         classes=None,
         on_nonfinite="raise",
         checkpoint_dir=None,
+        use_caching=False,
         **kwargs,
     ):
         super().__init__(
@@ -304,6 +314,7 @@ default=None
             device=device,
             warm_start=warm_start,
             classes=classes,
+            use_caching=use_caching,
             **kwargs,
         )
         self.recipe = recipe

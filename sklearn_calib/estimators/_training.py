@@ -29,7 +29,7 @@ import warnings
 
 import numpy as np
 import torch
-from skorch.callbacks import Callback, LRScheduler, ProgressBar
+from skorch.callbacks import Callback, EpochScoring, LRScheduler, ProgressBar
 
 from ._augment import augment_images, mixup
 from ._device import fits_on_device
@@ -45,7 +45,9 @@ def needs_live_batches(callbacks):
     """Whether a callback does per-batch work.
 
     A ProgressBar does not count, nor does an ``LRScheduler`` that steps once per epoch
-    (its batch hook then does nothing).
+    or an ``EpochScoring`` (their batch hooks do nothing: NetClassifier's
+    ``use_caching=False`` makes ``EpochScoring`` score the whole split at the epoch's end),
+    unless a subclass overrides a batch hook.
 
     Parameters
     ----------
@@ -59,10 +61,13 @@ def needs_live_batches(callbacks):
     for _, callback in callbacks:
         if isinstance(callback, ProgressBar):
             continue
+        inert = [Callback]
         if isinstance(callback, LRScheduler) and callback.step_every == "epoch":
-            continue
+            inert.append(LRScheduler)
+        if isinstance(callback, EpochScoring):
+            inert.append(EpochScoring)
         for hook in _BATCH_HOOKS:
-            if getattr(type(callback), hook) is not getattr(Callback, hook):
+            if all(getattr(type(callback), hook) is not getattr(base, hook) for base in inert):
                 return True
     return False
 
