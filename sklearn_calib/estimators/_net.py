@@ -352,8 +352,10 @@ default=None
         On an initialised net, a new ``module`` or ``optimizer`` (the component itself,
         with any other parameters of the same call) is only stored: the fitted model is
         kept until the next ``fit`` or ``partial_fit``, which builds the net anew (the
-        network's shapes come from the data) instead of continuing. Other parameters
-        follow skorch (``module__*`` or ``criterion`` rebuild the components at once).
+        network's shapes come from the data) instead of continuing; until then every
+        parameter set is only stored, and pickling or copying the net keeps the fitted
+        model. Other parameters follow skorch (``module__*`` or ``criterion`` rebuild the
+        components at once).
 
         Parameters
         ----------
@@ -364,7 +366,9 @@ default=None
         -------
         self : NetClassifier
         """
-        deferred = bool(self.initialized_ and _DEFERRED_PARAMS & params.keys())
+        pending = self.__dict__.get("_built_params") is not None
+        deferred = bool(self.initialized_ and (pending or _DEFERRED_PARAMS & params.keys()))
+        before = self._param_values()
         if deferred:
             self.initialized_ = False  # skorch then stores the parameters only
         try:
@@ -374,12 +378,41 @@ default=None
         finally:
             if deferred:
                 self.initialized_ = True
-                self._rebuild_at_fit = True
+                if not pending:
+                    self._built_params = before  # what the fitted components were built from
         return self
+
+    def _param_values(self):
+        """Return the parameters' current values (a dict of the attributes, not copied)."""
+        return {name: self.__dict__[name] for name in self._get_param_names()}
+
+    def _set_param_values(self, values):
+        """Make ``values`` (from :meth:`_param_values`) the parameters, dropping any others."""
+        for name in self._get_param_names():
+            del self.__dict__[name]
+        self.__dict__.update(values)
+
+    @contextlib.contextmanager
+    def _params_as_built(self):
+        """Give the net the parameters its fitted components were built from (not ``device``).
+
+        Inside, the parameters are those before a deferred :meth:`set_params` (a no-op
+        when none awaits the next fit).
+        """
+        built = self.__dict__.get("_built_params")
+        if built is None:
+            yield
+            return
+        current = self._param_values()
+        self._set_param_values({**built, "device": current["device"]})
+        try:
+            yield
+        finally:
+            self._set_param_values(current)
 
     def _continuable(self):
         """Whether the next fit may continue the fitted net (no component awaits a rebuild)."""
-        return self.__sklearn_is_fitted__() and not self.__dict__.get("_rebuild_at_fit", False)
+        return self.__sklearn_is_fitted__() and self.__dict__.get("_built_params") is None
 
     @property
     def classes_(self):
@@ -550,7 +583,7 @@ default=None
                 schedule_start = len(self.history) if continuing else 0
                 if not continuing:
                     self.initialize()
-                    self._rebuild_at_fit = False
+                    self._built_params = None
                     remaining = checkpoint.resume(self) if checkpoint is not None else None
                     if remaining is not None:
                         rngs = self._seed_generators(self.rng_state_)
@@ -1031,7 +1064,7 @@ default=None
         self.__dict__["device"] = str(device)
         self.initialized_ = False
         try:
-            with torch.random.fork_rng(devices=[]):
+            with torch.random.fork_rng(devices=[]), self._params_as_built():
                 self._rebuild_components(set(components))
         finally:
             moved = device.type == "cpu" and torch.device(state.get("device_") or "cpu") != device
