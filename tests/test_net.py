@@ -192,6 +192,23 @@ def test_set_params_then_fit_on_a_fitted_net(digits):
     np.testing.assert_array_equal(net.predict_proba(test_images), fresh.predict_proba(test_images))
 
 
+def test_a_failed_set_params_changes_nothing(digits):
+    X_train, X_test, y_train, _ = digits
+    X, y = X_train[:300], y_train[:300]
+    net = small_net(max_epochs=1).fit(X, y)
+    params = net.get_params(deep=False)
+    with pytest.raises(ValueError, match="bogus"):
+        net.set_params(module="cnn", module__channels=(8,), bogus=1)
+    assert net.get_params(deep=False) == params
+    with pytest.raises(ValueError, match="bogus"):
+        net.set_params(lr=0.5, bogus=1)
+    assert net.get_params(deep=False) == params
+    expected = clone(net).fit(X, y).partial_fit(X, y).predict_proba(X_test)
+    net.partial_fit(X, y)  # continues: no rebuild was flagged
+    assert len(net.history) == 2
+    np.testing.assert_array_equal(net.predict_proba(X_test), expected)
+
+
 # ----------------------------------------------------------------- validation split
 
 

@@ -355,7 +355,7 @@ default=None
         network's shapes come from the data) instead of continuing; until then every
         parameter set is only stored, and pickling or copying the net keeps the fitted
         model. Other parameters follow skorch (``module__*`` or ``criterion`` rebuild the
-        components at once).
+        components at once). A call that raises leaves the parameters as they were.
 
         Parameters
         ----------
@@ -369,22 +369,38 @@ default=None
         pending = self.__dict__.get("_built_params") is not None
         deferred = bool(self.initialized_ and (pending or _DEFERRED_PARAMS & params.keys()))
         before = self._param_values()
+        groups = self._optimizer_settings()
         if deferred:
             self.initialized_ = False  # skorch then stores the parameters only
         try:
             if not self.initialized_ and "callbacks" in params:
                 self.callbacks = params.pop("callbacks")
             super().set_params(**params)
+        except BaseException:
+            self._set_param_values(before)
+            for group, settings in groups:  # skorch sets ``lr``, ``optimizer__*`` first
+                group.update(settings)
+            raise
         finally:
             if deferred:
                 self.initialized_ = True
-                if not pending:
-                    self._built_params = before  # what the fitted components were built from
+        if deferred and not pending:
+            self._built_params = before  # what the fitted components were built from
         return self
 
     def _param_values(self):
         """Return the parameters' current values (a dict of the attributes, not copied)."""
         return {name: self.__dict__[name] for name in self._get_param_names()}
+
+    def _optimizer_settings(self):
+        """Return ``(param_group, settings)`` pairs of the optimisers, settings copied."""
+        optimizers = [self.__dict__.get(name + "_") for name in self._optimizers]
+        return [
+            (group, {key: value for key, value in group.items() if key != "params"})
+            for optimizer in optimizers
+            if optimizer is not None
+            for group in optimizer.param_groups
+        ]
 
     def _set_param_values(self, values):
         """Make ``values`` (from :meth:`_param_values`) the parameters, dropping any others."""
