@@ -174,9 +174,10 @@ default=None
         with ``random_state=None``: an unseeded fit draws new random numbers each time, so
         it trains anew over a finished checkpoint (it still resumes an unfinished one). A
         truncated, corrupt or foreign file is ignored with a ``CheckpointWarning``.
-        An epoch that a callback ends is saved too: a stop (EarlyStopping's
-        ``KeyboardInterrupt`` from ``on_epoch_end``) marks the fit finished, an error
-        leaves it to be resumed; the callbacks' own state is not saved. ``partial_fit``
+        An epoch that a callback ends is saved too: a stop by skorch's EarlyStopping marks
+        the fit finished; an error, or any other ``KeyboardInterrupt`` (a Ctrl-C, also one
+        landing during the callbacks), leaves it to be resumed; the callbacks' own state
+        is not saved. ``partial_fit``
         and ``warm_start`` continuations do not checkpoint.
     use_caching : False, default=False
         skorch's scoring cache, off (the only accepted value): the engine does not feed
