@@ -369,6 +369,13 @@ def test_continued_fits_restart_the_recipe_schedule(digits):
     net = small_net(recipe="seed001", lr=None, max_epochs=4).fit(X, y)
     net.set_params(warm_start=True).fit(X, y)
     np.testing.assert_allclose(net.history[:, "lr"], [0.1, 0.1, 0.01, 0.001] * 2)
+    # A learning rate set in between is the continued schedule's base, as without a recipe.
+    net.set_params(lr=0.001).partial_fit(X, y)
+    np.testing.assert_allclose(net.history[8:, "lr"], [0.001, 0.001, 0.0001, 0.00001])
+    net.set_params(max_epochs=2, optimizer__param_groups__0__lr=0.02).partial_fit(X, y)
+    np.testing.assert_allclose(net.history[12:, "lr"], [0.02, 0.002])
+    net.partial_fit(X, y)  # the base stays until changed again
+    np.testing.assert_allclose(net.history[14:, "lr"], [0.02, 0.002])
 
 
 def test_lr_scheduler_callback_works_at_epoch_level(digits):

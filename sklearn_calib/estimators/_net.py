@@ -44,7 +44,7 @@ from ._state import (
     to_torch_tree,
     transaction,
 )
-from ._training import BatchSource, TrainingLoop
+from ._training import BatchSource, TrainingLoop, _as_float
 from .networks import resolve_network
 
 _INTEGER_DTYPES = (torch.int64, torch.int32, torch.int16, torch.uint8)
@@ -113,7 +113,8 @@ default=None
         then falling linearly to 0 (per step), for short budgets. None: constant lr. The
         history records the epoch's starting ``lr``. A continued fit (``partial_fit``,
         ``fit`` with ``warm_start=True``) runs the whole schedule again over its own
-        ``max_epochs`` epochs; a fit resumed from a checkpoint continues it.
+        ``max_epochs`` epochs, from the previous fit's base lr or one set since with
+        ``set_params``; a fit resumed from a checkpoint continues it.
     augment : {"crop_flip", "crop", "flip"} or None, default=None
         On-device augmentation of image batches ``(n, C, H, W)``: random crop after zero
         padding by an eighth of the image size (4 pixels for 32x32 and 28x28 images) and
@@ -356,7 +357,9 @@ default=None
         network's shapes come from the data) instead of continuing; until then every
         parameter set is only stored, and pickling or copying the net keeps the fitted
         model. Other parameters follow skorch (``module__*`` or ``criterion`` rebuild the
-        components at once). A call that raises leaves the parameters as they were.
+        components at once). A new learning rate (``lr``, ``optimizer__lr`` or a param
+        group's) also becomes the base of the recipe's schedule in a continued fit. A call
+        that raises leaves the parameters as they were.
 
         Parameters
         ----------
@@ -385,6 +388,9 @@ default=None
         finally:
             if deferred:
                 self.initialized_ = True
+        for group, settings in groups:
+            if "lr" in settings and group["lr"] is not settings["lr"]:
+                group["initial_lr"] = _as_float(group["lr"])  # a recipe's base from now on
         if deferred and not pending:
             self._built_params = before  # what the fitted components were built from
         return self
