@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from sklearn.base import clone
 from skorch.callbacks import Callback, EarlyStopping
 
 from sklearn_calib.estimators import (
@@ -460,10 +461,18 @@ def test_an_epoch_ended_by_a_callback_is_checkpointed(digits, tmp_path):
     stopped.fit(X_train, y_train)
     assert len(stopped.history) == 2
     assert checkpoint_durations(tmp_path) == stopped.history[:, "dur"]
-    again = small_net(max_epochs=4, checkpoint_dir=tmp_path).fit(X_train, y_train)
+    again = small_net(max_epochs=4, checkpoint_dir=tmp_path, callbacks=[clone(early)])
+    with pytest.warns(UserWarning, match=r"\.ckpt holds a fit that EarlyStopping stopped"):
+        again.fit(X_train, y_train)
     assert again.history[:, "dur"] == stopped.history[:, "dur"]
     assert_same_weights(weights(again), weights(stopped))
+    # A fit without EarlyStopping trains the remaining epochs.
     uninterrupted = weights(small_net(max_epochs=4).fit(X_train, y_train))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        longer = small_net(max_epochs=4, checkpoint_dir=tmp_path).fit(X_train, y_train)
+    assert longer.history[:2, "dur"] == stopped.history[:, "dur"] and len(longer.history) == 4
+    assert_same_weights(weights(longer), uninterrupted)
     # Any other KeyboardInterrupt there (a Ctrl-C landing during the callbacks) ends
     # this fit too, but a re-run resumes it.
     interrupted_dir = tmp_path / "interrupted"

@@ -176,9 +176,10 @@ default=None
         it trains anew over a finished checkpoint (it still resumes an unfinished one). A
         truncated, corrupt or foreign file is ignored with a ``CheckpointWarning``.
         An epoch that a callback ends is saved too: a stop by skorch's EarlyStopping marks
-        the fit finished; an error, or any other ``KeyboardInterrupt`` (a Ctrl-C, also one
-        landing during the callbacks), leaves it to be resumed; the callbacks' own state
-        is not saved. ``partial_fit``
+        the fit finished for fits with an EarlyStopping callback (a ``UserWarning`` says
+        that it trains nothing; a fit without one trains the remaining epochs); an error,
+        or any other ``KeyboardInterrupt`` (a Ctrl-C, also one landing during the
+        callbacks), leaves it to be resumed; the callbacks' own state is not saved. ``partial_fit``
         and ``warm_start`` continuations do not checkpoint.
     use_caching : False, default=False
         skorch's scoring cache, off (the only accepted value): the engine does not feed
