@@ -680,6 +680,16 @@ def test_token_ids_are_checked():
         net.predict(np.where(X == 5, 0.5, X))
     with pytest.raises(ValueError, match="token ids: expected integer values, got 2.5"):
         NetClassifier("textcnn", max_epochs=1, **params).fit(np.where(X == 2, 2.5, X), y)
+    too_large = r"token ids: expected integer values within int64, got 1(\.0*2004\d*)?e\+20"
+    huge = np.where(X == 5, 1e20, X)
+    with pytest.raises(ValueError, match=too_large):
+        net.predict(huge)
+    with pytest.raises(ValueError, match=too_large):
+        net.predict(Dataset(huge.astype(np.float32), None))
+    with pytest.raises(ValueError, match=too_large):
+        NetClassifier("textcnn", max_epochs=1, **params).fit(huge, y)
+    with pytest.raises(ValueError, match="Expected at least 1 sample, got an empty Dataset"):
+        net.predict(Dataset(X[:0], None))
 
 
 def test_bad_input_raises(digits):

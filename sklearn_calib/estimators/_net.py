@@ -958,6 +958,8 @@ default=None
         self._set_training(False)
         with torch.inference_mode():
             chunks = [function(batch) for batch in batches]
+        if not chunks:
+            raise ValueError(f"Expected at least 1 sample, got an empty {type(X).__name__}.")
         return torch.cat(chunks)
 
     def _array_batches(self, X):
@@ -982,7 +984,7 @@ default=None
         """Cast an input tensor to the network's dtype: int64 ids (checked) or float32."""
         if self._input_is_integer():
             if X.is_floating_point():
-                _check_integral(X[X != torch.round(X)])
+                _check_integral(X[X != torch.round(X)], X[X.abs() >= _INT64_BOUND])
             X = X if X.dtype in _INTEGER_DTYPES else X.to(torch.int64)
             self._check_token_ids(X)
             return X
@@ -1130,20 +1132,28 @@ default=None
         return torch.device("cpu")
 
 
+#: Float token ids at least this large in magnitude do not fit in int64.
+_INT64_BOUND = 2.0**63
+
+
 def _as_token_ids(X):
     """Return a validated numeric array as int64 token ids; non-integral values raise."""
     if X.dtype.kind == "f":
-        _check_integral(X[X != np.round(X)])
+        _check_integral(X[X != np.round(X)], X[np.abs(X) >= _INT64_BOUND])
     return X.astype(np.int64, copy=False)
 
 
-def _check_integral(non_integral):
-    """Raise a ValueError naming the first of the ``non_integral`` values, if any."""
-    if len(non_integral):
-        raise ValueError(
-            "The network takes token ids: expected integer values, got "
-            f"{non_integral.reshape(-1)[0].item()!r}."
-        )
+def _check_integral(non_integral, too_large):
+    """Raise a ValueError naming the first non-integral or too large float id, if any."""
+    for values, expected in (
+        (non_integral, "integer values"),
+        (too_large, "integer values within int64"),
+    ):
+        if len(values):
+            raise ValueError(
+                f"The network takes token ids: expected {expected}, got "
+                f"{values.reshape(-1)[0].item()!r}."
+            )
 
 
 #: Parameters that, set on an initialised net, are stored and applied by the next fit.
