@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from skorch.callbacks import Callback
+from sklearn.base import clone
+from skorch.callbacks import Callback, EarlyStopping
 
 from sklearn_calib.estimators import (
     CheckpointWarning,
@@ -78,7 +79,7 @@ class NaNGradientAtCall(CrossEntropy):
 
 
 class StopAfter(Callback):
-    """Interrupt training (as skorch's EarlyStopping does) after ``epochs`` epochs."""
+    """Raise ``KeyboardInterrupt`` in ``on_epoch_end`` after ``epochs`` epochs (a Ctrl-C)."""
 
     def __init__(self, epochs):
         self.epochs = epochs
@@ -197,7 +198,7 @@ CHILD = textwrap.dedent(
     import os, signal, sys
     import numpy as np
     import torch
-    from skorch.callbacks import Callback
+    from skorch.callbacks import Callback, EarlyStopping
     from sklearn_calib.estimators import NetClassifier
 
     class KillAfterEpoch(Callback):
@@ -453,15 +454,34 @@ def test_checkpoint_resume_on_cuda(digits, tmp_path):
 
 def test_an_epoch_ended_by_a_callback_is_checkpointed(digits, tmp_path):
     X_train, _, y_train, _ = digits
-    # A callback that stops training (as EarlyStopping does) finishes the fit: a re-run
-    # of the same fit trains nothing.
-    stopped = small_net(max_epochs=4, checkpoint_dir=tmp_path, callbacks=[StopAfter(2)])
+    # EarlyStopping (its first epoch improves on nothing, its second misses) finishes the
+    # fit: a re-run of the same fit trains nothing.
+    early = EarlyStopping(monitor="train_loss", patience=1, threshold=10.0)
+    stopped = small_net(max_epochs=4, checkpoint_dir=tmp_path, callbacks=[early])
     stopped.fit(X_train, y_train)
     assert len(stopped.history) == 2
     assert checkpoint_durations(tmp_path) == stopped.history[:, "dur"]
-    again = small_net(max_epochs=4, checkpoint_dir=tmp_path).fit(X_train, y_train)
+    again = small_net(max_epochs=4, checkpoint_dir=tmp_path, callbacks=[clone(early)])
+    with pytest.warns(UserWarning, match=r"\.ckpt holds a fit that EarlyStopping stopped"):
+        again.fit(X_train, y_train)
     assert again.history[:, "dur"] == stopped.history[:, "dur"]
     assert_same_weights(weights(again), weights(stopped))
+    # A fit without EarlyStopping trains the remaining epochs.
+    uninterrupted = weights(small_net(max_epochs=4).fit(X_train, y_train))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        longer = small_net(max_epochs=4, checkpoint_dir=tmp_path).fit(X_train, y_train)
+    assert longer.history[:2, "dur"] == stopped.history[:, "dur"] and len(longer.history) == 4
+    assert_same_weights(weights(longer), uninterrupted)
+    # Any other KeyboardInterrupt there (a Ctrl-C landing during the callbacks) ends
+    # this fit too, but a re-run resumes it.
+    interrupted_dir = tmp_path / "interrupted"
+    interrupted = small_net(max_epochs=4, checkpoint_dir=interrupted_dir, callbacks=[StopAfter(2)])
+    assert len(interrupted.fit(X_train, y_train).history) == 2
+    saved = checkpoint_durations(interrupted_dir)
+    resumed = small_net(max_epochs=4, checkpoint_dir=interrupted_dir).fit(X_train, y_train)
+    assert resumed.history[:2, "dur"] == saved and len(resumed.history) == 4
+    assert_same_weights(weights(resumed), uninterrupted)
     # A callback that fails interrupts the fit: its epoch is saved and a re-run resumes.
     failed_dir = tmp_path / "failed"
     failing = small_net(max_epochs=4, checkpoint_dir=failed_dir, callbacks=[FailAfter(2)])
@@ -472,7 +492,7 @@ def test_an_epoch_ended_by_a_callback_is_checkpointed(digits, tmp_path):
     resumed = small_net(max_epochs=4, checkpoint_dir=failed_dir).fit(X_train, y_train)
     assert resumed.history[:2, "dur"] == saved
     assert len(resumed.history) == 4
-    assert_same_weights(weights(resumed), weights(small_net(max_epochs=4).fit(X_train, y_train)))
+    assert_same_weights(weights(resumed), uninterrupted)
 
 
 def test_unseeded_fits_do_not_reuse_a_finished_checkpoint(digits, tmp_path):

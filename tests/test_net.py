@@ -21,9 +21,11 @@ from skorch.callbacks import Callback, EarlyStopping, EpochScoring, LRScheduler,
 from skorch.dataset import Dataset
 from skorch.exceptions import DeviceWarning
 from skorch.helper import predefined_split
+from skorch.utils import data_from_dataset
 from torch import nn
 from torch.utils.data import Subset
 
+from sklearn_calib import MetaNetClassifier
 from sklearn_calib.estimators import (
     RECIPES,
     REFERENCE_PAIRING,
@@ -190,6 +192,23 @@ def test_set_params_then_fit_on_a_fitted_net(digits):
     np.testing.assert_array_equal(net.predict_proba(test_images), fresh.predict_proba(test_images))
 
 
+def test_a_failed_set_params_changes_nothing(digits):
+    X_train, X_test, y_train, _ = digits
+    X, y = X_train[:300], y_train[:300]
+    net = small_net(max_epochs=1).fit(X, y)
+    params = net.get_params(deep=False)
+    with pytest.raises(ValueError, match="bogus"):
+        net.set_params(module="cnn", module__channels=(8,), bogus=1)
+    assert net.get_params(deep=False) == params
+    with pytest.raises(ValueError, match="bogus"):
+        net.set_params(lr=0.5, bogus=1)
+    assert net.get_params(deep=False) == params
+    expected = clone(net).fit(X, y).partial_fit(X, y).predict_proba(X_test)
+    net.partial_fit(X, y)  # continues: no rebuild was flagged
+    assert len(net.history) == 2
+    np.testing.assert_array_equal(net.predict_proba(X_test), expected)
+
+
 # ----------------------------------------------------------------- validation split
 
 
@@ -236,6 +255,52 @@ def test_predict_takes_torch_datasets_and_epoch_scoring_works(digits):
     np.testing.assert_array_equal(net.predict(subset), net.predict(X_test[10:50]))
     with pytest.raises(ValueError, match="shape"):
         net.predict(Dataset(X_test[:, :32], None))
+
+
+class HandScoredAccuracy(Callback):
+    """Records, at each epoch's end, the accuracy of ``predict`` on both splits, by hand."""
+
+    def on_epoch_end(self, net, dataset_train=None, dataset_valid=None, **kwargs):
+        for name, part in (("hand_tracc", dataset_train), ("hand_acc", dataset_valid)):
+            X, y = data_from_dataset(part)
+            net.history.record(name, accuracy_score(y, net.predict(X)))
+
+
+def epoch_scorings(**params):
+    return [
+        EpochScoring("accuracy", lower_is_better=False, name="acc", **params),
+        EpochScoring("accuracy", lower_is_better=False, name="tracc", on_train=True, **params),
+        HandScoredAccuracy(),
+    ]
+
+
+@pytest.mark.parametrize("labels", ["strings", "one_to_ten"])
+@pytest.mark.parametrize("estimator", ["net", "meta"])
+def test_epoch_scoring_scores_the_labels_of_each_split(digits, labels, estimator):
+    X_train, _, y_train, _ = digits
+    X, y = X_train[:400], y_train[:400]
+    y = np.array(list("abcdefghij"))[y] if labels == "strings" else y + 1
+    if estimator == "net":
+        net = small_net(max_epochs=2, lr=0.05, train_split=0.25, callbacks=epoch_scorings())
+    else:
+        net = MetaNetClassifier(
+            module__hidden_units=(16,),
+            max_epochs=2,
+            batch_size=64,
+            lr=0.05,
+            train_split=0.25,
+            random_state=0,
+            callbacks=epoch_scorings(use_caching=True),
+        )
+    net.fit(X, y)
+    history = net.history
+    assert history[:, "acc"] == pytest.approx(history[:, "hand_acc"], abs=1e-12)
+    assert history[:, "acc"] == pytest.approx(history[:, "valid_acc"], abs=1e-6)
+    assert history[:, "tracc"] == pytest.approx(history[:, "hand_tracc"], abs=1e-12)
+    assert min(history[:, "tracc"]) > 0.3  # the cache scored indices against labels: ~0.1
+    assert not needs_live_batches(net.callbacks_)
+    with pytest.raises(ValueError, match="use_caching"):
+        small_net(max_epochs=1, use_caching="auto").fit(X, y)
 
 
 def test_callbacks_monitoring_validation_scores_need_a_split(digits):
@@ -304,6 +369,13 @@ def test_continued_fits_restart_the_recipe_schedule(digits):
     net = small_net(recipe="seed001", lr=None, max_epochs=4).fit(X, y)
     net.set_params(warm_start=True).fit(X, y)
     np.testing.assert_allclose(net.history[:, "lr"], [0.1, 0.1, 0.01, 0.001] * 2)
+    # A learning rate set in between is the continued schedule's base, as without a recipe.
+    net.set_params(lr=0.001).partial_fit(X, y)
+    np.testing.assert_allclose(net.history[8:, "lr"], [0.001, 0.001, 0.0001, 0.00001])
+    net.set_params(max_epochs=2, optimizer__param_groups__0__lr=0.02).partial_fit(X, y)
+    np.testing.assert_allclose(net.history[12:, "lr"], [0.02, 0.002])
+    net.partial_fit(X, y)  # the base stays until changed again
+    np.testing.assert_allclose(net.history[14:, "lr"], [0.02, 0.002])
 
 
 def test_lr_scheduler_callback_works_at_epoch_level(digits):
@@ -608,6 +680,16 @@ def test_token_ids_are_checked():
         net.predict(np.where(X == 5, 0.5, X))
     with pytest.raises(ValueError, match="token ids: expected integer values, got 2.5"):
         NetClassifier("textcnn", max_epochs=1, **params).fit(np.where(X == 2, 2.5, X), y)
+    too_large = r"token ids: expected integer values within int64, got 1(\.0*2004\d*)?e\+20"
+    huge = np.where(X == 5, 1e20, X)
+    with pytest.raises(ValueError, match=too_large):
+        net.predict(huge)
+    with pytest.raises(ValueError, match=too_large):
+        net.predict(Dataset(huge.astype(np.float32), None))
+    with pytest.raises(ValueError, match=too_large):
+        NetClassifier("textcnn", max_epochs=1, **params).fit(huge, y)
+    with pytest.raises(ValueError, match="Expected at least 1 sample, got an empty Dataset"):
+        net.predict(Dataset(X[:0], None))
 
 
 def test_bad_input_raises(digits):

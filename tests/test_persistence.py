@@ -1,5 +1,6 @@
 """Round trips through pickle, joblib and skops; loading on a machine without CUDA."""
 
+import copy
 import importlib
 import io
 import os
@@ -119,6 +120,35 @@ def test_net_round_trip_predicts_and_continues_training_identically(digits, cls,
         assert ours.keys() == theirs.keys()
         for key in ours:
             assert torch.equal(ours[key], theirs[key]), f"{name}{key}"
+
+
+@pytest.mark.parametrize("how", ["pickle", "skops", "deepcopy"])
+@pytest.mark.parametrize("cls", [NetClassifier, MetaNetClassifier], ids=lambda c: c.__name__)
+@pytest.mark.parametrize(
+    "new",
+    [
+        {"module": "mlp", "module__hidden_units": (8,)},
+        {"module": "cnn", "module__channels": (8,), "module__hidden_units": 16},
+    ],
+    ids=["narrower", "cnn"],
+)
+def test_net_awaiting_a_rebuild_round_trips_its_fitted_model(digits, cls, new, how, tmp_path):
+    X_train, X_test, y_train, _ = digits
+    X_train, y_train = X_train[:400], y_train[:400]
+    net = small_net(cls=cls, max_epochs=1).fit(X_train, y_train)
+    proba = net.predict_proba(X_test)
+    net.set_params(**new)  # deferred: the fitted model stays until the next fit
+    net.set_params(lr=0.2)
+    params = net.get_params(deep=False)
+    loaded = copy.deepcopy(net) if how == "deepcopy" else round_trip(net, how, tmp_path)
+    np.testing.assert_array_equal(loaded.predict_proba(X_test), proba)
+    assert loaded.get_params(deep=False) == params or how == "skops"
+    assert loaded.module == params["module"] and loaded.lr == 0.2
+    images = X_train.reshape(-1, 1, 8, 8) if params["module"] == "cnn" else X_train
+    loaded.partial_fit(images, y_train)  # builds the new net and starts anew
+    net.partial_fit(images, y_train)
+    assert len(loaded.history) == len(net.history) == 1
+    np.testing.assert_array_equal(loaded.predict_proba(images[:50]), net.predict_proba(images[:50]))
 
 
 @pytest.mark.parametrize("how", HOW)

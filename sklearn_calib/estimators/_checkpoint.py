@@ -5,9 +5,10 @@ finished epoch, named by a fingerprint of the fit: the estimator class, its para
 except those in :data:`IGNORED_PARAMS`, the classes and the training data. It holds the
 weights, optimiser state, history and random-generator states, so that a later ``fit``
 with the same parameters and data continues with the next epoch and reaches the same
-weights as a fit that was never interrupted. A fit that ran all its epochs, or that a
-callback stopped (EarlyStopping), is finished: fitting it again trains nothing (unless
-it is unseeded, ``random_state=None``, which trains anew).
+weights as a fit that was never interrupted. A fit that ran all its epochs is finished:
+fitting it again trains nothing (unless it is unseeded, ``random_state=None``, which
+trains anew). One that skorch's EarlyStopping stopped is finished, with a UserWarning,
+for a fit with an EarlyStopping callback; a fit without one trains its remaining epochs.
 
 A file is written to a temporary name, flushed to disk and renamed over the previous
 one (``os.replace``), so a killed process leaves either the old or the new checkpoint,
@@ -26,6 +27,7 @@ import warnings
 import joblib
 import numpy as np
 import torch
+from skorch.callbacks import EarlyStopping
 
 from ._state import (
     component_names,
@@ -177,8 +179,9 @@ class FitCheckpoint:
     def resume(self, net):
         """Load the checkpoint, if usable, into the freshly initialised ``net``.
 
-        A finished fit's checkpoint (all ``max_epochs`` epochs, or stopped by a
-        callback) is not used when
+        A fit that EarlyStopping stopped is finished (with a UserWarning) only when ``net``
+        has an EarlyStopping callback too; otherwise its remaining epochs are trained. A
+        finished fit's checkpoint (all ``max_epochs`` epochs, or stopped) is not used when
         ``net.random_state`` is None: an unseeded fit is a new random draw each time, so
         it trains anew (and overwrites the file); an unfinished one is resumed.
 
@@ -198,9 +201,23 @@ class FitCheckpoint:
         if payload is None:
             return None
         meta = payload["meta"]
-        remaining = 0 if meta.get("stopped") else max(net.max_epochs - meta["epochs"], 0)
+        remaining = max(net.max_epochs - meta["epochs"], 0)
+        early_stopping = any(isinstance(cb, EarlyStopping) for _, cb in net.callbacks_)
+        stopped = bool(meta.get("stopped")) and remaining > 0 and early_stopping
+        if stopped:
+            remaining = 0
         if net.random_state is None and remaining == 0:
             return None
+        if stopped:
+            warnings.warn(
+                f"The checkpoint {self.path} holds a fit that EarlyStopping stopped after "
+                f"{meta['epochs']} of {net.max_epochs} epochs: fit returns that model and "
+                "trains nothing (callbacks are not part of the checkpoint). Fit without "
+                "EarlyStopping to train the remaining epochs, or delete the file to train "
+                "anew.",
+                UserWarning,
+                stacklevel=4,
+            )
         components = payload["components"]
         if any(getattr(net, name, None) is None for name in components):
             net._rebuild_components(set(components))  # parts a subclass builds at fit time

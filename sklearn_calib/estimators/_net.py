@@ -12,6 +12,7 @@ import torch
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import (
     Interval,
+    Options,
     StrOptions,
     validate_parameter_constraints,
 )
@@ -43,7 +44,7 @@ from ._state import (
     to_torch_tree,
     transaction,
 )
-from ._training import BatchSource, TrainingLoop
+from ._training import BatchSource, TrainingLoop, _as_float
 from .networks import resolve_network
 
 _INTEGER_DTYPES = (torch.int64, torch.int32, torch.int16, torch.uint8)
@@ -112,7 +113,8 @@ default=None
         then falling linearly to 0 (per step), for short budgets. None: constant lr. The
         history records the epoch's starting ``lr``. A continued fit (``partial_fit``,
         ``fit`` with ``warm_start=True``) runs the whole schedule again over its own
-        ``max_epochs`` epochs; a fit resumed from a checkpoint continues it.
+        ``max_epochs`` epochs, from the previous fit's base lr or one set since with
+        ``set_params``; a fit resumed from a checkpoint continues it.
     augment : {"crop_flip", "crop", "flip"} or None, default=None
         On-device augmentation of image batches ``(n, C, H, W)``: random crop after zero
         padding by an eighth of the image size (4 pixels for 32x32 and 28x28 images) and
@@ -173,10 +175,19 @@ default=None
         with ``random_state=None``: an unseeded fit draws new random numbers each time, so
         it trains anew over a finished checkpoint (it still resumes an unfinished one). A
         truncated, corrupt or foreign file is ignored with a ``CheckpointWarning``.
-        An epoch that a callback ends is saved too: a stop (EarlyStopping's
-        ``KeyboardInterrupt`` from ``on_epoch_end``) marks the fit finished, an error
-        leaves it to be resumed; the callbacks' own state is not saved. ``partial_fit``
+        An epoch that a callback ends is saved too: a stop by skorch's EarlyStopping marks
+        the fit finished for fits with an EarlyStopping callback (a ``UserWarning`` says
+        that it trains nothing; a fit without one trains the remaining epochs); an error,
+        or any other ``KeyboardInterrupt`` (a Ctrl-C, also one landing during the
+        callbacks), leaves it to be resumed; the callbacks' own state is not saved. ``partial_fit``
         and ``warm_start`` continuations do not checkpoint.
+    use_caching : False, default=False
+        skorch's scoring cache, off (the only accepted value): the engine does not feed
+        skorch's per-batch cache, so every ``EpochScoring`` scores the whole
+        ``dataset_valid`` (or ``dataset_train`` with ``on_train=True``) with
+        :meth:`predict` at the end of each epoch, whatever its own ``use_caching``, and
+        does not slow the training steps. skorch's default (``"auto"``, the callbacks'
+        ``use_caching=True``) would score cached class indices against labels.
     **kwargs
         skorch's other parameters (``predict_nonlinearity``, ``iterator_valid__batch_size``,
         ...) and prefixed hyperparameters (``module__*``, ``criterion__*``,
@@ -262,6 +273,7 @@ default=None
         "warm_start": ["boolean"],
         "on_nonfinite": [StrOptions(set(ON_NONFINITE))],
         "checkpoint_dir": [str, os.PathLike, None],
+        "use_caching": [Options(bool, {False})],
     }
 
     def __init__(
@@ -289,6 +301,7 @@ default=None
         classes=None,
         on_nonfinite="raise",
         checkpoint_dir=None,
+        use_caching=False,
         **kwargs,
     ):
         super().__init__(
@@ -304,6 +317,7 @@ default=None
             device=device,
             warm_start=warm_start,
             classes=classes,
+            use_caching=use_caching,
             **kwargs,
         )
         self.recipe = recipe
@@ -341,8 +355,12 @@ default=None
         On an initialised net, a new ``module`` or ``optimizer`` (the component itself,
         with any other parameters of the same call) is only stored: the fitted model is
         kept until the next ``fit`` or ``partial_fit``, which builds the net anew (the
-        network's shapes come from the data) instead of continuing. Other parameters
-        follow skorch (``module__*`` or ``criterion`` rebuild the components at once).
+        network's shapes come from the data) instead of continuing; until then every
+        parameter set is only stored, and pickling or copying the net keeps the fitted
+        model. Other parameters follow skorch (``module__*`` or ``criterion`` rebuild the
+        components at once). A new learning rate (``lr``, ``optimizer__lr`` or a param
+        group's) also becomes the base of the recipe's schedule in a continued fit. A call
+        that raises leaves the parameters as they were.
 
         Parameters
         ----------
@@ -353,22 +371,72 @@ default=None
         -------
         self : NetClassifier
         """
-        deferred = bool(self.initialized_ and _DEFERRED_PARAMS & params.keys())
+        pending = self.__dict__.get("_built_params") is not None
+        deferred = bool(self.initialized_ and (pending or _DEFERRED_PARAMS & params.keys()))
+        before = self._param_values()
+        groups = self._optimizer_settings()
         if deferred:
             self.initialized_ = False  # skorch then stores the parameters only
         try:
             if not self.initialized_ and "callbacks" in params:
                 self.callbacks = params.pop("callbacks")
             super().set_params(**params)
+        except BaseException:
+            self._set_param_values(before)
+            for group, settings in groups:  # skorch sets ``lr``, ``optimizer__*`` first
+                group.update(settings)
+            raise
         finally:
             if deferred:
                 self.initialized_ = True
-                self._rebuild_at_fit = True
+        for group, settings in groups:
+            if "lr" in settings and group["lr"] is not settings["lr"]:
+                group["initial_lr"] = _as_float(group["lr"])  # a recipe's base from now on
+        if deferred and not pending:
+            self._built_params = before  # what the fitted components were built from
         return self
+
+    def _param_values(self):
+        """Return the parameters' current values (a dict of the attributes, not copied)."""
+        return {name: self.__dict__[name] for name in self._get_param_names()}
+
+    def _optimizer_settings(self):
+        """Return ``(param_group, settings)`` pairs of the optimisers, settings copied."""
+        optimizers = [self.__dict__.get(name + "_") for name in self._optimizers]
+        return [
+            (group, {key: value for key, value in group.items() if key != "params"})
+            for optimizer in optimizers
+            if optimizer is not None
+            for group in optimizer.param_groups
+        ]
+
+    def _set_param_values(self, values):
+        """Make ``values`` (from :meth:`_param_values`) the parameters, dropping any others."""
+        for name in self._get_param_names():
+            del self.__dict__[name]
+        self.__dict__.update(values)
+
+    @contextlib.contextmanager
+    def _params_as_built(self):
+        """Give the net the parameters its fitted components were built from (not ``device``).
+
+        Inside, the parameters are those before a deferred :meth:`set_params` (a no-op
+        when none awaits the next fit).
+        """
+        built = self.__dict__.get("_built_params")
+        if built is None:
+            yield
+            return
+        current = self._param_values()
+        self._set_param_values({**built, "device": current["device"]})
+        try:
+            yield
+        finally:
+            self._set_param_values(current)
 
     def _continuable(self):
         """Whether the next fit may continue the fitted net (no component awaits a rebuild)."""
-        return self.__sklearn_is_fitted__() and not self.__dict__.get("_rebuild_at_fit", False)
+        return self.__sklearn_is_fitted__() and self.__dict__.get("_built_params") is None
 
     @property
     def classes_(self):
@@ -539,7 +607,7 @@ default=None
                 schedule_start = len(self.history) if continuing else 0
                 if not continuing:
                     self.initialize()
-                    self._rebuild_at_fit = False
+                    self._built_params = None
                     remaining = checkpoint.resume(self) if checkpoint is not None else None
                     if remaining is not None:
                         rngs = self._seed_generators(self.rng_state_)
@@ -890,6 +958,8 @@ default=None
         self._set_training(False)
         with torch.inference_mode():
             chunks = [function(batch) for batch in batches]
+        if not chunks:
+            raise ValueError(f"Expected at least 1 sample, got an empty {type(X).__name__}.")
         return torch.cat(chunks)
 
     def _array_batches(self, X):
@@ -914,7 +984,7 @@ default=None
         """Cast an input tensor to the network's dtype: int64 ids (checked) or float32."""
         if self._input_is_integer():
             if X.is_floating_point():
-                _check_integral(X[X != torch.round(X)])
+                _check_integral(X[X != torch.round(X)], X[X.abs() >= _INT64_BOUND])
             X = X if X.dtype in _INTEGER_DTYPES else X.to(torch.int64)
             self._check_token_ids(X)
             return X
@@ -1020,7 +1090,7 @@ default=None
         self.__dict__["device"] = str(device)
         self.initialized_ = False
         try:
-            with torch.random.fork_rng(devices=[]):
+            with torch.random.fork_rng(devices=[]), self._params_as_built():
                 self._rebuild_components(set(components))
         finally:
             moved = device.type == "cpu" and torch.device(state.get("device_") or "cpu") != device
@@ -1062,20 +1132,28 @@ default=None
         return torch.device("cpu")
 
 
+#: Float token ids at least this large in magnitude do not fit in int64.
+_INT64_BOUND = 2.0**63
+
+
 def _as_token_ids(X):
     """Return a validated numeric array as int64 token ids; non-integral values raise."""
     if X.dtype.kind == "f":
-        _check_integral(X[X != np.round(X)])
+        _check_integral(X[X != np.round(X)], X[np.abs(X) >= _INT64_BOUND])
     return X.astype(np.int64, copy=False)
 
 
-def _check_integral(non_integral):
-    """Raise a ValueError naming the first of the ``non_integral`` values, if any."""
-    if len(non_integral):
-        raise ValueError(
-            "The network takes token ids: expected integer values, got "
-            f"{non_integral.reshape(-1)[0].item()!r}."
-        )
+def _check_integral(non_integral, too_large):
+    """Raise a ValueError naming the first non-integral or too large float id, if any."""
+    for values, expected in (
+        (non_integral, "integer values"),
+        (too_large, "integer values within int64"),
+    ):
+        if len(values):
+            raise ValueError(
+                f"The network takes token ids: expected {expected}, got "
+                f"{values.reshape(-1)[0].item()!r}."
+            )
 
 
 #: Parameters that, set on an initialised net, are stored and applied by the next fit.

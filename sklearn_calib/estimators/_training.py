@@ -22,14 +22,15 @@ anyway) :class:`~sklearn_calib.estimators._faults.NonFiniteGuard` checks the epo
 losses and the weights, and an optional
 :class:`~sklearn_calib.estimators._checkpoint.FitCheckpoint` is written after the
 epoch's ``on_epoch_end`` callbacks have completed its history row (also when one of
-them stops training).
+them stops training or fails). Only skorch's EarlyStopping marks it finished; any other
+``KeyboardInterrupt`` (a Ctrl-C) leaves it to be resumed.
 """
 
 import warnings
 
 import numpy as np
 import torch
-from skorch.callbacks import Callback, LRScheduler, ProgressBar
+from skorch.callbacks import Callback, EarlyStopping, EpochScoring, LRScheduler, ProgressBar
 
 from ._augment import augment_images, mixup
 from ._device import fits_on_device
@@ -45,7 +46,9 @@ def needs_live_batches(callbacks):
     """Whether a callback does per-batch work.
 
     A ProgressBar does not count, nor does an ``LRScheduler`` that steps once per epoch
-    (its batch hook then does nothing).
+    or an ``EpochScoring`` (their batch hooks do nothing: NetClassifier's
+    ``use_caching=False`` makes ``EpochScoring`` score the whole split at the epoch's end),
+    unless a subclass overrides a batch hook.
 
     Parameters
     ----------
@@ -59,12 +62,44 @@ def needs_live_batches(callbacks):
     for _, callback in callbacks:
         if isinstance(callback, ProgressBar):
             continue
+        inert = [Callback]
         if isinstance(callback, LRScheduler) and callback.step_every == "epoch":
-            continue
+            inert.append(LRScheduler)
+        if isinstance(callback, EpochScoring):
+            inert.append(EpochScoring)
         for hook in _BATCH_HOOKS:
-            if getattr(type(callback), hook) is not getattr(Callback, hook):
+            if all(getattr(type(callback), hook) is not getattr(base, hook) for base in inert):
                 return True
     return False
+
+
+def raised_by_early_stopping(interrupt):
+    """Whether a ``KeyboardInterrupt`` is skorch's EarlyStopping ending training.
+
+    EarlyStopping raises it from its own ``on_epoch_end`` once ``misses_`` reaches
+    ``patience``; any other (a Ctrl-C, another callback's) is an interruption.
+
+    Parameters
+    ----------
+    interrupt : KeyboardInterrupt
+        The exception, with its traceback.
+
+    Returns
+    -------
+    stopped : bool
+    """
+    tb = interrupt.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    frame = tb.tb_frame
+    callback = frame.f_locals.get("self")
+    return (
+        isinstance(callback, EarlyStopping)
+        and frame.f_code is EarlyStopping.on_epoch_end.__code__
+        and callback.misses_ >= callback.patience
+    )
 
 
 class BatchSource:
@@ -263,8 +298,8 @@ class TrainingLoop:
                 stopped = False
                 try:
                     net.notify("on_epoch_end", **self.epoch_kwargs)
-                except KeyboardInterrupt:  # a callback stops training (EarlyStopping)
-                    stopped = True
+                except KeyboardInterrupt as interrupt:
+                    stopped = raised_by_early_stopping(interrupt)  # else Ctrl-C: resumable
                     raise
                 finally:  # also when a callback fails: the fit can be resumed
                     if self.checkpoint is not None:
@@ -440,4 +475,5 @@ __all__ = [
     "TrainingLoop",
     "needs_live_batches",
     "optimizer_capturable",
+    "raised_by_early_stopping",
 ]
