@@ -406,6 +406,18 @@ def test_pickle_round_trip(fitted, digits, keep):
         assert len(buffer.getvalue()) < len(pickle.dumps(fitted))
 
 
+def test_a_new_regularizer_builds_its_default_loss_at_the_next_fit(digits):
+    X_train, _, y_train, _ = digits
+    X_train, y_train = X_train[:300], y_train[:300]
+    net = MetaNetClassifier(max_epochs=1, random_state=0, module__hidden_units=(16,))
+    net.fit(X_train, y_train).set_params(regularizer="l2")
+    assert isinstance(net.criterion_, FocalLoss)  # kept until the next fit
+    net.partial_fit(X_train, y_train)
+    assert isinstance(net.criterion_, CrossEntropy) and len(net.history) == 1
+    net.set_params(regularizer="gamma_net").partial_fit(X_train, y_train)
+    assert isinstance(net.criterion_, FocalLoss) and net.criterion_.gamma == 1.0
+
+
 def test_unpickled_without_regularizer_can_continue(fitted, digits):
     X_train, X_test, y_train, _ = digits
     loaded = pickle.loads(pickle.dumps(fitted.set_params(keep_regularizer=False)))

@@ -129,8 +129,9 @@ def test_net_round_trip_predicts_and_continues_training_identically(digits, cls,
     [
         {"module": "mlp", "module__hidden_units": (8,)},
         {"module": "cnn", "module__channels": (8,), "module__hidden_units": 16},
+        {"module__hidden_units": (8,)},
     ],
-    ids=["narrower", "cnn"],
+    ids=["narrower", "cnn", "module-parameter-only"],
 )
 def test_net_awaiting_a_rebuild_round_trips_its_fitted_model(digits, cls, new, how, tmp_path):
     X_train, X_test, y_train, _ = digits
@@ -149,6 +150,20 @@ def test_net_awaiting_a_rebuild_round_trips_its_fitted_model(digits, cls, new, h
     net.partial_fit(images, y_train)
     assert len(loaded.history) == len(net.history) == 1
     np.testing.assert_array_equal(loaded.predict_proba(images[:50]), net.predict_proba(images[:50]))
+
+
+@pytest.mark.parametrize("how", ["pickle", "skops", "deepcopy"])
+@pytest.mark.parametrize("new", [{"regularizer": "l2"}, {"tau": 0.02}], ids=repr)
+def test_meta_net_awaiting_a_new_regularizer_round_trips(digits, new, how, tmp_path):
+    X_train, X_test, y_train, _ = digits
+    X_train, y_train = X_train[:400], y_train[:400]
+    net = small_net(cls=MetaNetClassifier, max_epochs=1).fit(X_train, y_train)
+    proba, gamma = net.predict_proba(X_test), net.sample_gamma(X_test[:5])
+    net.set_params(**new)  # deferred: the fitted gamma-Net stays until the next fit
+    loaded = copy.deepcopy(net) if how == "deepcopy" else round_trip(net, how, tmp_path)
+    np.testing.assert_array_equal(loaded.predict_proba(X_test), proba)
+    np.testing.assert_array_equal(loaded.sample_gamma(X_test[:5]), gamma)
+    assert all(getattr(loaded, key) == value for key, value in new.items())
 
 
 @pytest.mark.parametrize("how", HOW)

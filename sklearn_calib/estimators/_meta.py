@@ -240,6 +240,14 @@ class MetaNetClassifier(NetClassifier):
 
     # ------------------------------------------------------------------ components
 
+    def _defers(self, name):
+        """Besides the network's parameters, a new regulariser or ``tau`` waits for the fit.
+
+        Both shape the fitted regulariser (and ``regularizer`` the default loss), which a
+        pickled or copied net rebuilds from the parameters it was fitted with.
+        """
+        return super()._defers(name) or name in ("regularizer", "tau")
+
     def _check_params(self):
         super()._check_params()
         if isinstance(self.train_split, numbers.Real) and (

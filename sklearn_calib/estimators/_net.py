@@ -352,15 +352,15 @@ default=None
     def set_params(self, **params):
         """Set parameters (skorch's routing); ``callbacks`` is only checked at fit.
 
-        On an initialised net, a new ``module`` or ``optimizer`` (the component itself,
-        with any other parameters of the same call) is only stored: the fitted model is
-        kept until the next ``fit`` or ``partial_fit``, which builds the net anew (the
-        network's shapes come from the data) instead of continuing; until then every
-        parameter set is only stored, and pickling or copying the net keeps the fitted
-        model. Other parameters follow skorch (``module__*`` or ``criterion`` rebuild the
-        components at once). A new learning rate (``lr``, ``optimizer__lr`` or a param
-        group's) also becomes the base of the recipe's schedule in a continued fit. A call
-        that raises leaves the parameters as they were.
+        On an initialised net, a new ``module``, ``module__*`` or ``optimizer`` (with any
+        other parameters of the same call) is only stored: the fitted model is kept until
+        the next ``fit`` or ``partial_fit``, which builds the net anew (the network's
+        shapes come from the data) instead of continuing; until then every parameter set
+        is only stored, and pickling or copying the net keeps the fitted model. Other
+        parameters follow skorch (``criterion`` rebuilds the loss at once). A new learning
+        rate (``lr``, ``optimizer__lr`` or a param group's) also becomes the base of the
+        recipe's schedule in a continued fit. A call that raises leaves the parameters as
+        they were.
 
         Parameters
         ----------
@@ -372,7 +372,7 @@ default=None
         self : NetClassifier
         """
         pending = self.__dict__.get("_built_params") is not None
-        deferred = bool(self.initialized_ and (pending or _DEFERRED_PARAMS & params.keys()))
+        deferred = bool(self.initialized_ and (pending or any(map(self._defers, params))))
         before = self._param_values()
         groups = self._optimizer_settings()
         if deferred:
@@ -395,6 +395,10 @@ default=None
         if deferred and not pending:
             self._built_params = before  # what the fitted components were built from
         return self
+
+    def _defers(self, name):
+        """Whether setting ``name`` on an initialised net waits for the next fit."""
+        return name in _DEFERRED_PARAMS or name.startswith("module__")
 
     def _param_values(self):
         """Return the parameters' current values (a dict of the attributes, not copied)."""
