@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "$(TORCH)"
-	$(BIN)/python -m pip install -q -e ".[test,plot,dask]"
+	$(BIN)/python -m pip install -q -e ".[test,plot,dask,persist]"
 	touch $(STAMP)
 
 run: $(STAMP)

@@ -225,6 +225,6 @@ def train_run(spec, *, device="auto", data_home=None, report=None):
         "fit_seconds": fit_seconds,
         "wall_seconds": time.perf_counter() - start,
         "epochs": epochs,
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }
     return arrays, history, meta

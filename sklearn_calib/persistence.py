@@ -53,6 +53,18 @@ def _name(cls):
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
+def _skops_io():
+    """Return ``skops.io``, or raise an ImportError that says how to install it."""
+    try:
+        import skops.io
+    except ImportError as exc:
+        raise ImportError(
+            "sklearn_calib.persistence needs skops, which is not installed. Install it with "
+            "`pip install skops` or `pip install sklearn-calib[persist]`."
+        ) from exc
+    return skops.io
+
+
 def trusted_types():
     """Return the names of the types skops may load for a sklearn_calib model.
 
@@ -89,9 +101,7 @@ def dump(estimator, file):
     file : str, path-like or file object
         Where to write.
     """
-    import skops.io
-
-    skops.io.dump(estimator, file)
+    _skops_io().dump(estimator, file)
 
 
 def load(file, trusted=None):
@@ -114,6 +124,4 @@ def load(file, trusted=None):
     skops.io.exceptions.UntrustedTypesFoundException
         If the file holds a type that is not trusted.
     """
-    import skops.io
-
-    return skops.io.load(file, trusted=trusted_types() + list(trusted or []))
+    return _skops_io().load(file, trusted=trusted_types() + list(trusted or []))

@@ -10,6 +10,8 @@ Estimators added later join the walk through the hook lists :data:`NET_CLASSIFIE
 a classifier).
 """
 
+import sys
+
 import numpy as np
 import pytest
 from sklearn.datasets import make_classification
@@ -448,3 +450,14 @@ def test_meta_classifiers_reject_negative_weights_and_unknown_labels(factory):
     prefit = CalibratedClassifier(model.estimators_[0], method="prefit")
     assert_raises_naming(lambda: prefit.fit(X, np.where(Y == 2, 4, Y)), r"does not know.*4")
     np.testing.assert_array_equal(model.predict_proba(X), expected)
+
+
+def test_persistence_without_skops_says_how_to_install_it(monkeypatch, tmp_path):
+    from sklearn_calib import persistence
+
+    monkeypatch.setitem(sys.modules, "skops", None)
+    monkeypatch.setitem(sys.modules, "skops.io", None)
+    with pytest.raises(ImportError, match=r"needs skops.*sklearn-calib\[persist\]"):
+        persistence.dump(TemperatureScaling(), tmp_path / "model.skops")
+    with pytest.raises(ImportError, match=r"needs skops"):
+        persistence.load(tmp_path / "model.skops")

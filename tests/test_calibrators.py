@@ -203,6 +203,18 @@ def test_saturated_rows_beside_a_tied_row_give_the_lower_bound_not_a_tie_warning
         TemperatureScaling().fit(scores, [0, 0, 1], sample_weight=[0.0, 1.0, 1.0])
 
 
+@pytest.mark.parametrize("calibrator", [TemperatureScaling(), HistogramBinning()], ids=repr)
+def test_probabilities_passed_as_logits_warn(calibrator):
+    logits, y = overconfident_logits(100, 3, seed=28)
+    proba = np.exp(log_softmax(logits, axis=1))
+    with pytest.warns(UserWarning, match="declared as logits .* like probabilities"):
+        clone(calibrator).fit(proba, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clone(calibrator).fit(logits, y)
+        clone(calibrator).set_params(input="probabilities").fit(proba, y)
+
+
 def test_ts_ece_objective_returns_the_grid_argmin():
     logits, y = overconfident_logits(500, 4, seed=7)
     grid = np.round(np.arange(0.5, 6.0, 0.25), 2)

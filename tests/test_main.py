@@ -155,6 +155,15 @@ def test_main_rejects_missing_fashion_mnist_with_the_install_hint(tmp_path, caps
     assert not out.exists()
 
 
+def test_main_rejects_an_output_path_that_is_a_file(tmp_path, capsys):
+    existing = tmp_path / "report.txt"
+    existing.write_text("")
+    with pytest.raises(SystemExit) as info:
+        main(["--out", str(existing)])
+    assert info.value.code == 2
+    assert "expected --out to be a directory" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     "argv",
     [
@@ -166,7 +175,6 @@ def test_main_rejects_missing_fashion_mnist_with_the_install_hint(tmp_path, caps
         ["--lr", "inf"],
         ["--gamma", "-1"],
         ["--gamma", "nan"],
-        ["--out", "README.md"],
         ["--calibration-size", "1"],
         ["--calibration-size", "0"],
         ["--calibration-size", "2.5"],

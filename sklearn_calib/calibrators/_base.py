@@ -15,6 +15,7 @@ A calibrator maps the scores of a fitted classifier to calibrated probabilities.
 The kind of scores is never guessed from their values.
 """
 
+import warnings
 from abc import abstractmethod
 
 import numpy as np
@@ -202,6 +203,7 @@ class BaseCalibrator(TransformerMixin, BaseEstimator):
             )
         if scores.ndim == 2:
             self.n_features_in_ = scores.shape[1]
+            self._warn_if_probabilities_as_logits(scores)
         elif hasattr(self, "n_features_in_"):
             # 1-D scores have no feature count: drop the one of an earlier 2-D fit.
             del self.n_features_in_
@@ -219,6 +221,19 @@ class BaseCalibrator(TransformerMixin, BaseEstimator):
         self.classes_ = classes
         self.n_classes_ = n_classes
         return two_dimensional, encode_labels(y, classes, names=("y", "classes")), sample_weight
+
+    def _warn_if_probabilities_as_logits(self, scores):
+        """Warn when scores declared as logits are rows of probabilities."""
+        if self.input != "logits" or scores.min() < 0 or scores.max() > 1:
+            return
+        if np.allclose(scores.sum(axis=1), 1.0, rtol=0, atol=1e-6):
+            warnings.warn(
+                "The scores are declared as logits (input='logits', the default) but every "
+                "row is non-negative and sums to 1, like probabilities; pass "
+                "input='probabilities' if they are, or the calibrator reads them as logits.",
+                UserWarning,
+                stacklevel=5,
+            )
 
     def _validate_scores(self, scores):
         """Validate scores at predict time against the fitted number of classes."""
