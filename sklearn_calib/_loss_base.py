@@ -10,7 +10,8 @@ import inspect
 import torch.nn.functional as F
 from torch import nn
 
-from sklearn_calib._torch_calibration import check_number, full_precision, prepare_inputs
+from sklearn_calib._torch_calibration import full_precision, prepare_inputs
+from sklearn_calib._validation import check_number
 
 _REDUCTIONS = ("mean", "sum", "none")
 

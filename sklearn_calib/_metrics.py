@@ -7,7 +7,6 @@ float64 whatever the input precision, and no function makes a temporary of the i
 full ``(n_samples, n_classes)`` size: per-class work runs over blocks of rows.
 """
 
-import numbers
 import warnings
 
 import numpy as np
@@ -16,7 +15,12 @@ from scipy.special import expit, softmax
 from sklearn.utils import Bunch
 
 from ._binning import assign_bins, bin_sums, quantile_bin_edges, uniform_bin_edges
-from ._validation import ROW_SUM_TOLERANCE, check_classification_inputs, check_n_bins
+from ._validation import (
+    ROW_SUM_TOLERANCE,
+    check_classification_inputs,
+    check_n_bins,
+    check_number,
+)
 
 #: Probabilities are clipped to ``[NLL_EPS, 1]`` before the logarithm of the NLL, so a
 #: probability of 0 for the true class costs ``-log(1e-15) = 34.5`` instead of infinity.
@@ -44,17 +48,6 @@ def _check_option(value, name, options):
     if not isinstance(value, str) or value not in options:
         raise ValueError(f"Expected `{name}` to be one of {options}, got {value!r}.")
     return value
-
-
-def _check_positive(value, name):
-    if (
-        isinstance(value, (bool, np.bool_))
-        or not isinstance(value, numbers.Real)
-        or not np.isfinite(value)
-        or value <= 0
-    ):
-        raise ValueError(f"Expected `{name}` to be a positive finite number, got {value!r}.")
-    return float(value)
 
 
 def _row_blocks(n_rows, n_cols):
@@ -475,7 +468,7 @@ def smooth_calibration_error(
     >>> round(smooth_calibration_error(y_true, y_prob), 4)
     0.34
     """
-    bandwidth = _check_positive(bandwidth, "bandwidth")
+    bandwidth = check_number("bandwidth", bandwidth, low=0, low_open=True)
     if not isinstance(include_self, (bool, np.bool_)):
         raise ValueError(f"Expected `include_self` to be a bool, got {include_self!r}.")
     y_index, proba, sample_weight = check_classification_inputs(
@@ -536,8 +529,8 @@ def differentiable_calibration_error(
     0.322067
     """
     n_bins = check_n_bins(n_bins)
-    t_a = _check_positive(t_a, "t_a")
-    t_b = _check_positive(t_b, "t_b")
+    t_a = check_number("t_a", t_a, low=0, low_open=True)
+    t_b = check_number("t_b", t_b, low=0, low_open=True)
     y_index, proba, sample_weight = check_classification_inputs(
         y_true, y_prob, labels=labels, sample_weight=sample_weight
     )

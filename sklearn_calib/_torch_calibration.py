@@ -10,35 +10,11 @@ matrix, so it is meant for mini-batches.
 """
 
 import contextlib
-import math
-import numbers
 
 import torch
 
 from sklearn_calib._metrics import SECE_EPS
-from sklearn_calib._validation import check_n_bins
-
-
-def check_number(name, value, *, low, high=None, low_open=False, allow_inf=False):
-    """Raise ValueError unless ``value`` is a real number in the given range.
-
-    Infinite values are rejected unless ``allow_inf`` is True; NaN is always rejected.
-    """
-    is_number = (
-        isinstance(value, numbers.Real)
-        and not isinstance(value, bool)
-        and (math.isfinite(value) or (allow_inf and not math.isnan(value)))
-    )
-    if (
-        not is_number
-        or not (value > low if low_open else value >= low)
-        or (high is not None and value > high)
-    ):
-        kind = "number" if allow_inf else "finite number"
-        bound = f"{'>' if low_open else '>='} {low}" + (
-            f" and <= {high}" if high is not None else ""
-        )
-        raise ValueError(f"Expected `{name}` to be a {kind} {bound}, got {value!r}.")
+from sklearn_calib._validation import check_n_bins, check_number
 
 
 def full_precision(device):

@@ -4,6 +4,7 @@ Every public entry point of sklearn_calib that takes predictions and labels goes
 these helpers, so a bad input gets the same clear ``ValueError`` everywhere.
 """
 
+import math
 import numbers
 
 import numpy as np
@@ -11,6 +12,48 @@ import numpy as np
 #: Largest accepted ``|sum_k p_k - 1|`` for a row of probabilities. It admits float32
 #: rounding of a softmax over many classes and the rounding of saved predictions.
 ROW_SUM_TOLERANCE = 1e-3
+
+
+def check_number(name, value, *, low, high=None, low_open=False, allow_inf=False):
+    """Return ``value`` as a float after checking it is a real number in the given range.
+
+    Infinite values are rejected unless ``allow_inf`` is True; NaN is always rejected.
+
+    Parameters
+    ----------
+    name : str
+        Name of the parameter in the error message.
+    value : object
+        Value to check.
+    low : float
+        Lower bound.
+    high : float, default=None
+        Upper bound (inclusive), or None for none.
+    low_open : bool, default=False
+        Whether ``low`` itself is excluded.
+    allow_inf : bool, default=False
+        Whether infinite values (within the bounds) are accepted.
+
+    Returns
+    -------
+    value : float
+    """
+    is_number = (
+        isinstance(value, numbers.Real)
+        and not isinstance(value, bool)
+        and (math.isfinite(value) or (allow_inf and not math.isnan(value)))
+    )
+    if (
+        not is_number
+        or not (value > low if low_open else value >= low)
+        or (high is not None and value > high)
+    ):
+        kind = "number" if allow_inf else "finite number"
+        bound = f"{'>' if low_open else '>='} {low}" + (
+            f" and <= {high}" if high is not None else ""
+        )
+        raise ValueError(f"Expected `{name}` to be a {kind} {bound}, got {value!r}.")
+    return float(value)
 
 
 def check_n_bins(n_bins):

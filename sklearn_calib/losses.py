@@ -41,11 +41,11 @@ from sklearn_calib._loss_weights import (
     inverse_focal_weight,
 )
 from sklearn_calib._torch_calibration import (
-    check_number,
     differentiable_ece,
     mmce_weighted,
     smooth_ece,
 )
+from sklearn_calib._validation import check_number
 
 __all__ = [
     "BSCELoss",

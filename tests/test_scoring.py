@@ -436,11 +436,11 @@ def test_invalid_n_bins_raise(metric, n_bins):
         (expected_calibration_error, {"norm": "l3"}, "`norm` to be one of"),
         (adaptive_calibration_error, {"norm": 1}, "`norm` to be one of"),
         (classwise_calibration_error, {"norm": "L1"}, "`norm` to be one of"),
-        (smooth_calibration_error, {"bandwidth": 0.0}, "`bandwidth` to be a positive"),
-        (smooth_calibration_error, {"bandwidth": np.nan}, "`bandwidth` to be a positive"),
+        (smooth_calibration_error, {"bandwidth": 0.0}, "`bandwidth` to be a finite number > 0"),
+        (smooth_calibration_error, {"bandwidth": np.nan}, "`bandwidth` to be a finite number > 0"),
         (smooth_calibration_error, {"include_self": "yes"}, "`include_self` to be a bool"),
-        (differentiable_calibration_error, {"t_a": -1.0}, "`t_a` to be a positive"),
-        (differentiable_calibration_error, {"t_b": "0.1"}, "`t_b` to be a positive"),
+        (differentiable_calibration_error, {"t_a": -1.0}, "`t_a` to be a finite number > 0"),
+        (differentiable_calibration_error, {"t_b": "0.1"}, "`t_b` to be a finite number > 0"),
     ],
 )
 def test_invalid_options_raise(metric, kwargs, message):
