@@ -1,9 +1,13 @@
 """Fixtures shared by the test modules."""
 
+import os
+
 import numpy as np
 import pytest
 from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
+
+from sklearn_calib.datasets import load_fashion_mnist
 
 
 @pytest.fixture(scope="module")
@@ -15,3 +19,19 @@ def digits():
     X, y = load_digits(return_X_y=True)
     X = (X / 16.0).astype(np.float32)
     return train_test_split(X, y, test_size=0.25, random_state=0, stratify=y)
+
+
+@pytest.fixture(scope="session")
+def fashion_mnist():
+    """Fashion-MNIST as :func:`~sklearn_calib.datasets.load_fashion_mnist` returns it.
+
+    Tests that need the real data set take this fixture. Without the installed files they
+    are skipped with the loader's message (how to install them), except under CI
+    (``CI`` set in the environment), where the data set must be there and they fail.
+    """
+    try:
+        return load_fashion_mnist()
+    except FileNotFoundError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI needs the Fashion-MNIST files: {exc}")
+        pytest.skip(str(exc))

@@ -21,14 +21,6 @@ FILES = [
     "t10k-images-idx3-ubyte",
     "t10k-labels-idx1-ubyte",
 ]
-installed = pytest.mark.skipif(
-    not all(
-        (Path(FASHION_MNIST_HOME) / name).is_file()
-        or (Path(FASHION_MNIST_HOME) / f"{name}.gz").is_file()
-        for name in FILES
-    ),
-    reason="dataset-fashion-mnist is not installed",
-)
 
 
 def _idx_bytes(array, type_code=0x08):
@@ -37,40 +29,34 @@ def _idx_bytes(array, type_code=0x08):
     return header + array.astype(array.dtype.newbyteorder(">")).tobytes()
 
 
-@pytest.fixture(scope="module")
-def fashion():
-    return load_fashion_mnist()
-
-
-@installed
-def test_fashion_mnist_shapes_and_values(fashion):
-    assert fashion.X_train.shape == (60000, 1, 28, 28)
-    assert fashion.X_test.shape == (10000, 1, 28, 28)
-    assert fashion.X_train.dtype == fashion.X_test.dtype == np.float32
-    assert fashion.y_train.dtype == fashion.y_test.dtype == np.int64
-    assert fashion.X_train.min() == 0.0 and fashion.X_train.max() == 1.0
-    assert fashion.X_test.min() == 0.0 and fashion.X_test.max() == 1.0
+def test_fashion_mnist_shapes_and_values(fashion_mnist):
+    assert fashion_mnist.X_train.shape == (60000, 1, 28, 28)
+    assert fashion_mnist.X_test.shape == (10000, 1, 28, 28)
+    assert fashion_mnist.X_train.dtype == fashion_mnist.X_test.dtype == np.float32
+    assert fashion_mnist.y_train.dtype == fashion_mnist.y_test.dtype == np.int64
+    assert fashion_mnist.X_train.min() == 0.0 and fashion_mnist.X_train.max() == 1.0
+    assert fashion_mnist.X_test.min() == 0.0 and fashion_mnist.X_test.max() == 1.0
     # Fashion-MNIST is balanced: 6000 training and 1000 test images per class
-    np.testing.assert_array_equal(np.bincount(fashion.y_train), np.full(10, 6000))
-    np.testing.assert_array_equal(np.bincount(fashion.y_test), np.full(10, 1000))
-    assert list(fashion.target_names[[0, 9]]) == ["T-shirt/top", "Ankle boot"]
+    np.testing.assert_array_equal(np.bincount(fashion_mnist.y_train), np.full(10, 6000))
+    np.testing.assert_array_equal(np.bincount(fashion_mnist.y_test), np.full(10, 1000))
+    assert list(fashion_mnist.target_names[[0, 9]]) == ["T-shirt/top", "Ankle boot"]
     # the published training-set pixel mean, 0.2860
-    assert abs(fashion.X_train.mean() - 0.2860) < 5e-4
+    assert abs(fashion_mnist.X_train.mean() - 0.2860) < 5e-4
 
 
-@installed
-def test_fashion_mnist_raw_flat_and_tuple(fashion):
+def test_fashion_mnist_raw_flat_and_tuple(fashion_mnist):
     X_train, y_train, X_test, y_test = load_fashion_mnist(
         return_X_y=True, as_image=False, normalize=False
     )
     assert X_train.shape == (60000, 784) and X_test.shape == (10000, 784)
     assert X_train.dtype == np.uint8 and X_train.max() == 255
-    np.testing.assert_array_equal(X_train / np.float32(255), fashion.X_train.reshape(60000, -1))
-    np.testing.assert_array_equal(y_test, fashion.y_test)
+    np.testing.assert_array_equal(
+        X_train / np.float32(255), fashion_mnist.X_train.reshape(60000, -1)
+    )
+    np.testing.assert_array_equal(y_test, fashion_mnist.y_test)
 
 
-@installed
-def test_fashion_mnist_uncompressed_files(tmp_path, fashion):
+def test_fashion_mnist_uncompressed_files(tmp_path, fashion_mnist):
     for name in FILES:
         source = Path(FASHION_MNIST_HOME) / name
         if source.is_file():
@@ -79,8 +65,8 @@ def test_fashion_mnist_uncompressed_files(tmp_path, fashion):
             with gzip.open(f"{source}.gz", "rb") as src, open(tmp_path / name, "wb") as dst:
                 shutil.copyfileobj(src, dst)
     X_train, y_train, X_test, y_test = load_fashion_mnist(data_home=tmp_path, return_X_y=True)
-    np.testing.assert_array_equal(X_test, fashion.X_test)
-    np.testing.assert_array_equal(y_train, fashion.y_train)
+    np.testing.assert_array_equal(X_test, fashion_mnist.X_test)
+    np.testing.assert_array_equal(y_train, fashion_mnist.y_train)
 
 
 def test_fashion_mnist_missing_files_say_how_to_install(tmp_path):

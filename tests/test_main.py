@@ -20,7 +20,6 @@ from sklearn_calib._report import (
     format_report,
 )
 from sklearn_calib.calibrators import HistogramBinning, TemperatureScaling
-from sklearn_calib.datasets import FASHION_MNIST_HOME
 from sklearn_calib.scoring import expected_calibration_error, smooth_calibration_error
 
 COLUMNS = [name for name, _, _ in REPORT_METRICS] + [TEMPERATURE_COLUMN]
@@ -107,18 +106,7 @@ def test_main_job_on_digits_prints_and_writes_the_report_and_the_diagrams(tmp_pa
         assert rows["LogisticRegression" + suffix]["ECE"] == pytest.approx(ece, abs=5e-5)
 
 
-fashion_mnist_installed = pytest.mark.skipif(
-    not all(
-        any((Path(FASHION_MNIST_HOME) / f"{name}{ending}").is_file() for ending in ("", ".gz"))
-        for name in (
-            "train-images-idx3-ubyte",
-            "train-labels-idx1-ubyte",
-            "t10k-images-idx3-ubyte",
-            "t10k-labels-idx1-ubyte",
-        )
-    ),
-    reason="dataset-fashion-mnist is not installed",
-)
+fashion_mnist_installed = pytest.mark.usefixtures("fashion_mnist")
 
 
 @fashion_mnist_installed
