@@ -21,8 +21,8 @@ from ._experiment import (
     load_data,
     save_reliability_diagrams,
 )
-from ._report import calibration_report, format_report
 from .estimators._device import resolve_device
+from .metrics._report import calibration_report, format_report
 
 DEFAULT_OUT = "sklearn_calib_output"
 REPORT_FILE = "report.txt"

@@ -7,7 +7,7 @@ diagram is drawn.
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ._metrics import expected_calibration_error, reliability_diagram
+from .metrics import expected_calibration_error, reliability_diagram
 
 __all__ = ["ReliabilityDisplay"]
 

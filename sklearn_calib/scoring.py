@@ -16,7 +16,7 @@ from sklearn.metrics import get_scorer as _sklearn_get_scorer
 from sklearn.metrics import get_scorer_names as _sklearn_get_scorer_names
 from sklearn.metrics._scorer import _Scorer
 
-from ._metrics import (
+from .metrics import (
     NLL_EPS,
     adaptive_calibration_error,
     brier_score,

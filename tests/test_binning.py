@@ -2,7 +2,12 @@ import numpy as np
 import pytest
 
 from sklearn_calib import classwise_calibration_error
-from sklearn_calib._binning import assign_bins, bin_sums, quantile_bin_edges, uniform_bin_edges
+from sklearn_calib.metrics._binning import (
+    assign_bins,
+    bin_sums,
+    quantile_bin_edges,
+    uniform_bin_edges,
+)
 
 
 def test_uniform_edges_and_rule_at_exact_edges():

@@ -13,7 +13,6 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils._testing import create_memmap_backed_data
 
-from sklearn_calib._binning import assign_bins, quantile_bin_edges, uniform_bin_edges
 from sklearn_calib.calibrators import (
     EnsembleTemperatureScaling,
     HistogramBinning,
@@ -26,6 +25,7 @@ from sklearn_calib.calibrators import (
 )
 from sklearn_calib.calibrators._base import softmax
 from sklearn_calib.calibrators._temperature_grid import grid_ece
+from sklearn_calib.metrics._binning import assign_bins, quantile_bin_edges, uniform_bin_edges
 from sklearn_calib.scoring import expected_calibration_error, reliability_diagram
 
 ALL_CALIBRATORS = [

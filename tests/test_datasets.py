@@ -7,13 +7,13 @@ import pytest
 from scipy.stats import multivariate_normal
 from sklearn.datasets import load_digits
 
-from sklearn_calib._idx import read_idx
 from sklearn_calib.datasets import (
     FASHION_MNIST_HOME,
     load_digits_images,
     load_fashion_mnist,
     make_gaussian_blobs,
 )
+from sklearn_calib.datasets._idx import read_idx
 
 FILES = [
     "train-images-idx3-ubyte",

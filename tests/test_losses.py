@@ -8,7 +8,6 @@ import torch.nn.functional as F
 from skorch import NeuralNetClassifier
 from torch import nn
 
-from sklearn_calib._loss_weights import brier_weight, focal_weight
 from sklearn_calib.losses import (
     LOSSES,
     BSCELoss,
@@ -24,6 +23,7 @@ from sklearn_calib.losses import (
     resolve_loss,
     smooth_ece,
 )
+from sklearn_calib.losses._weights import brier_weight, focal_weight
 from sklearn_calib.scoring import differentiable_calibration_error, smooth_calibration_error
 
 # SPEC section 2 oracle: z = [2, 1, 0] for y = 0, 1, 2.

@@ -13,13 +13,13 @@ from sklearn.preprocessing import StandardScaler
 
 from sklearn_calib.__main__ import FIGURE_FILE, REPORT_FILE, main
 from sklearn_calib._experiment import default_n_train
-from sklearn_calib._report import (
+from sklearn_calib.calibrators import HistogramBinning, TemperatureScaling
+from sklearn_calib.metrics._report import (
     REPORT_METRICS,
     TEMPERATURE_COLUMN,
     calibration_report,
     format_report,
 )
-from sklearn_calib.calibrators import HistogramBinning, TemperatureScaling
 from sklearn_calib.scoring import expected_calibration_error, smooth_calibration_error
 
 COLUMNS = [name for name, _, _ in REPORT_METRICS] + [TEMPERATURE_COLUMN]

@@ -6,7 +6,7 @@ import torch
 from sklearn.metrics import brier_score_loss, log_loss
 from torchmetrics.functional.classification import multiclass_calibration_error
 
-from sklearn_calib import _metrics
+from sklearn_calib.metrics import _metrics
 from sklearn_calib.scoring import (
     adaptive_calibration_error,
     brier_score,

@@ -17,7 +17,7 @@ import itertools
 import numpy as np
 import torch
 
-from sklearn_calib._loss_weights import brier_weight, dual_focal_weight, focal_weight
+from sklearn_calib.losses._weights import brier_weight, dual_focal_weight, focal_weight
 
 from .._data import load_split
 from .._methods import Method

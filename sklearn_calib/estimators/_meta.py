@@ -11,8 +11,8 @@ from sklearn.utils.validation import check_is_fitted
 from skorch.dataset import Dataset
 from torch import nn
 
-from .._loss_base import GammaWeighted
 from ..losses import resolve_loss
+from ..losses._base import GammaWeighted
 from ._augment import MixedTarget
 from ._device import autocast, autocast_dtype
 from ._gamma_net import ElementwiseL2, GammaNet, build_regularizer

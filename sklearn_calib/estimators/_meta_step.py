@@ -19,8 +19,8 @@ tensors on the device by a position counter that is itself a device tensor.
 import torch
 import torch.nn.functional as F
 
-from sklearn_calib._torch_calibration import full_precision
 from sklearn_calib.losses import differentiable_ece, smooth_ece
+from sklearn_calib.losses._calibration import full_precision
 
 from ._training import BatchSource
 

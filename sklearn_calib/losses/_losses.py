@@ -12,7 +12,7 @@ float32 and autocast is switched off inside every loss, so a bf16 forward pass s
 float32 loss computed from ``log_softmax``.
 
 The focal family is one mechanism (seed 004): :class:`WeightedCrossEntropy` computes
-``u(p) * CE`` with a per-sample weight ``u`` from :mod:`sklearn_calib._loss_weights`; with
+``u(p) * CE`` with a per-sample weight ``u`` from :mod:`sklearn_calib.losses._weights`; with
 ``detach_weight=True`` the weight is computed from detached probabilities, so it scales the
 gradient instead of being differentiated ("GRA"). The named losses only pick the weight and
 its defaults.
@@ -26,13 +26,15 @@ import inspect
 import torch
 from torch import nn
 
-from sklearn_calib._loss_base import (
+from sklearn_calib._validation import check_number
+from sklearn_calib.losses._base import (
     GammaWeighted,
     Loss,
     WeightedCrossEntropy,
     log_probs_and_nll,
 )
-from sklearn_calib._loss_weights import (
+from sklearn_calib.losses._calibration import mmce_weighted
+from sklearn_calib.losses._weights import (
     brier_weight,
     complement_probability,
     dual_focal_weight,
@@ -40,37 +42,6 @@ from sklearn_calib._loss_weights import (
     focal_weight,
     inverse_focal_weight,
 )
-from sklearn_calib._torch_calibration import (
-    differentiable_ece,
-    mmce_weighted,
-    smooth_ece,
-)
-from sklearn_calib._validation import check_number
-
-__all__ = [
-    "BSCELoss",
-    "BSCELossGRA",
-    "BrierLoss",
-    "CrossEntropy",
-    "DualFocalLoss",
-    "DualFocalLossGRA",
-    "EntropyRegularizedLoss",
-    "FLSD53Loss",
-    "FLSD53LossGRA",
-    "FocalLoss",
-    "FocalLossGRA",
-    "InverseFocalLoss",
-    "LOSSES",
-    "LabelSmoothingLoss",
-    "LpNormLoss",
-    "MMCELoss",
-    "WeightedCrossEntropy",
-    "differentiable_ece",
-    "get_loss",
-    "mmce_weighted",
-    "resolve_loss",
-    "smooth_ece",
-]
 
 
 class CrossEntropy(WeightedCrossEntropy):

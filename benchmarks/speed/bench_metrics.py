@@ -20,11 +20,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from sklearn_calib._binning import assign_bins, bin_sums, uniform_bin_edges  # noqa: E402
-from sklearn_calib._metrics import _confidence_and_correct  # noqa: E402
 from sklearn_calib._validation import check_classification_inputs  # noqa: E402
+from sklearn_calib.metrics._binning import assign_bins, bin_sums, uniform_bin_edges  # noqa: E402
+from sklearn_calib.metrics._metrics import _confidence_and_correct  # noqa: E402
 from sklearn_calib.scoring import expected_calibration_error  # noqa: E402
 
 

@@ -14,13 +14,13 @@ import torch
 from scipy.special import expit, softmax
 from sklearn.utils import Bunch
 
-from ._binning import assign_bins, bin_sums, quantile_bin_edges, uniform_bin_edges
-from ._validation import (
+from .._validation import (
     ROW_SUM_TOLERANCE,
     check_classification_inputs,
     check_n_bins,
     check_number,
 )
+from ._binning import assign_bins, bin_sums, quantile_bin_edges, uniform_bin_edges
 
 #: Probabilities are clipped to ``[NLL_EPS, 1]`` before the logarithm of the NLL, so a
 #: probability of 0 for the true class costs ``-log(1e-15) = 34.5`` instead of infinity.

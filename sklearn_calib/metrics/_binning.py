@@ -10,7 +10,7 @@ import functools
 
 import numpy as np
 
-from ._validation import check_n_bins
+from .._validation import check_n_bins
 
 
 def uniform_bin_edges(n_bins):

@@ -1,7 +1,7 @@
 """Base classes of the losses: input handling, reduction and the weighted cross-entropy.
 
 :class:`WeightedCrossEntropy` is the one mechanism behind the focal family (seed 004): a
-per-sample weight ``u(p)`` from :mod:`sklearn_calib._loss_weights` times cross-entropy, the
+per-sample weight ``u(p)`` from :mod:`sklearn_calib.losses._weights` times cross-entropy, the
 weight either differentiated or computed from detached probabilities ("GRA").
 """
 
@@ -10,8 +10,8 @@ import inspect
 import torch.nn.functional as F
 from torch import nn
 
-from sklearn_calib._torch_calibration import full_precision, prepare_inputs
 from sklearn_calib._validation import check_number
+from sklearn_calib.losses._calibration import full_precision, prepare_inputs
 
 _REDUCTIONS = ("mean", "sum", "none")
 

@@ -13,8 +13,8 @@ import contextlib
 
 import torch
 
-from sklearn_calib._metrics import SECE_EPS
 from sklearn_calib._validation import check_n_bins, check_number
+from sklearn_calib.metrics._metrics import SECE_EPS
 
 
 def full_precision(device):
