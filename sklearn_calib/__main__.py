@@ -4,7 +4,8 @@ Run ``python -m sklearn_calib`` (or the ``sklearn-calib`` console script). On di
 Fashion-MNIST) it trains a network with cross-entropy and with focal loss, calibrates each
 with temperature scaling and histogram binning on a held-out calibration split, prints a
 calibration report table and writes it, with the reliability diagrams as a PNG, to
-``--out``. The experiment itself is in :mod:`sklearn_calib._experiment`.
+``--out``. The data sets, splits and models are in :mod:`sklearn_calib._experiment`; the
+post-hoc calibration and the report table are those of :mod:`sklearn_calib.evaluation`.
 """
 
 import argparse
@@ -21,8 +22,8 @@ from ._experiment import (
     load_data,
     save_reliability_diagrams,
 )
-from .estimators._device import resolve_device
-from .metrics._report import calibration_report, format_report
+from .estimators import resolve_device
+from .evaluation import evaluation_table, format_table
 
 DEFAULT_OUT = "sklearn_calib_output"
 REPORT_FILE = "report.txt"
@@ -120,18 +121,14 @@ def run_job(
     Returns
     -------
     reports : dict of str to dict of str to float
-        Row name to its calibration report on the test split.
+        Row name to column to value: the metrics of the test split, see
+        :func:`sklearn_calib.evaluation.evaluation_table`.
     """
     models = build_models(
         data.name, network=network, epochs=epochs, lr=lr, gamma=gamma, device=device, seed=seed
     )
     predictions = fit_and_calibrate(models, data)
-    reports = {
-        name: calibration_report(
-            data.y_test, proba, labels=data.classes, n_bins=n_bins, temperature=temperature
-        )
-        for name, (proba, temperature) in predictions.items()
-    }
+    reports = evaluation_table(predictions, data.y_test, labels=data.classes, n_bins=n_bins)
     header = (
         f"{data.description}\n"
         f"networks: {network}, {epochs} epochs of AdamW (lr {lr:g}) on {device}; focal loss "
@@ -140,7 +137,7 @@ def run_job(
         f"HB = histogram binning ({HB_BINS} bins)\n"
         f"metrics on the test split; binned metrics use {n_bins} bins"
     )
-    table = format_report(reports)
+    table = format_table(reports)
     out = pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / REPORT_FILE).write_text(f"{header}\n\n{table}\n")

@@ -1,11 +1,14 @@
-"""The main job's experiment: data splits, models, post-hoc calibrations and diagrams."""
+"""The main job's experiment: its data sets and splits, its models and its diagrams.
+
+Post-hoc calibration and evaluation are those of :mod:`sklearn_calib.evaluation`, the
+pipeline the experiments of ``benchmarks/`` use too.
+"""
 
 import math
 import time
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 from sklearn.naive_bayes import GaussianNB
@@ -13,15 +16,16 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 from sklearn.utils import Bunch
 
-from .calibrators import CalibratedClassifier, HistogramBinning, TemperatureScaling
+from .calibrators import HistogramBinning, TemperatureScaling
 from .datasets import load_digits_images, load_fashion_mnist
 from .estimators import NetClassifier
+from .evaluation import posthoc_predictions
 
 #: Bins of the histogram-binning calibrator.
 HB_BINS = 15
 
-#: Post-hoc calibrations of every model: row suffix and calibrator.
-CALIBRATIONS = (("TS", TemperatureScaling()), ("HB", HistogramBinning(n_bins=HB_BINS)))
+#: Post-hoc calibrations of every model: row suffix to calibrator.
+CALIBRATIONS = {"TS": TemperatureScaling(), "HB": HistogramBinning(n_bins=HB_BINS)}
 
 
 @dataclass(frozen=True)
@@ -192,7 +196,8 @@ def fit_and_calibrate(models, data, *, log=print):
     """Fit each model, calibrate it post hoc, and predict the test images.
 
     Every model is fitted on the training part; each of :data:`CALIBRATIONS` is then
-    fitted on the calibration part, through ``CalibratedClassifier(method="prefit")``.
+    fitted on its scores of the calibration part
+    (:func:`~sklearn_calib.evaluation.posthoc_predictions`).
 
     Parameters
     ----------
@@ -205,7 +210,7 @@ def fit_and_calibrate(models, data, *, log=print):
 
     Returns
     -------
-    predictions : dict of str to (ndarray of shape (n_test, n_classes), float or None)
+    predictions : dict of str to Prediction
         Row name (the model's name, then ``+TS`` and ``+HB``) to its test probabilities
         and fitted temperature (None but for temperature scaling).
     """
@@ -214,12 +219,11 @@ def fit_and_calibrate(models, data, *, log=print):
         start = time.perf_counter()
         model.fit(data.X_train, data.y_train)
         log(f"fitted {name} in {time.perf_counter() - start:.1f} s")
-        predictions[name] = (model.predict_proba(data.X_test), None)
-        for suffix, calibrator in CALIBRATIONS:
-            calibrated = CalibratedClassifier(model, clone(calibrator), method="prefit")
-            calibrated.fit(data.X_calibration, data.y_calibration)
-            temperature = getattr(calibrated.calibrators_[0], "temperature_", None)
-            predictions[f"{name}+{suffix}"] = (calibrated.predict_proba(data.X_test), temperature)
+        calibrated = posthoc_predictions(
+            model, CALIBRATIONS, data.X_calibration, data.y_calibration, data.X_test
+        )
+        for suffix, prediction in calibrated.items():
+            predictions[f"{name}+{suffix}" if suffix else name] = prediction
     return predictions
 
 
@@ -231,7 +235,7 @@ def save_reliability_diagrams(predictions, y_test, path, *, labels=None, n_bins=
 
     Parameters
     ----------
-    predictions : dict of str to (ndarray, float or None)
+    predictions : dict of str to Prediction
         As returned by :func:`fit_and_calibrate`.
     y_test : ndarray of shape (n_test,)
         True test labels.

@@ -14,15 +14,11 @@ from sklearn.preprocessing import StandardScaler
 from sklearn_calib.__main__ import FIGURE_FILE, REPORT_FILE, main
 from sklearn_calib._experiment import default_n_train
 from sklearn_calib.calibrators import HistogramBinning, TemperatureScaling
-from sklearn_calib.metrics._report import (
-    REPORT_METRICS,
-    TEMPERATURE_COLUMN,
-    calibration_report,
-    format_report,
-)
+from sklearn_calib.evaluation import TEMPERATURE_COLUMN, Prediction, evaluation_table, format_table
+from sklearn_calib.metrics import REPORT_METRICS
 from sklearn_calib.scoring import expected_calibration_error, smooth_calibration_error
 
-COLUMNS = [name for name, _, _ in REPORT_METRICS] + [TEMPERATURE_COLUMN]
+COLUMNS = [metric.label for metric in REPORT_METRICS] + [TEMPERATURE_COLUMN]
 CALIBRATIONS = ("", "+TS", "+HB")
 
 
@@ -195,26 +191,25 @@ def test_default_training_size_is_bounded_on_the_cpu_only():
     assert default_n_train("digits", cpu) is None
 
 
-def test_format_report_aligns_rows_and_marks_missing_values():
-    reports = {
-        "a": calibration_report([0, 1, 1], [0.2, 0.7, 0.4]),
-        "longer name": {"accuracy": 0.5},
-    }
-    lines = format_report(reports, digits=3).splitlines()
+def test_format_table_aligns_rows_and_marks_missing_values():
+    table = evaluation_table({"a": Prediction([0.2, 0.7, 0.4])}, [0, 1, 1])
+    table["longer name"] = {"accuracy": 0.5}
+    lines = format_table(table, digits=3).splitlines()
     assert len({len(line) for line in lines}) == 1
-    assert lines[0].split() == ["model", *(name for name, _, _ in REPORT_METRICS)]
-    assert lines[2].split()[1:3] == ["0.667", f"{reports['a']['NLL']:.3f}"]
+    assert lines[0].split() == ["model", *(metric.label for metric in REPORT_METRICS)]
+    assert lines[2].split()[1:3] == ["0.667", f"{table['a']['NLL']:.3f}"]
     assert lines[3].split()[-1] == "-"
 
 
 def test_report_shows_the_temperature_of_temperature_scaled_rows_only():
-    reports = {
-        "model": calibration_report([0, 1, 1], [0.2, 0.7, 0.4]),
-        "model+TS": calibration_report([0, 1, 1], [0.3, 0.6, 0.45], temperature=1.75),
+    predictions = {
+        "model": Prediction([0.2, 0.7, 0.4]),
+        "model+TS": Prediction([0.3, 0.6, 0.45], temperature=1.75),
     }
-    assert list(reports["model+TS"]) == COLUMNS and reports["model+TS"]["T"] == 1.75
-    assert TEMPERATURE_COLUMN not in reports["model"]
-    rows = read_table(format_report(reports))
+    table = evaluation_table(predictions, [0, 1, 1])
+    assert list(table["model+TS"]) == COLUMNS and table["model+TS"]["T"] == 1.75
+    assert TEMPERATURE_COLUMN not in table["model"]
+    rows = read_table(format_table(table))
     assert rows["model"]["T"] is None and rows["model+TS"]["T"] == 1.75
     assert rows["model+TS"]["accuracy"] == pytest.approx(2 / 3, abs=5e-5)
 

@@ -17,8 +17,12 @@ Labels ``y`` are either one distinct label per score column (the sorted labels g
 column order) or integer column indices that include 0; ``fit(..., classes=...)`` names the
 label of each column, so a calibration set may lack any class.
 :class:`CalibratedClassifier` fits a classifier and a calibrator together.
+:func:`grid_ece` is the vectorised search behind ``TemperatureScaling(objective="ece")``:
+the expected calibration error of temperature-scaled logits for every temperature of a
+grid, on the CPU or a GPU.
 """
 
+from ._temperature_grid import grid_ece
 from .binning import HistogramBinning, ScalingBinning
 from .calibrated_classifier import CalibratedClassifier
 from .isotonic import IsotonicCalibration
@@ -36,4 +40,5 @@ __all__ = [
     "ScalingBinning",
     "TemperatureScaling",
     "VectorScaling",
+    "grid_ece",
 ]

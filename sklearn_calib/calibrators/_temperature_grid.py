@@ -47,6 +47,19 @@ def grid_ece(logits, y_index, temperatures, *, n_bins=15, sample_weight=None, de
     Returns
     -------
     ece : ndarray of shape (n_temperatures,), float64
+
+    See Also
+    --------
+    TemperatureScaling : ``objective="ece"`` picks the grid temperature of lowest ECE.
+    sklearn_calib.metrics.expected_calibration_error : The ECE of one set of probabilities.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_calib.calibrators import grid_ece
+    >>> logits = np.array([[4.0, 0.0], [0.0, 4.0], [3.0, 0.0], [0.0, 2.0]])
+    >>> grid_ece(logits, np.array([0, 1, 1, 1]), [0.5, 1.0, 2.0]).round(4)
+    array([0.2447, 0.259 , 0.3312])
     """
     z = _tensor(logits, device).to(torch.float64)
     device = z.device

@@ -2,6 +2,7 @@
 
 from ._augment import MixedTarget
 from ._checkpoint import CheckpointWarning
+from ._device import resolve_device
 from ._faults import NonFiniteLossError
 from ._meta import MetaNetClassifier
 from ._net import NetClassifier
@@ -16,4 +17,5 @@ __all__ = [
     "NetClassifier",
     "NonFiniteLossError",
     "Recipe",
+    "resolve_device",
 ]

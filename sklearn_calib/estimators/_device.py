@@ -22,6 +22,19 @@ def resolve_device(device):
     Returns
     -------
     device : torch.device
+
+    Raises
+    ------
+    ValueError
+        If ``device`` names no torch device, or names CUDA where CUDA is not available.
+
+    Examples
+    --------
+    >>> from sklearn_calib.estimators import resolve_device
+    >>> resolve_device("cpu")
+    device(type='cpu')
+    >>> resolve_device("auto").type in ("cpu", "cuda")
+    True
     """
     if isinstance(device, str) and device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")

@@ -1,4 +1,6 @@
-"""The calibration report table printed by the main job."""
+"""The metrics of a calibration report: one list, shared by the main job and the experiments."""
+
+from typing import NamedTuple
 
 from ._metrics import (
     adaptive_calibration_error,
@@ -11,24 +13,45 @@ from ._metrics import (
     top_label_accuracy,
 )
 
-#: Report columns: name, metric, and whether it takes ``n_bins``.
+
+class ReportMetric(NamedTuple):
+    """One metric of :data:`REPORT_METRICS`.
+
+    Attributes
+    ----------
+    name : str
+        Short identifier, used as a key (``"ece"``).
+    label : str
+        Column title of a printed table (``"ECE"``).
+    function : callable
+        ``function(y_true, y_prob, *, labels=None, **options)`` returning a float.
+    binned : bool
+        Whether ``function`` takes ``n_bins``.
+    """
+
+    name: str
+    label: str
+    function: object
+    binned: bool
+
+
+#: The metrics of a calibration report, in the order of its columns.
 REPORT_METRICS = (
-    ("accuracy", top_label_accuracy, False),
-    ("NLL", negative_log_likelihood, False),
-    ("Brier", brier_score, False),
-    ("ECE", expected_calibration_error, True),
-    ("MCE", maximum_calibration_error, True),
-    ("AdaECE", adaptive_calibration_error, True),
-    ("cw-ECE", classwise_calibration_error, True),
-    ("SECE", smooth_calibration_error, False),
+    ReportMetric("accuracy", "accuracy", top_label_accuracy, False),
+    ReportMetric("nll", "NLL", negative_log_likelihood, False),
+    ReportMetric("brier", "Brier", brier_score, False),
+    ReportMetric("ece", "ECE", expected_calibration_error, True),
+    ReportMetric("mce", "MCE", maximum_calibration_error, True),
+    ReportMetric("ada_ece", "AdaECE", adaptive_calibration_error, True),
+    ReportMetric("cw_ece", "cw-ECE", classwise_calibration_error, True),
+    ReportMetric("sece", "SECE", smooth_calibration_error, False),
 )
 
-#: Column of the fitted temperature, filled for temperature-scaled models only.
-TEMPERATURE_COLUMN = "T"
+_BY_NAME = {metric.name: metric for metric in REPORT_METRICS}
 
 
-def calibration_report(y_true, y_prob, *, labels=None, n_bins=15, temperature=None):
-    """Compute every metric of the report for one set of predictions.
+def metric_values(y_true, y_prob, *, labels=None, n_bins=15, metrics=None):
+    """Compute the metrics of :data:`REPORT_METRICS` for one set of predictions.
 
     Parameters
     ----------
@@ -40,50 +63,34 @@ def calibration_report(y_true, y_prob, *, labels=None, n_bins=15, temperature=No
         The class of each column of ``y_prob``.
     n_bins : int, default=15
         Number of bins of the binned metrics.
-    temperature : float, default=None
-        The temperature of a temperature-scaled model, reported in the column
-        ``TEMPERATURE_COLUMN``; None leaves the column out.
+    metrics : iterable of str, default=None
+        Names of the metrics to compute, from :data:`REPORT_METRICS`; None for all.
 
     Returns
     -------
-    report : dict of str to float
-        One entry per column of ``REPORT_METRICS``, in order, then the temperature if given.
+    values : dict of str to float
+        Metric name to value, in the order of ``metrics`` (of :data:`REPORT_METRICS`
+        when None).
+
+    Examples
+    --------
+    >>> from sklearn_calib.metrics import metric_values
+    >>> values = metric_values([0, 1, 1], [0.2, 0.7, 0.4], metrics=["accuracy", "ece"])
+    >>> {name: round(value, 4) for name, value in values.items()}
+    {'accuracy': 0.6667, 'ece': 0.3667}
     """
-    report = {}
-    for name, metric, binned in REPORT_METRICS:
-        options = {"n_bins": n_bins} if binned else {}
-        report[name] = metric(y_true, y_prob, labels=labels, **options)
-    if temperature is not None:
-        report[TEMPERATURE_COLUMN] = float(temperature)
-    return report
-
-
-def format_report(reports, *, digits=4):
-    """Format reports as a plain-text table, one row per model.
-
-    The columns are the union of the reports' entries, in order of appearance; a row
-    without an entry shows "-".
-
-    Parameters
-    ----------
-    reports : dict of str to dict of str to float
-        Row name (a model) to its report from :func:`calibration_report`.
-    digits : int, default=4
-        Decimals shown.
-
-    Returns
-    -------
-    table : str
-    """
-    columns = list(dict.fromkeys(name for report in reports.values() for name in report))
-    first = max([len("model"), *map(len, reports)])
-    width = max([digits + 3, *map(len, columns)])
-    lines = ["model".ljust(first) + "".join(f"  {name:>{width}}" for name in columns)]
-    lines.append("-" * len(lines[0]))
-    for model, report in reports.items():
-        cells = "".join(
-            f"  {report[name]:>{width}.{digits}f}" if name in report else "  " + "-".rjust(width)
-            for name in columns
-        )
-        lines.append(model.ljust(first) + cells)
-    return "\n".join(lines)
+    if metrics is None:
+        chosen = REPORT_METRICS
+    else:
+        metrics = list(metrics)
+        unknown = [name for name in metrics if name not in _BY_NAME]
+        if unknown:
+            raise ValueError(
+                f"Unknown metric names {unknown}; expected names from {sorted(_BY_NAME)}."
+            )
+        chosen = [_BY_NAME[name] for name in metrics]
+    values = {}
+    for metric in chosen:
+        options = {"n_bins": n_bins} if metric.binned else {}
+        values[metric.name] = float(metric.function(y_true, y_prob, labels=labels, **options))
+    return values

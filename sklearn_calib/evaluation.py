@@ -1,0 +1,266 @@
+"""Evaluate the calibration of classifiers: post-hoc calibration on held-out scores, then
+the metrics of every prediction as one table.
+
+This is the pipeline shared by the main job (``python -m sklearn_calib``) and the
+experiments of the repository's ``benchmarks/``:
+
+1. a fitted classifier scores a calibration part and a test part
+   (:func:`classifier_scores`: ``decision_function`` as logits when it has one, else
+   ``predict_proba`` as probabilities, the rule of
+   :class:`~sklearn_calib.calibrators.CalibratedClassifier`);
+2. each post-hoc calibrator is fitted on the calibration scores and calibrates the test
+   scores (:func:`calibrate_scores`; :func:`posthoc_predictions` does both steps for every
+   calibrator);
+3. every prediction is measured with the metrics of
+   :data:`sklearn_calib.metrics.REPORT_METRICS` (:func:`evaluation_table`) and printed
+   (:func:`format_table`).
+"""
+
+from typing import NamedTuple
+
+from sklearn.base import clone
+
+from .calibrators.calibrated_classifier import _scores
+from .metrics import REPORT_METRICS, metric_values
+
+__all__ = [
+    "TEMPERATURE_COLUMN",
+    "Prediction",
+    "calibrate_scores",
+    "classifier_scores",
+    "evaluation_table",
+    "format_table",
+    "posthoc_predictions",
+]
+
+#: Column of the fitted temperature, filled for temperature-scaled predictions only.
+TEMPERATURE_COLUMN = "T"
+
+
+class Prediction(NamedTuple):
+    """Test probabilities of one model and the temperature that scaled them, if any.
+
+    Attributes
+    ----------
+    proba : ndarray of shape (n_samples, n_classes)
+        Predicted probabilities.
+    temperature : float or None
+        The fitted temperature of a temperature-scaling calibrator, else None.
+    """
+
+    proba: object
+    temperature: float | None = None
+
+
+def classifier_scores(estimator, X):
+    """Return the scores a post-hoc calibrator takes from a fitted classifier, and their kind.
+
+    Parameters
+    ----------
+    estimator : fitted classifier
+        With ``decision_function`` or ``predict_proba``.
+    X : array-like
+        Data, in whatever form the estimator takes.
+
+    Returns
+    -------
+    scores : ndarray of shape (n_samples, n_classes) or (n_samples,)
+        ``decision_function(X)`` when the estimator has it, else ``predict_proba(X)``.
+    input : {"logits", "probabilities"}
+        What the scores are: the value of a calibrator's ``input`` parameter.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn_calib.evaluation import classifier_scores
+    >>> X, y = load_iris(return_X_y=True)
+    >>> scores, kind = classifier_scores(LogisticRegression(max_iter=1000).fit(X, y), X)
+    >>> scores.shape, kind
+    ((150, 3), 'logits')
+    """
+    scores, method = _scores(estimator, X)
+    return scores, "logits" if method == "decision_function" else "probabilities"
+
+
+def calibrate_scores(
+    calibrator, calibration_scores, y_calibration, test_scores, *, input=None, classes=None
+):
+    """Fit a clone of ``calibrator`` on held-out scores and calibrate ``test_scores``.
+
+    Parameters
+    ----------
+    calibrator : calibrator
+        A calibrator of :mod:`sklearn_calib.calibrators`; it is cloned, never changed.
+    calibration_scores : array-like of shape (n_calibration, n_classes) or (n_calibration,)
+        Scores of the calibration part, never seen in training.
+    y_calibration : array-like of shape (n_calibration,)
+        Labels of the calibration part.
+    test_scores : array-like of shape (n_test, n_classes) or (n_test,)
+        Scores to calibrate.
+    input : {"logits", "probabilities"}, default=None
+        What the scores are; None keeps the calibrator's ``input``.
+    classes : array-like of shape (n_classes,), default=None
+        Label of each score column (the classifier's ``classes_``); None for the sorted
+        labels of ``y_calibration`` or column indices, see
+        :mod:`sklearn_calib.calibrators`.
+
+    Returns
+    -------
+    proba : ndarray of shape (n_test, n_classes)
+        Calibrated test probabilities.
+    fitted : calibrator
+        The fitted clone.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_calib.calibrators import TemperatureScaling
+    >>> from sklearn_calib.evaluation import calibrate_scores
+    >>> rng = np.random.default_rng(0)
+    >>> logits = 3 * rng.standard_normal((200, 3))
+    >>> y = rng.integers(0, 3, 200)
+    >>> proba, fitted = calibrate_scores(TemperatureScaling(), logits[:100], y[:100], logits[100:])
+    >>> proba.shape, bool(fitted.temperature_ > 1)  # random labels: flatten the scores
+    ((100, 3), True)
+    """
+    fitted = clone(calibrator)
+    if input is not None:
+        fitted.set_params(input=input)
+    fitted.fit(calibration_scores, y_calibration, classes=classes)
+    return fitted.predict_proba(test_scores), fitted
+
+
+def posthoc_predictions(estimator, calibrators, X_calibration, y_calibration, X_test):
+    """Test probabilities of a fitted classifier, as is and after each post-hoc calibrator.
+
+    Each calibrator is fitted on the classifier's scores of the calibration part
+    (:func:`classifier_scores`), as ``CalibratedClassifier(estimator, calibrator,
+    method="prefit")`` would fit it.
+
+    Parameters
+    ----------
+    estimator : fitted classifier
+    calibrators : dict of str to calibrator
+        Name (a row suffix such as ``"TS"``) to an unfitted calibrator.
+    X_calibration : array-like
+        Calibration part, never seen in training.
+    y_calibration : array-like of shape (n_calibration,)
+        Its labels.
+    X_test : array-like
+        Test part.
+
+    Returns
+    -------
+    predictions : dict of str to Prediction
+        ``""`` for the classifier's own ``predict_proba``, then one entry per calibrator;
+        the temperature is that of a fitted calibrator with ``temperature_``.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_digits
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.model_selection import train_test_split
+    >>> from sklearn_calib.calibrators import HistogramBinning, TemperatureScaling
+    >>> from sklearn_calib.evaluation import posthoc_predictions
+    >>> X, y = load_digits(return_X_y=True)
+    >>> X_fit, X_test, y_fit, y_test = train_test_split(X / 16, y, random_state=0)
+    >>> X_train, X_cal, y_train, y_cal = train_test_split(X_fit, y_fit, random_state=0)
+    >>> model = LogisticRegression(max_iter=1000).fit(X_train, y_train)
+    >>> calibrators = {"TS": TemperatureScaling(), "HB": HistogramBinning()}
+    >>> predictions = posthoc_predictions(model, calibrators, X_cal, y_cal, X_test)
+    >>> list(predictions), predictions["TS"].proba.shape
+    (['', 'TS', 'HB'], (450, 10))
+    """
+    predictions = {"": Prediction(estimator.predict_proba(X_test))}
+    calibration_scores, kind = classifier_scores(estimator, X_calibration)
+    test_scores = classifier_scores(estimator, X_test)[0]
+    for name, calibrator in calibrators.items():
+        proba, fitted = calibrate_scores(
+            calibrator,
+            calibration_scores,
+            y_calibration,
+            test_scores,
+            input=kind if "input" in calibrator.get_params() else None,
+            classes=estimator.classes_,
+        )
+        predictions[name] = Prediction(proba, getattr(fitted, "temperature_", None))
+    return predictions
+
+
+def evaluation_table(predictions, y_true, *, labels=None, n_bins=15):
+    """Measure every prediction with the metrics of a calibration report.
+
+    Parameters
+    ----------
+    predictions : dict of str to Prediction
+        Row name to its predictions of the samples ``y_true`` labels.
+    y_true : array-like of shape (n_samples,)
+        True labels.
+    labels : array-like of shape (n_classes,), default=None
+        The class of each probability column.
+    n_bins : int, default=15
+        Number of bins of the binned metrics.
+
+    Returns
+    -------
+    table : dict of str to dict of str to float
+        Row name to column title to value: the columns are the labels of
+        :data:`~sklearn_calib.metrics.REPORT_METRICS`, then :data:`TEMPERATURE_COLUMN`
+        for a prediction with a temperature.
+
+    Examples
+    --------
+    >>> from sklearn_calib.evaluation import Prediction, evaluation_table
+    >>> table = evaluation_table({"model": Prediction([0.2, 0.7, 0.4], 1.5)}, [0, 1, 1])
+    >>> list(table["model"])
+    ['accuracy', 'NLL', 'Brier', 'ECE', 'MCE', 'AdaECE', 'cw-ECE', 'SECE', 'T']
+    """
+    table = {}
+    for name, (proba, temperature) in predictions.items():
+        values = metric_values(y_true, proba, labels=labels, n_bins=n_bins)
+        row = {metric.label: values[metric.name] for metric in REPORT_METRICS}
+        if temperature is not None:
+            row[TEMPERATURE_COLUMN] = float(temperature)
+        table[name] = row
+    return table
+
+
+def format_table(table, *, digits=4):
+    """Format a table as plain text, one line per row.
+
+    The columns are the union of the rows' entries, in order of appearance; a row without
+    an entry shows "-".
+
+    Parameters
+    ----------
+    table : dict of str to dict of str to float
+        Row name (a model) to column title to value, as from :func:`evaluation_table`.
+    digits : int, default=4
+        Decimals shown.
+
+    Returns
+    -------
+    text : str
+
+    Examples
+    --------
+    >>> from sklearn_calib.evaluation import format_table
+    >>> print(format_table({"a": {"ECE": 0.05, "T": 1.5}, "b": {"ECE": 0.1}}, digits=2))
+    model    ECE      T
+    -------------------
+    a       0.05   1.50
+    b       0.10      -
+    """
+    columns = list(dict.fromkeys(name for row in table.values() for name in row))
+    first = max([len("model"), *map(len, table)])
+    width = max([digits + 3, *map(len, columns)])
+    lines = ["model".ljust(first) + "".join(f"  {name:>{width}}" for name in columns)]
+    lines.append("-" * len(lines[0]))
+    for model, row in table.items():
+        cells = "".join(
+            f"  {row[name]:>{width}.{digits}f}" if name in row else "  " + "-".rjust(width)
+            for name in columns
+        )
+        lines.append(model.ljust(first) + cells)
+    return "\n".join(lines)
