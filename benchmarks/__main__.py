@@ -14,6 +14,8 @@ import sys
 import traceback
 from pathlib import Path
 
+from sklearn_calib.estimators import resolve_device
+
 from ._presets import DATASETS, PRESETS, make_config
 from ._report import format_duration
 from ._runner import Estimator, Task, execute
@@ -114,8 +116,6 @@ def plan(experiments, config):
 
 def run_command(args, argv, stream=sys.stdout):
     """Train what is missing and write the reports; return the exit status."""
-    from sklearn_calib.estimators._device import resolve_device
-
     config = make_config(
         args.preset,
         args.dataset,

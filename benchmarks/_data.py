@@ -4,13 +4,42 @@ Loaded splits are cached per process, so a sweep reads each data set once.
 """
 
 import functools
+from dataclasses import asdict, dataclass
 
 import numpy as np
 from sklearn.utils import Bunch
 
 from sklearn_calib.datasets import load_digits_images, load_fashion_mnist, make_gaussian_blobs
 
-from ._presets import DataSpec
+
+@dataclass(frozen=True)
+class DataSpec:
+    """What data a run sees: the data set and its seeded train/validation/test split.
+
+    Parameters
+    ----------
+    name : {"digits", "fashion_mnist", "gaussians"}
+    n_train : int or None
+        Training samples (None: all that remain after the validation and test parts).
+    n_val : int
+        Validation samples, cut from the training data with ``split_seed``.
+    n_test : int or None
+        Test samples (None: Fashion-MNIST's official 10,000; required otherwise).
+    split_seed : int, default=0
+        Seed of the split; fixed across the training seeds.
+    data_seed : int, default=0
+        Seed of the Gaussian means and points ("gaussians" only).
+    """
+
+    name: str
+    n_train: int | None
+    n_val: int
+    n_test: int | None
+    split_seed: int = 0
+    data_seed: int = 0
+
+    def as_dict(self):
+        return asdict(self)
 
 
 def _seeded_parts(n, sizes, seed):

@@ -8,17 +8,13 @@ logits are (the sweeps make thousands of such fits).
 import numpy as np
 from scipy.special import softmax
 
-from sklearn_calib.calibrators import HistogramBinning, TemperatureScaling
-from sklearn_calib.calibrators._temperature_grid import grid_ece
-from sklearn_calib.scoring import (
-    adaptive_calibration_error,
-    brier_score,
-    classwise_calibration_error,
-    expected_calibration_error,
-    maximum_calibration_error,
-    negative_log_likelihood,
-    top_label_accuracy,
-)
+from sklearn_calib.calibrators import HistogramBinning, TemperatureScaling, grid_ece
+from sklearn_calib.evaluation import calibrate_scores
+from sklearn_calib.metrics import REPORT_METRICS, metric_values
+
+#: The metrics of a run's CSV rows: the report's (:data:`sklearn_calib.metrics.REPORT_METRICS`,
+#: 15 bins) but SECE, which the stored reports do not show.
+METRICS = tuple(metric.name for metric in REPORT_METRICS if metric.name != "sece")
 
 
 def ece_temperature(logits, y, temperatures, *, n_bins=15, device=None):
@@ -44,26 +40,18 @@ def histogram_binning(val_logits, val_y, test_logits, n_bins=15):
     it (seed 001; empty bins fall back as :class:`HistogramBinning` documents).
     """
     calibrator = HistogramBinning(n_bins=n_bins, strategy="uniform", mode="top_label")
-    calibrator.fit(np.asarray(val_logits, dtype=np.float64), val_y)
-    return calibrator.predict_proba(np.asarray(test_logits, dtype=np.float64))
+    proba, _ = calibrate_scores(
+        calibrator,
+        np.asarray(val_logits, dtype=np.float64),
+        val_y,
+        np.asarray(test_logits, dtype=np.float64),
+    )
+    return proba
 
 
-#: Metric name -> function(y, proba, labels) (all from sklearn_calib.scoring, M = 15).
-METRICS = {
-    "accuracy": lambda y, p, labels: top_label_accuracy(y, p, labels=labels),
-    "nll": lambda y, p, labels: negative_log_likelihood(y, p, labels=labels),
-    "brier": lambda y, p, labels: brier_score(y, p, labels=labels),
-    "ece": lambda y, p, labels: expected_calibration_error(y, p, labels=labels),
-    "mce": lambda y, p, labels: maximum_calibration_error(y, p, labels=labels),
-    "ada_ece": lambda y, p, labels: adaptive_calibration_error(y, p, labels=labels),
-    "cw_ece": lambda y, p, labels: classwise_calibration_error(y, p, labels=labels),
-}
-
-
-def evaluate(y, proba, metrics=tuple(METRICS)):
+def evaluate(y, proba, metrics=METRICS):
     """Return ``{metric: value}`` for probabilities of the classes ``0..K-1``."""
-    labels = np.arange(proba.shape[1])
-    return {name: float(METRICS[name](y, proba, labels)) for name in metrics}
+    return metric_values(y, proba, labels=np.arange(proba.shape[1]), metrics=metrics)
 
 
 def learned_epochs(correct):

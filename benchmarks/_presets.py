@@ -15,11 +15,13 @@ scaled down to a few epochs (the decays at the same fractions); ``quick`` trains
 MLP on scikit-learn's digits on the CPU in seconds.
 """
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from sklearn_calib.estimators import RECIPES
+
+from ._data import DataSpec, describe
 
 PRESETS = ("quick", "full")
 DATASETS = ("digits", "fashion_mnist", "gaussians")
@@ -28,36 +30,6 @@ DATASETS = ("digits", "fashion_mnist", "gaussians")
 GRID_SEED001 = tuple(np.round(np.arange(1, 1001) * 0.01, 2).tolist())
 #: Seeds 002-004's grid {0.1, 0.2, ..., 10} (seed 004 lists 0 too, which is no temperature).
 GRID_SEED002 = tuple(np.round(np.arange(1, 101) * 0.1, 1).tolist())
-
-
-@dataclass(frozen=True)
-class DataSpec:
-    """What data a run sees: the data set and its seeded train/validation/test split.
-
-    Parameters
-    ----------
-    name : {"digits", "fashion_mnist", "gaussians"}
-    n_train : int or None
-        Training samples (None: all that remain after the validation and test parts).
-    n_val : int
-        Validation samples, cut from the training data with ``split_seed``.
-    n_test : int or None
-        Test samples (None: Fashion-MNIST's official 10,000; required otherwise).
-    split_seed : int, default=0
-        Seed of the split; fixed across the training seeds.
-    data_seed : int, default=0
-        Seed of the Gaussian means and points ("gaussians" only).
-    """
-
-    name: str
-    n_train: int | None
-    n_val: int
-    n_test: int | None
-    split_seed: int = 0
-    data_seed: int = 0
-
-    def as_dict(self):
-        return asdict(self)
 
 
 _REDUCTION_WORDS = {"sum": "summed", "mean": "averaged"}
@@ -168,8 +140,6 @@ class Config:
 
     def describe_data(self):
         """One sentence on the data, sizes and preprocessing."""
-        from ._data import describe
-
         return describe(self.data)
 
     def describe_model(self):

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from skorch.callbacks import Callback
 
-from ._posthoc import grid_ece
+from sklearn_calib.calibrators import grid_ece
 
 #: Names of the per-epoch scalars, in the order of the stacked tensor.
 EPOCH_METRICS = (

@@ -18,8 +18,8 @@ from skorch.callbacks import Callback
 
 import sklearn_calib.estimators as estimators
 
-from ._data import load_split
-from ._presets import GRID_SEED001, GRID_SEED002, DataSpec
+from ._data import DataSpec, load_split
+from ._presets import GRID_SEED001, GRID_SEED002
 from ._tracking import EpochTracker, forward_logits
 
 #: Temperature grids by the name used in specifications.

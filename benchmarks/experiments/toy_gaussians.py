@@ -15,14 +15,12 @@ The data are fixed by the experiment (``--dataset`` and ``--epochs`` do not appl
 import itertools
 
 import numpy as np
-import torch
 
-from sklearn_calib.losses._weights import brier_weight, dual_focal_weight, focal_weight
+from sklearn_calib.losses import uncertainty_weights
 
-from .._data import load_split
+from .._data import DataSpec, load_split
 from .._methods import Method
 from .._posthoc import scaled_probabilities
-from .._presets import DataSpec
 from .._report import Report, finite_mean, mean_std, pyplot, verdict
 from .._store import run_key
 from .._train import build_spec
@@ -39,7 +37,8 @@ WEIGHTS = {
         {"beta": 2.0, "gamma": 2.0},
     ),
 }
-FUNCTIONS = {"FL": focal_weight, "DFL": dual_focal_weight, "gBS": brier_weight}
+#: Weight name -> its name in :func:`sklearn_calib.losses.uncertainty_weights`.
+FUNCTIONS = {"FL": "focal", "DFL": "dual_focal", "gBS": "brier"}
 METHOD = Method("CE (two-layer MLP)", "toy", "ce", group="toy")
 TEST_PER_CLASS = 1000
 EPOCHS = 5
@@ -54,9 +53,9 @@ def pearson(a, b):
 
 
 def weight_values(name, params, proba, y):
-    """The weight ``name`` of :mod:`sklearn_calib._loss_weights` on numpy probabilities."""
-    with torch.no_grad():
-        return FUNCTIONS[name](torch.as_tensor(proba), torch.as_tensor(y), **params).numpy()
+    """The weight ``name`` on numpy probabilities (``y``: column indices)."""
+    labels = np.arange(proba.shape[1])
+    return uncertainty_weights(y, proba, weight=FUNCTIONS[name], labels=labels, **params)
 
 
 def describe(params):

@@ -14,26 +14,29 @@ about 2.5. Each method is fitted once, as a user would call it:
   without a warning. Its ``temperature`` attribute holds the weight ``1/T``.
 
 The NLL of each is computed (float64) from the probabilities that method returns for the
-fit data. Run ``python benchmarks/bench_calibrators.py --n 100000`` for a quick check.
+fit data. Run ``PYTHONPATH=. python benchmarks/speed/bench_calibrators.py --n 100000``
+for a quick check.
 """
 
 import argparse
 import os
 import platform
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
+from scipy.special import softmax as scipy_softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.frozen import FrozenEstimator
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from sklearn_calib.calibrators import TemperatureScaling
 
-from sklearn_calib.calibrators import TemperatureScaling  # noqa: E402
-from sklearn_calib.calibrators._base import softmax  # noqa: E402
+
+def softmax(logits):
+    """Row-wise softmax in float64."""
+    return scipy_softmax(np.asarray(logits, dtype=np.float64), axis=1)
 
 
 class _FixedScores(ClassifierMixin, BaseEstimator):

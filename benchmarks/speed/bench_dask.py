@@ -12,7 +12,7 @@ candidate), whether the cross-validation scores equal the sequential ones, and t
 ratios: Dask 1 worker over sequential, 2 workers over 1, loky over sequential and Dask
 over loky. Run from the repository root::
 
-    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_dask.py [--repeat 3] [--epochs 30]
+    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/speed/bench_dask.py [--repeat 3] [--epochs 30]
 
 On a machine whose cores are busy with other work the speed-ups fall short of 2.
 """

@@ -20,7 +20,7 @@ deviation (validation part) and mean meta loss (SECE on the meta batches).
 
 Usage (from the repository root)::
 
-    PYTHONPATH=. python benchmarks/bench_meta.py [--device auto] [--module resnet20] \\
+    PYTHONPATH=. python benchmarks/speed/bench_meta.py [--device auto] [--module resnet20] \\
         [--dataset fashion_mnist] [--epochs 5] [--n-train 55000] [--meta-lr 1e-3]
 
 Small on a CPU: ``--dataset digits --module mlp --epochs 3`` or ``--n-train 1000 --n-test
@@ -36,8 +36,7 @@ from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 
 from sklearn_calib.datasets import load_fashion_mnist
-from sklearn_calib.estimators import MetaNetClassifier, NetClassifier
-from sklearn_calib.estimators._device import resolve_device
+from sklearn_calib.estimators import MetaNetClassifier, NetClassifier, resolve_device
 from sklearn_calib.scoring import expected_calibration_error
 
 

@@ -1,6 +1,6 @@
 """Time our ECE against a single max pass, torchmetrics and netcal on the same input.
 
-    python benchmarks/bench_metrics.py [--n 10000000] [--k 10] [--repeat 3]
+    PYTHONPATH=. python benchmarks/speed/bench_metrics.py [--n 10000000] [--k 10] [--repeat 3]
 
 Every timing is the best of ``--repeat`` runs (netcal: ``--netcal-repeat``) on one float32
 array of softmax probabilities; ratios are against the ``np.max(P, axis=1)`` pass measured
@@ -13,19 +13,13 @@ import argparse
 import os
 import platform
 import re
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from sklearn_calib._validation import check_classification_inputs  # noqa: E402
-from sklearn_calib.metrics._binning import assign_bins, bin_sums, uniform_bin_edges  # noqa: E402
-from sklearn_calib.metrics._metrics import _confidence_and_correct  # noqa: E402
-from sklearn_calib.scoring import expected_calibration_error  # noqa: E402
+from sklearn_calib.scoring import expected_calibration_error
 
 
 def make_probabilities(n, k, seed):
@@ -118,21 +112,6 @@ def main(argv=None):
             f"{name:24s} {seconds:9.3f} {seconds / baseline:11.2f} "
             f"{seconds / ours_time:8.2f}  {shown}"
         )
-
-    # where our time goes
-    edges = uniform_bin_edges(n_bins)
-    t_check, (y_index, checked, _) = best_time(
-        lambda: check_classification_inputs(labels, proba), args.repeat
-    )
-    t_max, (confidence, correct) = best_time(
-        lambda: _confidence_and_correct(checked, y_index), args.repeat
-    )
-    t_bins, index = best_time(lambda: assign_bins(confidence, edges), args.repeat)
-    t_sums, _ = best_time(lambda: bin_sums(index, n_bins, [confidence, correct]), args.repeat)
-    print(
-        f"\nours, by step: input checks {t_check:.3f} s, confidence and correctness {t_max:.3f} s, "
-        f"bin assignment {t_bins:.3f} s, float64 bin sums {t_sums:.3f} s"
-    )
 
     extra = peak_extra_memory(ours)
     if extra is None:

@@ -17,7 +17,8 @@ runs on the CPU; keep it small there, e.g. ``--n-train 512 --n-test 500 --epochs
 
 Usage::
 
-    PYTHONPATH=. python benchmarks/bench_training.py [--epochs 5] [--device auto] [--n-train 55000]
+    PYTHONPATH=. python benchmarks/speed/bench_training.py [--epochs 5] [--device auto] \\
+        [--n-train 55000]
 
 (from the repository root; ``PYTHONPATH=.`` is not needed when the package is installed).
 """
@@ -33,8 +34,7 @@ from skorch.callbacks import LRScheduler
 from torch import nn
 
 from sklearn_calib.datasets import load_fashion_mnist
-from sklearn_calib.estimators import NetClassifier
-from sklearn_calib.estimators._device import resolve_device
+from sklearn_calib.estimators import NetClassifier, resolve_device
 from sklearn_calib.estimators.networks import NETWORKS
 
 LR, MOMENTUM, WEIGHT_DECAY = 0.05, 0.9, 5e-4

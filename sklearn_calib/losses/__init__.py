@@ -4,8 +4,8 @@ Every loss is an ``nn.Module(logits, target) -> scalar`` that skorch can use as 
 criterion: ``NetClassifier(module, criterion="focal", criterion__gamma=3)``. The package
 holds the named losses and their registry :data:`LOSSES` (``_losses``), their common
 base classes (``_base``), the per-sample weights ``u(p)`` of the focal family
-(``_weights``) and the differentiable calibration measures SECE, DECE and MMCE in torch
-(``_calibration``).
+(``_weights``; :func:`uncertainty_weights` evaluates them on numpy predictions) and the
+differentiable calibration measures SECE, DECE and MMCE in torch (``_calibration``).
 """
 
 from ._base import WeightedCrossEntropy
@@ -30,6 +30,7 @@ from ._losses import (
     get_loss,
     resolve_loss,
 )
+from ._weights import WEIGHTS, uncertainty_weights
 
 __all__ = [
     "BSCELoss",
@@ -48,10 +49,12 @@ __all__ = [
     "LabelSmoothingLoss",
     "LpNormLoss",
     "MMCELoss",
+    "WEIGHTS",
     "WeightedCrossEntropy",
     "differentiable_ece",
     "get_loss",
     "mmce_weighted",
     "resolve_loss",
     "smooth_ece",
+    "uncertainty_weights",
 ]

@@ -14,7 +14,10 @@ finite for a zero base and an exponent below 1.
 
 import numbers
 
+import numpy as np
 import torch
+
+from sklearn_calib._validation import check_classification_inputs
 
 
 def safe_pow(base, exponent):
@@ -173,3 +176,75 @@ def brier_weight(probs, target, beta=1.0, gamma=1.0):
     mask = target_mask(probs, target)
     error = torch.where(mask, complement_probability(probs, target).unsqueeze(1), probs)
     return safe_pow(safe_pow(error, beta).sum(1), gamma / beta)
+
+
+#: The per-sample weights of the focal family, by name.
+WEIGHTS = {
+    "focal": focal_weight,
+    "inverse_focal": inverse_focal_weight,
+    "dual_focal": dual_focal_weight,
+    "flsd53": flsd53_weight,
+    "brier": brier_weight,
+}
+
+
+def uncertainty_weights(y_true, y_prob, *, weight="focal", labels=None, **params):
+    """Per-sample weights ``u(p)`` of a focal-family loss, for numpy predictions.
+
+    The losses of :mod:`sklearn_calib.losses` that read as ``u(p) * cross-entropy`` weight
+    each sample by an estimate of its uncertainty; this function evaluates that weight on
+    given probabilities, for example to compare it with a sample's true calibration error.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        True labels.
+    y_prob : array-like of shape (n_samples, n_classes) or (n_samples,)
+        Predicted probabilities (1-D: positive-class probabilities of a binary problem).
+    weight : {"focal", "inverse_focal", "dual_focal", "flsd53", "brier"}, default="focal"
+        The weight: ``(1 - p_y)^gamma`` (focal), ``(1 + p_y)^gamma`` (inverse focal),
+        ``(1 - p_y + p_j)^gamma`` with ``p_j`` the largest probability below ``p_y``
+        (dual focal), the focal weight with gamma 5 where ``p_y < 0.2`` else 3 (FLSD-53),
+        or ``||e_y - p||_beta^gamma`` (generalised Brier score).
+    labels : array-like of shape (n_classes,), default=None
+        The class of each column of ``y_prob``, as for the metrics of
+        :mod:`sklearn_calib.metrics`.
+    **params
+        The weight's parameters: ``gamma`` (required by "focal", "inverse_focal" and
+        "dual_focal"; "brier" takes ``beta`` and ``gamma``, default 1 each; "flsd53" takes
+        ``gamma_below``, ``gamma_above`` and ``threshold``).
+
+    Returns
+    -------
+    weights : ndarray of shape (n_samples,), float64
+
+    References
+    ----------
+    T.-Y. Lin, P. Goyal, R. Girshick, K. He and P. Dollar, "Focal Loss for Dense Object
+    Detection", ICCV 2017.
+
+    J. Mukhoti, V. Kulharia, A. Sanyal, S. Golodetz, P. H. S. Torr and P. K. Dokania,
+    "On using Focal Loss for Neural Network Calibration", ICML 2020 Workshop on
+    Uncertainty and Robustness in Deep Learning.
+
+    D.-B. Wang, L. Feng and M.-L. Zhang, "Rethinking Calibration of Deep Neural Networks:
+    Do Not Be Afraid of Overconfidence", NeurIPS 2021.
+
+    J. Lin, L. Tao, M. Dong and C. Xu, "Uncertainty Weighted Gradients for Model
+    Calibration", CVPR 2025.
+
+    Examples
+    --------
+    >>> from sklearn_calib.losses import uncertainty_weights
+    >>> proba = [[0.5, 0.3, 0.2], [0.1, 0.8, 0.1]]
+    >>> uncertainty_weights([0, 1], proba, weight="focal", gamma=2).round(4)
+    array([0.25, 0.04])
+    >>> uncertainty_weights([0, 1], proba, weight="brier", beta=2, gamma=2).round(4)
+    array([0.38, 0.06])
+    """
+    if weight not in WEIGHTS:
+        raise ValueError(f"Expected `weight` to be one of {sorted(WEIGHTS)}, got {weight!r}.")
+    y_index, proba, _ = check_classification_inputs(y_true, y_prob, labels=labels)
+    probs = torch.as_tensor(np.asarray(proba, dtype=np.float64))
+    with torch.no_grad():
+        return WEIGHTS[weight](probs, torch.as_tensor(y_index), **params).numpy()
