@@ -22,8 +22,9 @@ from sklearn_calib.losses import (
     mmce_weighted,
     resolve_loss,
     smooth_ece,
+    uncertainty_weights,
 )
-from sklearn_calib.losses._weights import brier_weight, focal_weight
+from sklearn_calib.losses._weights import WEIGHTS, brier_weight, focal_weight
 from sklearn_calib.scoring import differentiable_calibration_error, smooth_calibration_error
 
 # SPEC section 2 oracle: z = [2, 1, 0] for y = 0, 1, 2.
@@ -580,3 +581,41 @@ def test_cuda_bf16_autocast_matches_cpu(name):
         torch.cuda.set_sync_debug_mode("default")
     assert value.dtype == torch.float32
     torch.testing.assert_close(value.cpu(), loss(logits_gpu.cpu().float(), target))
+
+
+@pytest.mark.parametrize(
+    ("weight", "params"),
+    [
+        ("focal", {"gamma": 2.0}),
+        ("inverse_focal", {"gamma": 3.0}),
+        ("dual_focal", {"gamma": 5.0}),
+        ("flsd53", {}),
+        ("brier", {"beta": 2.0, "gamma": 1.5}),
+    ],
+)
+def test_uncertainty_weights_are_the_loss_weights_on_numpy_input(weight, params):
+    rng = np.random.default_rng(0)
+    proba = rng.dirichlet(np.ones(4), size=50)
+    y = np.array(["a", "b", "c", "d"])[rng.integers(0, 4, 50)]
+    values = uncertainty_weights(y, proba, weight=weight, labels=["a", "b", "c", "d"], **params)
+    index = torch.as_tensor(np.searchsorted(["a", "b", "c", "d"], y))
+    expected = WEIGHTS[weight](torch.as_tensor(proba), index, **params).numpy()
+    assert values.dtype == np.float64 and values.shape == (50,)
+    np.testing.assert_array_equal(values, expected)
+
+
+def test_uncertainty_weights_of_the_focal_loss_oracle():
+    # p_y = 0.5 and 0.8: (1 - p_y)^2 = 0.25 and 0.04; 1-D input is binary p(class 1)
+    assert uncertainty_weights([0, 1], [[0.5, 0.5], [0.2, 0.8]], gamma=2) == pytest.approx(
+        [0.25, 0.04]
+    )
+    assert uncertainty_weights([0, 1], [0.5, 0.8], gamma=2) == pytest.approx([0.25, 0.04])
+
+
+def test_uncertainty_weights_reject_bad_input():
+    with pytest.raises(ValueError, match="Expected `weight` to be one of"):
+        uncertainty_weights([0, 1], [[0.5, 0.5], [0.2, 0.8]], weight="smooth", gamma=2)
+    with pytest.raises(ValueError, match="y_prob"):
+        uncertainty_weights([0, 1], [[0.5, 0.9], [0.2, 0.8]], gamma=2)
+    with pytest.raises(ValueError, match="gamma"):
+        uncertainty_weights([0, 1], [[0.5, 0.5], [0.2, 0.8]], gamma="x")

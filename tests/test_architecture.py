@@ -1,0 +1,262 @@
+"""The import rules of ARCHITECTURE.md, checked by parsing every import with ``ast``.
+
+Every ``import`` and ``from ... import`` statement counts, also those inside functions: a
+lazy import is still a dependency.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: Which parts of sklearn_calib each part may import (ARCHITECTURE.md, "Import rules").
+#: A part is a top-level module or sub-package; "main" is the main job (``__main__`` and
+#: ``_experiment``). The package's ``__init__`` may import any part but the main job.
+ALLOWED = {
+    "_validation": set(),
+    "metrics": {"_validation"},
+    "scoring": {"metrics", "_validation"},
+    "datasets": {"_validation"},
+    "plotting": {"metrics", "_validation"},
+    "losses": {"metrics", "_validation"},
+    "calibrators": {"metrics", "_validation"},
+    "estimators": {"losses", "metrics", "_validation"},
+    "evaluation": {"calibrators", "metrics", "_validation"},
+    "persistence": {"calibrators", "estimators", "losses", "metrics", "_validation"},
+    "main": {
+        "calibrators",
+        "datasets",
+        "estimators",
+        "evaluation",
+        "metrics",
+        "plotting",
+        "_validation",
+    },
+}
+ALLOWED["__init__"] = set(ALLOWED) - {"main", "__init__"}
+
+#: Outside packages a part may not import: skorch belongs to the estimators.
+FORBIDDEN_EXTERNAL = {
+    part: {"skorch"}
+    for part in ("_validation", "metrics", "scoring", "datasets", "plotting", "losses")
+    + ("calibrators", "evaluation")
+}
+
+#: Top-level names no library module may import.
+NOT_FROM_LIBRARY = {"benchmarks", "tests"}
+
+
+def module_name(path, root=ROOT):
+    """Dotted module name of a source file (a package's ``__init__`` is the package)."""
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def is_package(path):
+    return path.name == "__init__.py"
+
+
+def imports(source, module, *, package=False):
+    """Absolute names of what ``source`` imports, as ``(module, name or None)`` pairs.
+
+    ``from m import a`` gives ``(m, "a")``; ``import m`` gives ``(m, None)``. Relative
+    imports are resolved against ``module`` (a package when ``package`` is true).
+    """
+    base = module.split(".") if package else module.split(".")[:-1]
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.extend((alias.name, None) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = base[: len(base) - node.level + 1]
+                target = ".".join(anchor + ([node.module] if node.module else []))
+            else:
+                target = node.module
+            found.extend((target, alias.name) for alias in node.names)
+    return found
+
+
+def part_of(module):
+    """The part of sklearn_calib a module belongs to, None outside sklearn_calib."""
+    names = module.split(".")
+    if names[0] != "sklearn_calib":
+        return None
+    if len(names) == 1:
+        return "__init__"
+    if names[1] in ("__main__", "_experiment"):
+        return "main"
+    return names[1]
+
+
+def library_violations(module, source, *, package=False):
+    """Imports of library module ``module`` that break the rules, as messages."""
+    part = part_of(module)
+    messages = []
+    for target, name in imports(source, module, package=package):
+        top = target.split(".")[0]
+        if top in NOT_FROM_LIBRARY or top in FORBIDDEN_EXTERNAL.get(part, ()):
+            messages.append(f"{module} imports {target}")
+            continue
+        names = [target] if name is None else [target, f"{target}.{name}"]
+        imported = {part_of(candidate) for candidate in names} - {None, "__init__"}
+        if not imported and top == "sklearn_calib" and name is not None:
+            # ``from sklearn_calib import x``: x is the part (a module or a public name)
+            imported = {name if name in ALLOWED else "__init__"}
+        for other in imported - {part}:
+            if other not in ALLOWED[part]:
+                messages.append(f"{module} ({part}) imports {target} ({other})")
+    return messages
+
+
+def is_private(dotted):
+    """Whether a dotted name has a component that starts with an underscore."""
+    return any(component.startswith("_") for component in dotted.split("."))
+
+
+def benchmark_violations(module, source, *, package=False, speed_script=False):
+    """Imports of benchmark file ``module`` that break the rules, as messages.
+
+    Benchmarks import only public sklearn_calib names; a speed script imports nothing
+    from ``benchmarks`` and leaves ``sys.path`` alone; the experiment framework imports
+    no speed script.
+    """
+    messages = []
+    for target, name in imports(source, module, package=package):
+        top = target.split(".")[0]
+        if top == "sklearn_calib":
+            full = target if name is None else f"{target}.{name}"
+            if is_private(full):
+                messages.append(f"{module} imports the private {full}")
+        elif top == "benchmarks" and (speed_script or target.startswith("benchmarks.speed")):
+            messages.append(f"{module} imports {target}")
+    if speed_script:
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Attribute) and node.attr == "path":
+                if isinstance(node.value, ast.Name) and node.value.id == "sys":
+                    messages.append(f"{module} changes sys.path")
+    return messages
+
+
+def module_graph(root_package, root=ROOT):
+    """Module name to the set of modules of the same tree it imports."""
+    files = {module_name(path, root): path for path in (root / root_package).rglob("*.py")}
+    graph = {}
+    for module, path in files.items():
+        edges = set()
+        for target, name in imports(path.read_text(), module, package=is_package(path)):
+            if name is not None and f"{target}.{name}" in files:
+                edges.add(f"{target}.{name}")
+            elif target in files:
+                edges.add(target)
+        graph[module] = edges - {module}
+    return graph
+
+
+def find_cycles(graph):
+    """Strongly connected components with more than one module (Tarjan), sorted."""
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def visit(node):
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in graph.get(node, ()):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(cycles)
+
+
+def _sources(folder):
+    return sorted((ROOT / folder).rglob("*.py"))
+
+
+def test_every_part_of_the_library_is_in_the_rules():
+    package = ROOT / "sklearn_calib"
+    parts = {part_of(module_name(path)) for path in package.rglob("*.py")}
+    assert parts == set(ALLOWED)
+
+
+@pytest.mark.parametrize("path", _sources("sklearn_calib"), ids=lambda p: module_name(p))
+def test_library_modules_import_only_what_their_part_may(path):
+    module = module_name(path)
+    assert library_violations(module, path.read_text(), package=is_package(path)) == []
+
+
+@pytest.mark.parametrize("path", _sources("benchmarks"), ids=lambda p: module_name(p))
+def test_benchmarks_import_only_public_library_names(path):
+    module = module_name(path)
+    speed_script = path.parent == ROOT / "benchmarks" / "speed"
+    violations = benchmark_violations(
+        module, path.read_text(), package=is_package(path), speed_script=speed_script
+    )
+    assert violations == []
+
+
+@pytest.mark.parametrize("tree", ["sklearn_calib", "benchmarks"])
+def test_no_import_cycles(tree):
+    assert find_cycles(module_graph(tree)) == []
+
+
+def test_the_rules_have_no_cycle_between_parts():
+    graph = {part: allowed - {part} for part, allowed in ALLOWED.items() if part != "__init__"}
+    assert find_cycles(graph) == []
+
+
+def test_the_rules_flag_forbidden_imports():
+    bad = "from sklearn_calib.estimators import NetClassifier"
+    assert library_violations("sklearn_calib.metrics._metrics", bad) != []
+    relative = "from ..estimators._net import NetClassifier"
+    assert library_violations("sklearn_calib.calibrators.temperature", relative) != []
+    assert library_violations("sklearn_calib.metrics._x", "import skorch") != []
+    assert library_violations("sklearn_calib.scoring", "from . import estimators") != []
+    assert library_violations("sklearn_calib.losses._x", "from benchmarks import _data") != []
+    assert library_violations("sklearn_calib.estimators._net", "from ..losses import x") == []
+    for private in (
+        "from sklearn_calib.calibrators._base import softmax",
+        "import sklearn_calib._validation",
+        "from sklearn_calib.calibrators import _scores",
+        "from sklearn_calib import _validation",
+    ):
+        assert benchmark_violations("benchmarks._x", private) != [], private
+    public = "from sklearn_calib.calibrators import grid_ece"
+    assert benchmark_violations("benchmarks._x", public) == []
+    assert (
+        benchmark_violations(
+            "benchmarks.speed.bench_x", "from benchmarks import _data", speed_script=True
+        )
+        != []
+    )
+    assert (
+        benchmark_violations(
+            "benchmarks.speed.bench_x", "import sys\nsys.path.insert(0, '.')", speed_script=True
+        )
+        != []
+    )
+    assert (
+        benchmark_violations("benchmarks._runner", "from .speed import bench_x", package=False)
+        != []
+    )
+    assert find_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert find_cycles({"a": {"b"}, "b": set()}) == []
