@@ -5,6 +5,7 @@ lazy import is still a dependency.
 """
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -260,3 +261,14 @@ def test_the_rules_flag_forbidden_imports():
     )
     assert find_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert find_cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_library_cites_papers_not_seed_numbers_or_the_spec():
+    pattern = re.compile(r"\b[Ss]eeds? 00\d|\bSPEC\b")
+    cited = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in _sources("sklearn_calib")
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert cited == []

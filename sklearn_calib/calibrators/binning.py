@@ -113,7 +113,7 @@ class _BinMapCalibrator(BaseCalibrator):
 class HistogramBinning(_BinMapCalibrator):
     """Histogram binning: each bin's value is the accuracy of the fit data in that bin.
 
-    Seed 001's post-hoc baseline (Zadrozny and Elkan 2001; Guo et al. 2017) on the top-1
+    The post-hoc baseline of Wang et al. (Zadrozny and Elkan 2001; Guo et al. 2017) on the top-1
     confidence, or its classwise (one-vs-rest) form. See :mod:`~.binning` for how rows
     are completed, how the predicted class is kept and the empty-bin fallback.
 
@@ -151,6 +151,9 @@ class HistogramBinning(_BinMapCalibrator):
     ----------
     B. Zadrozny and C. Elkan, "Obtaining calibrated probability estimates from decision
     trees and naive Bayesian classifiers", ICML 2001.
+
+    D.-B. Wang, L. Feng and M.-L. Zhang, "Rethinking Calibration of Deep Neural
+    Networks: Do Not Be Afraid of Overconfidence", NeurIPS 2021.
 
     Examples
     --------

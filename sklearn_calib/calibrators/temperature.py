@@ -10,7 +10,7 @@ from ._base import BaseCalibrator, softmax
 from ._temperature_grid import grid_ece
 from ._temperature_solver import fit_inverse_temperature
 
-#: Seed 001's pool of temperatures for the ECE objective: 0.01, 0.02, ..., 10.
+#: Wang et al.'s (2021) pool of temperatures for the ECE objective: 0.01, 0.02, ..., 10.
 DEFAULT_ECE_GRID = np.round(np.arange(1, 1001) * 0.01, 2)
 
 
@@ -50,12 +50,12 @@ class TemperatureScaling(BaseCalibrator):
         classes) the bound is used and a ``ConvergenceWarning`` is raised; if the NLL does
         not depend on ``T`` (the scores tie within every row, so every ``T`` is optimal)
         ``T = 1`` with a ``UserWarning``; a search that does not converge raises
-        ``RuntimeError``. ``"ece"``: the seeds' grid search, the
+        ``RuntimeError``. ``"ece"``: the grid search of Wang et al. and Mukhoti et al., the
         temperature of ``grid`` with the lowest expected calibration error (top-label,
         equal-width bins, :func:`sklearn_calib.scoring.expected_calibration_error`) on the
         fit data; the first one on ties.
     grid : array-like of shape (n_temperatures,), default=None
-        Temperatures searched by ``objective="ece"``; None means seed 001's pool
+        Temperatures searched by ``objective="ece"``; None means Wang et al.'s pool
         0.01, 0.02, ..., 10 (1000 values). Ignored by ``objective="nll"``.
     n_bins : int, default=15
         Number of bins of the ECE objective.

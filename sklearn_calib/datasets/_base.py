@@ -177,7 +177,7 @@ def make_gaussian_blobs(
 ):
     """Isotropic Gaussian classes N(mu_k, I) with equal priors and their true posterior.
 
-    The toy experiment of seed 004: 5 two-dimensional Gaussians with means drawn uniformly
+    The toy experiment of Lin et al. (2025): 5 two-dimensional Gaussians with means drawn uniformly
     in ``[-10, 10]^2``. The posterior is ``eta_k(x) = N(x; mu_k, I) / sum_j N(x; mu_j, I)``,
     a softmax of ``-||x - mu_k||^2 / 2``. Draw a test set from the same classes by passing
     the training set's centers (``return_centers=True``) and another ``random_state``.

@@ -5,7 +5,7 @@ Both are training-only modules whose parameters are learned by the outer (meta) 
 loss into a regularised loss through :meth:`regularized_loss`, so the bilevel step treats
 them alike:
 
-- :class:`GammaNet` (seed 003) predicts one focal-loss exponent per
+- :class:`GammaNet` (Wang and Golebiowski 2024) predicts one focal-loss exponent per
   sample from the penultimate features;
 - :class:`ElementwiseL2` (Bohdal et al. 2021) adds ``sum(c * w ** 2)`` over the entries of
   the classifier head, with one learned coefficient ``c`` per weight and bias entry.
@@ -18,7 +18,7 @@ from torch import nn
 
 
 class GammaNet(nn.Module):
-    """Sample-wise focal gamma from penultimate features (SPEC section 3).
+    """Sample-wise focal gamma from penultimate features (the gamma-Net).
 
     ``a = x A`` (A: d x K), ``s = softmax(a)``, ``x~ = s A^T``, ``gamma = |x~ W| / tau``:
     ``x~`` is a convex combination of the K columns of A chosen by attention on ``x``.

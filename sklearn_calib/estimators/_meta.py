@@ -36,7 +36,7 @@ class _FitState:
 class MetaNetClassifier(NetClassifier):
     """A NetClassifier trained with a meta-learned regulariser for calibration.
 
-    Meta-regularisation (seed 003, extending Bohdal et al. 2021): ``fit`` splits
+    Meta-regularisation (Wang and Golebiowski 2024, extending Bohdal et al. 2021): ``fit`` splits
     the data, stratified and seeded by ``random_state``, into training, validation and
     meta-validation parts (8:1:1 by default). Each step takes a training batch and a
     meta-validation batch, makes a virtual SGD step of the classifier head only on the
@@ -45,7 +45,7 @@ class MetaNetClassifier(NetClassifier):
     meta batch are detached), steps the regulariser's parameters with Adam, and then makes
     the real update of the whole network with the updated regulariser.
 
-    The four meta-learning methods of seed 003's Table 1:
+    The four meta-learning methods of Wang and Golebiowski's Table 1:
 
     ================  ===============  =============
     method            ``regularizer``  ``meta_loss``
@@ -68,8 +68,8 @@ class MetaNetClassifier(NetClassifier):
         "l2": a learnable element-wise L2 penalty on the head's weight and bias
         (one coefficient per entry, starting at 0 and kept >= 0).
     meta_loss : {"sece", "dece", "ce_dece"}, default="sece"
-        Meta objective on the meta-validation batch: SECE (seed 003), DECE (Bohdal et al.),
-        or CE + 0.5 DECE, the objective of Bohdal et al.'s code.
+        Meta objective on the meta-validation batch: SECE (Wang and Golebiowski), DECE
+        (Bohdal et al.), or CE + 0.5 DECE, the objective of Bohdal et al.'s code.
     criterion : str, type of torch.nn.Module or None, default=None
         The training loss. None: focal loss with ``gamma=1`` for "gamma_net" (the
         per-sample gamma replaces the criterion's own, which is used only for the recorded
@@ -136,7 +136,7 @@ class MetaNetClassifier(NetClassifier):
 
     Notes
     -----
-    *The gamma-Net's meta learning rate.* Seed 003 fixes ``tau = 0.01`` and the initial
+    *The gamma-Net's meta learning rate.* The paper fixes ``tau = 0.01`` and the initial
     gamma of 1 but not the gamma-Net's optimiser; it takes Bohdal et al.'s defaults, whose
     Adam (lr 1e-3) steps regularisation strengths directly (L2 coefficients, label
     smoothing). Adam moves every parameter by about its learning rate whatever the size of
@@ -167,10 +167,11 @@ class MetaNetClassifier(NetClassifier):
 
     References
     ----------
-    "Towards unbiased calibration using meta-regularization" (seed 003, anonymous
-    submission under double-blind review). Bohdal, Yang, Hospedales.
-    "Meta-calibration: learning of model calibration using differentiable expected
-    calibration error." arXiv:2106.09613, 2021.
+    C. Wang and J. Golebiowski, "Towards Unbiased Calibration using
+    Meta-Regularization", Transactions on Machine Learning Research, 2024.
+
+    O. Bohdal, Y. Yang and T. Hospedales, "Meta-Calibration: Learning of Model
+    Calibration Using Differentiable Expected Calibration Error", arXiv:2106.09613, 2021.
 
     Examples
     --------

@@ -1,6 +1,7 @@
 """The outer step of meta-regularisation: a virtual head update and a meta-loss descent.
 
-One call of :func:`meta_step` (Luketina et al. 2015; Bohdal et al. 2021; seed 003):
+One call of :func:`meta_step` (Luketina et al. 2015; Bohdal et al. 2021; Wang and
+Golebiowski 2024):
 
 1. the regularised training loss of a training batch, as a function of the classifier
    head ``(W, b)`` applied to the batch's detached penultimate features;
@@ -24,7 +25,7 @@ from sklearn_calib.losses._calibration import full_precision
 
 from ._training import BatchSource
 
-#: Meta losses: SECE (seed 003), DECE, and CE + 0.5 DECE (the objective of Bohdal et al.'s code).
+#: Meta losses: SECE (Wang and Golebiowski), DECE, and CE + 0.5 DECE (Bohdal et al.'s code).
 META_LOSSES = ("sece", "dece", "ce_dece")
 
 

@@ -104,10 +104,11 @@ default=None
         exception: it is advanced per batch without slowing training, and the batch
         losses reach the history when the epoch ends.
     recipe : {"seed001", "seed002", "onecycle"}, Recipe or None, default=None
-        Optimiser and learning-rate preset (SPEC §5). "seed001": SGD (momentum 0.9,
-        weight decay 1e-4, lr 0.1), lr x0.1 at 50 % and 75 % of ``max_epochs``.
-        "seed002": SGD (momentum 0.9, weight decay 5e-4, lr 0.1), lr x0.1 at 150/350 and
-        250/350 of ``max_epochs``. These epochs are rounded and never the first, which
+        Optimiser and learning-rate preset. "seed001": the recipe of Wang et al. (2021),
+        SGD (momentum 0.9, weight decay 1e-4, lr 0.1), lr x0.1 at 50 % and 75 % of
+        ``max_epochs``. "seed002": the recipe of Mukhoti et al. (2020) and the papers
+        built on their code, SGD (momentum 0.9, weight decay 5e-4, lr 0.1), lr x0.1 at
+        150/350 and 250/350 of ``max_epochs``. These epochs are rounded and never the first, which
         always runs at the base rate. "onecycle": SGD (momentum 0.9, Nesterov, weight
         decay 5e-4), lr rising linearly from lr/10 to lr (0.1) over the first 25 % of the steps,
         then falling linearly to 0 (per step), for short budgets. None: constant lr. The
@@ -120,14 +121,14 @@ default=None
         padding by an eighth of the image size (4 pixels for 32x32 and 28x28 images) and
         random horizontal flip.
     mixup_alpha : float, default=0.0
-        Mixup (seed 003's baseline): each batch is mixed with a permutation of itself by
+        Mixup (Zhang et al. 2018): each batch is mixed with a permutation of itself by
         a weight ``lam ~ Beta(alpha, alpha)`` and the loss is ``lam * L(z, y_a) + (1 -
         lam) * L(z, y_b)`` for every criterion. 0 turns it off.
     grad_clip : float or None, default=None
         Maximum gradient norm (all parameters together); None for no clipping.
     loss_reduction : {"mean", "sum"}, default="mean"
         "sum" multiplies the criterion's batch mean by the batch size (the summed
-        per-sample loss). The seeds' reference pairing is ``loss_reduction="sum",
+        per-sample loss). The reference pairing of Mukhoti et al.'s code is ``loss_reduction="sum",
         grad_clip=2.0`` (:data:`~sklearn_calib.estimators.REFERENCE_PAIRING`). The
         recorded losses are the criterion's values (per-sample means).
     precision : {"auto", "fp32", "bf16"}, default="auto"
@@ -240,6 +241,18 @@ default=None
     a :class:`MixedTarget`) and makes the whole update. Set ``train_step_capturable =
     True`` on a subclass whose overridden step may be captured in a CUDA graph (no host
     synchronisation, no data-dependent Python control flow); otherwise it runs eagerly.
+
+    References
+    ----------
+    D.-B. Wang, L. Feng and M.-L. Zhang, "Rethinking Calibration of Deep Neural
+    Networks: Do Not Be Afraid of Overconfidence", NeurIPS 2021.
+
+    J. Mukhoti, V. Kulharia, A. Sanyal, S. Golodetz, P. H. S. Torr and P. K. Dokania,
+    "On using Focal Loss for Neural Network Calibration", ICML 2020 Workshop on
+    Uncertainty and Robustness in Deep Learning.
+
+    H. Zhang, M. Cisse, Y. N. Dauphin and D. Lopez-Paz, "mixup: Beyond Empirical Risk
+    Minimization", ICLR 2018.
 
     Examples
     --------

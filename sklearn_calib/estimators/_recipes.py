@@ -1,4 +1,9 @@
-"""Optimiser and learning-rate presets: the seeds' training recipes (SPEC §5) and a one-cycle.
+"""Optimiser and learning-rate presets: the papers' training recipes and a one-cycle.
+
+"seed001" is the recipe of D.-B. Wang, L. Feng and M.-L. Zhang, "Rethinking Calibration of
+Deep Neural Networks: Do Not Be Afraid of Overconfidence", NeurIPS 2021; "seed002" that of
+J. Mukhoti et al., "On using Focal Loss for Neural Network Calibration", 2020, and of the
+papers built on their code. The names are kept as they are.
 
 A recipe fixes the optimiser, its base learning rate and hyperparameters, and a schedule:
 the factor applied to the base learning rate at each step. :class:`NetClassifier` applies
@@ -12,8 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-#: The seeds' reference pairing (SPEC §2, "Reduction and clipping"): the loss summed over
-#: the batch and the gradient norm clipped to 2. Use as ``NetClassifier(**REFERENCE_PAIRING)``.
+#: The reference pairing of Mukhoti et al.'s code: the loss summed over the batch and the
+#: gradient norm clipped to 2. Use as ``NetClassifier(**REFERENCE_PAIRING)``.
 REFERENCE_PAIRING = {"loss_reduction": "sum", "grad_clip": 2.0}
 
 OPTIMIZERS = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW}

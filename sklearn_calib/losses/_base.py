@@ -1,6 +1,6 @@
 """Base classes of the losses: input handling, reduction and the weighted cross-entropy.
 
-:class:`WeightedCrossEntropy` is the one mechanism behind the focal family (seed 004): a
+:class:`WeightedCrossEntropy` is the one mechanism behind the focal family (Lin et al.): a
 per-sample weight ``u(p)`` from :mod:`sklearn_calib.losses._weights` times cross-entropy, the
 weight either differentiated or computed from detached probabilities ("GRA").
 """
@@ -69,7 +69,7 @@ def log_probs_and_nll(logits, target):
 
 
 class WeightedCrossEntropy(Loss):
-    """Uncertainty-weighted cross-entropy ``u(p) * CE`` (seed 004's framework).
+    """Uncertainty-weighted cross-entropy ``u(p) * CE`` (Lin et al.'s framework).
 
     Parameters
     ----------
@@ -78,11 +78,23 @@ class WeightedCrossEntropy(Loss):
         module-level function keeps the loss picklable. None gives plain cross-entropy.
     detach_weight : bool, default=False
         False: the weight multiplies the loss and is differentiated (focal loss as in the
-        code of seeds 002-004). True: the weight is computed from detached probabilities,
-        so ``d loss / d z = u(p) * d CE / d z`` ("GRA", seed 004; also seed 001's focal
-        loss). Parameters of the weight passed as tensors (a per-sample gamma) still
-        receive gradients.
+        code of Mukhoti et al. and its descendants). True: the weight is computed from
+        detached probabilities, so ``d loss / d z = u(p) * d CE / d z`` ("GRA", Lin et al.;
+        also Wang et al.'s focal loss). Parameters of the weight passed as tensors (a
+        per-sample gamma) still receive gradients.
     reduction : {"mean", "sum", "none"}, default="mean"
+
+    References
+    ----------
+    J. Lin, L. Tao, M. Dong and C. Xu, "Uncertainty Weighted Gradients for Model
+    Calibration", CVPR 2025.
+
+    J. Mukhoti, V. Kulharia, A. Sanyal, S. Golodetz, P. H. S. Torr and P. K. Dokania,
+    "On using Focal Loss for Neural Network Calibration", ICML 2020 Workshop on
+    Uncertainty and Robustness in Deep Learning.
+
+    D.-B. Wang, L. Feng and M.-L. Zhang, "Rethinking Calibration of Deep Neural
+    Networks: Do Not Be Afraid of Overconfidence", NeurIPS 2021.
     """
 
     def __init__(self, weight_fn=None, detach_weight=False, reduction="mean"):
@@ -117,7 +129,8 @@ class GammaWeighted(WeightedCrossEntropy):
     """A weighted cross-entropy whose weight has an exponent ``gamma``.
 
     ``forward(logits, target, gamma=t)`` overrides ``self.gamma`` for one call; ``t`` may be
-    a tensor of shape (n,) giving one gamma per sample (seed 003's gamma-Net). Subclasses
+    a tensor of shape (n,) giving one gamma per sample (the gamma-Net of
+    :class:`~sklearn_calib.estimators.MetaNetClassifier`). Subclasses
     set ``_weight`` to a weight function ``(probs, target, gamma) -> (n,)``.
     """
 

@@ -1,4 +1,4 @@
-"""Differentiable calibration measures in torch: SECE, DECE and MMCE (SPEC sections 1, 2).
+"""Differentiable calibration measures in torch: SECE, DECE and MMCE.
 
 Each takes probabilities (n, K) and integer targets (n,) and returns a 0-d tensor that is
 differentiable with respect to the probabilities (through the confidence ``r = max_k p_k``
@@ -73,7 +73,7 @@ def _confidence_and_correct(probs, target):
 
 
 def smooth_ece(probs, target, *, bandwidth=0.01, include_self=True):
-    """Smooth expected calibration error (SECE, Wang et al. 2023, seed 003).
+    """Smooth expected calibration error (SECE).
 
     ``SACC_i = sum_j K(r_i, r_j) c_j / (sum_j K(r_i, r_j) + 1e-12)`` with the Gaussian kernel
     ``K(u, v) = exp(-(u - v)^2 / (2 h^2))``, and ``SECE = mean_i |SACC_i - r_i|``, where
@@ -98,6 +98,11 @@ def smooth_ece(probs, target, *, bandwidth=0.01, include_self=True):
     -------
     sece : torch.Tensor
         0-d tensor.
+
+    References
+    ----------
+    C. Wang and J. Golebiowski, "Towards Unbiased Calibration using
+    Meta-Regularization", Transactions on Machine Learning Research, 2024.
     """
     check_number("bandwidth", bandwidth, low=0, low_open=True)
     if not isinstance(include_self, bool):
@@ -118,7 +123,7 @@ def smooth_ece(probs, target, *, bandwidth=0.01, include_self=True):
 
 
 def differentiable_ece(probs, target, *, n_bins=15, t_a=100.0, t_b=0.01):
-    """Differentiable ECE with soft bins and soft accuracy (DECE, Bohdal et al. 2021).
+    """Differentiable ECE with soft bins and soft accuracy (DECE).
 
     Soft bin membership ``o_ik = softmax_k((r_i W_k + b_k) / t_b)`` with ``W = (1..M)`` and
     ``b = cumsum(-cut)``, ``cut = linspace(0, 1, M + 1)[:-1]``, smoothed as
@@ -143,6 +148,11 @@ def differentiable_ece(probs, target, *, n_bins=15, t_a=100.0, t_b=0.01):
     -------
     dece : torch.Tensor
         0-d tensor.
+
+    References
+    ----------
+    O. Bohdal, Y. Yang and T. Hospedales, "Meta-Calibration: Learning of Model
+    Calibration Using Differentiable Expected Calibration Error", arXiv:2106.09613, 2021.
     """
     n_bins = check_n_bins(n_bins)
     check_number("t_a", t_a, low=0, low_open=True)
@@ -167,13 +177,13 @@ def differentiable_ece(probs, target, *, n_bins=15, t_a=100.0, t_b=0.01):
 
 
 def mmce_weighted(probs, target, *, normalization="reference", kernel_width=0.4):
-    """Weighted maximum mean calibration error MMCE_w (Kumar et al. 2018).
+    """Weighted maximum mean calibration error MMCE_w.
 
     With ``k(r, r') = exp(-|r - r'| / kernel_width)``, correct set C (m samples) and wrong
     set W (n samples): ``S_cc = sum_{C x C} (1 - r_i)(1 - r_j) k``,
     ``S_ww = sum_{W x W} r_i r_j k`` and ``S_cw = sum_{C x W} (1 - r_i) r_j k``.
-    ``"reference"``: ``sqrt(S_cc / m^4 + S_ww / n^4 - 2 S_cw / (m n)^2)`` (the code behind the
-    seeds' tables, which averages over pairs and then divides by m^2, n^2, mn again);
+    ``"reference"``: ``sqrt(S_cc / m^4 + S_ww / n^4 - 2 S_cw / (m n)^2)`` (the code behind
+    Mukhoti et al.'s tables, which averages over pairs and then divides by m^2, n^2, mn again);
     ``"pairs"``: ``sqrt(S_cc / m^2 + S_ww / n^2 - 2 S_cw / (m n))``. 0 when m or n is 0.
 
     Parameters
@@ -191,6 +201,15 @@ def mmce_weighted(probs, target, *, normalization="reference", kernel_width=0.4)
     -------
     mmce : torch.Tensor
         0-d tensor.
+
+    References
+    ----------
+    A. Kumar, S. Sarawagi and U. Jain, "Trainable Calibration Measures for Neural
+    Networks from Kernel Mean Embeddings", ICML 2018.
+
+    J. Mukhoti, V. Kulharia, A. Sanyal, S. Golodetz, P. H. S. Torr and P. K. Dokania,
+    "On using Focal Loss for Neural Network Calibration", ICML 2020 Workshop on
+    Uncertainty and Robustness in Deep Learning.
     """
     if normalization not in ("reference", "pairs"):
         raise ValueError(

@@ -1,7 +1,7 @@
 """Training losses of the calibration literature as ``nn.Module(logits, target) -> scalar``.
 
 Every loss takes logits (n, K) and integer class indices (n,), returns the mean over the
-batch by default (``reduction="sum"`` gives the seeds' summed form), and takes its
+batch by default (``reduction="sum"`` gives the summed form of the papers' code), and takes its
 hyperparameters as constructor arguments, so skorch routes them:
 ``NetClassifier(module, criterion=FocalLoss, criterion__gamma=3)``. A plain skorch
 ``NeuralNetClassifier`` applies softmax in ``predict_proba`` only for
@@ -11,7 +11,7 @@ this itself), or ``predict_proba`` returns logits. Logits are cast to
 float32 and autocast is switched off inside every loss, so a bf16 forward pass still gets a
 float32 loss computed from ``log_softmax``.
 
-The focal family is one mechanism (seed 004): :class:`WeightedCrossEntropy` computes
+The focal family is one mechanism (Lin et al. 2025): :class:`WeightedCrossEntropy` computes
 ``u(p) * CE`` with a per-sample weight ``u`` from :mod:`sklearn_calib.losses._weights`; with
 ``detach_weight=True`` the weight is computed from detached probabilities, so it scales the
 gradient instead of being differentiated ("GRA"). The named losses only pick the weight and
@@ -62,10 +62,22 @@ class FocalLoss(GammaWeighted):
     Parameters
     ----------
     gamma : float, default=3.0
-        Exponent (seed 002 uses 3; seed 001 searches {1, 3, 5, 7, 9}).
+        Exponent (Mukhoti et al. use 3; Wang et al. search {1, 3, 5, 7, 9}).
     detach_weight : bool, default=False
         See :class:`WeightedCrossEntropy`; True is :class:`FocalLossGRA`.
     reduction : {"mean", "sum", "none"}, default="mean"
+
+    References
+    ----------
+    T.-Y. Lin, P. Goyal, R. Girshick, K. He and P. Dollar, "Focal Loss for Dense
+    Object Detection", ICCV 2017.
+
+    J. Mukhoti, V. Kulharia, A. Sanyal, S. Golodetz, P. H. S. Torr and P. K. Dokania,
+    "On using Focal Loss for Neural Network Calibration", ICML 2020 Workshop on
+    Uncertainty and Robustness in Deep Learning.
+
+    D.-B. Wang, L. Feng and M.-L. Zhang, "Rethinking Calibration of Deep Neural
+    Networks: Do Not Be Afraid of Overconfidence", NeurIPS 2021.
     """
 
     _weight = staticmethod(focal_weight)
@@ -75,9 +87,17 @@ class FocalLoss(GammaWeighted):
 
 
 class FocalLossGRA(FocalLoss):
-    """Focal weight applied to the gradient ("focal_gra"); seed 001's "focal loss".
+    """Focal weight applied to the gradient ("focal_gra"); Wang et al.'s "focal loss".
 
     Parameters are those of :class:`FocalLoss`, with ``detach_weight=True``.
+
+    References
+    ----------
+    D.-B. Wang, L. Feng and M.-L. Zhang, "Rethinking Calibration of Deep Neural
+    Networks: Do Not Be Afraid of Overconfidence", NeurIPS 2021.
+
+    J. Lin, L. Tao, M. Dong and C. Xu, "Uncertainty Weighted Gradients for Model
+    Calibration", CVPR 2025.
     """
 
     def __init__(self, gamma=3.0, detach_weight=True, reduction="mean"):
@@ -85,13 +105,18 @@ class FocalLossGRA(FocalLoss):
 
 
 class InverseFocalLoss(GammaWeighted):
-    """Inverse focal loss ``-(1 + p_y)^gamma log p_y`` of seed 001 ("inverse_focal").
+    """Inverse focal loss ``-(1 + p_y)^gamma log p_y`` ("inverse_focal").
 
     Parameters
     ----------
     gamma : float, default=3.0
     detach_weight : bool, default=False
     reduction : {"mean", "sum", "none"}, default="mean"
+
+    References
+    ----------
+    D.-B. Wang, L. Feng and M.-L. Zhang, "Rethinking Calibration of Deep Neural
+    Networks: Do Not Be Afraid of Overconfidence", NeurIPS 2021.
     """
 
     _weight = staticmethod(inverse_focal_weight)
@@ -101,16 +126,23 @@ class InverseFocalLoss(GammaWeighted):
 
 
 class DualFocalLoss(GammaWeighted):
-    """Dual focal loss ``-(1 - p_y + p_j)^gamma log p_y`` (Tao et al. 2023) ("dual_focal").
+    """Dual focal loss ``-(1 - p_y + p_j)^gamma log p_y`` ("dual_focal").
 
     ``p_j`` is the largest probability below ``p_y`` (0 if none).
 
     Parameters
     ----------
     gamma : float, default=5.0
-        Seed 004's value, from the original paper.
+        The value of Tao et al., also used by Lin et al.
     detach_weight : bool, default=False
     reduction : {"mean", "sum", "none"}, default="mean"
+
+    References
+    ----------
+    L. Tao, M. Dong and C. Xu, "Dual Focal Loss for Calibration", ICML 2023.
+
+    J. Lin, L. Tao, M. Dong and C. Xu, "Uncertainty Weighted Gradients for Model
+    Calibration", CVPR 2025.
     """
 
     _weight = staticmethod(dual_focal_weight)
@@ -130,7 +162,7 @@ class DualFocalLossGRA(DualFocalLoss):
 
 
 class FLSD53Loss(WeightedCrossEntropy):
-    """FLSD-53 (Mukhoti et al. 2020): focal loss with gamma picked per sample ("flsd53").
+    """FLSD-53: focal loss with gamma picked per sample ("flsd53").
 
     ``gamma = gamma_below`` where ``p_y < threshold`` else ``gamma_above``; the choice carries
     no gradient.
@@ -142,6 +174,12 @@ class FLSD53Loss(WeightedCrossEntropy):
     threshold : float, default=0.2
     detach_weight : bool, default=False
     reduction : {"mean", "sum", "none"}, default="mean"
+
+    References
+    ----------
+    J. Mukhoti, V. Kulharia, A. Sanyal, S. Golodetz, P. H. S. Torr and P. K. Dokania,
+    "On using Focal Loss for Neural Network Calibration", ICML 2020 Workshop on
+    Uncertainty and Robustness in Deep Learning.
     """
 
     def __init__(
@@ -187,14 +225,19 @@ class BSCELoss(GammaWeighted):
     Parameters
     ----------
     beta : float, default=1.0
-        Order of the norm. The defaults ``beta = gamma = 1`` are those of seed 004's
+        Order of the norm. The defaults ``beta = gamma = 1`` are those of Lin et al.'s
         training script; the paper tunes both by cross-validation and notes that
         ``beta = gamma = 2`` is the Brier score.
     gamma : float, default=1.0
         Exponent of the norm.
     detach_weight : bool, default=False
-        True is :class:`BSCELossGRA`, seed 004's proposed loss.
+        True is :class:`BSCELossGRA`, the loss Lin et al. propose.
     reduction : {"mean", "sum", "none"}, default="mean"
+
+    References
+    ----------
+    J. Lin, L. Tao, M. Dong and C. Xu, "Uncertainty Weighted Gradients for Model
+    Calibration", CVPR 2025.
     """
 
     def __init__(self, beta=1.0, gamma=1.0, detach_weight=False, reduction="mean"):
@@ -207,9 +250,14 @@ class BSCELoss(GammaWeighted):
 
 
 class BSCELossGRA(BSCELoss):
-    """Brier-score weight applied to the gradient, BSCE-GRA of seed 004 ("bsce_gra").
+    """Brier-score weight applied to the gradient, BSCE-GRA ("bsce_gra").
 
     Parameters are those of :class:`BSCELoss`, with ``detach_weight=True``.
+
+    References
+    ----------
+    J. Lin, L. Tao, M. Dong and C. Xu, "Uncertainty Weighted Gradients for Model
+    Calibration", CVPR 2025.
     """
 
     def __init__(self, beta=1.0, gamma=1.0, detach_weight=True, reduction="mean"):
@@ -222,8 +270,16 @@ class LabelSmoothingLoss(Loss):
     Parameters
     ----------
     epsilon : float, default=0.05
-        Smoothing (seed 001 searches {0.01, 0.03, 0.05, 0.07, 0.09}).
+        Smoothing (Wang et al. search {0.01, 0.03, 0.05, 0.07, 0.09}).
     reduction : {"mean", "sum", "none"}, default="mean"
+
+    References
+    ----------
+    R. Muller, S. Kornblith and G. Hinton, "When Does Label Smoothing Help?",
+    NeurIPS 2019.
+
+    D.-B. Wang, L. Feng and M.-L. Zhang, "Rethinking Calibration of Deep Neural
+    Networks: Do Not Be Afraid of Overconfidence", NeurIPS 2021.
     """
 
     def __init__(self, epsilon=0.05, reduction="mean"):
@@ -239,15 +295,20 @@ class LabelSmoothingLoss(Loss):
 class LpNormLoss(Loss):
     """Cross-entropy plus ``alpha * ||z||_p`` of each sample's logits ("lp_norm").
 
-    Seeds 000/001; their code adds the batch mean of ``||z_i||_1``.
+    The logit-norm penalty of Wang et al.; their code adds the batch mean of ``||z_i||_1``.
 
     Parameters
     ----------
     alpha : float, default=0.01
-        Strength (seed 001 searches {0.001, 0.005, 0.01, 0.05, 0.1}).
+        Strength (Wang et al. search {0.001, 0.005, 0.01, 0.05, 0.1}).
     p : float, default=1
         Order of the norm, >= 1 (``float("inf")`` allowed).
     reduction : {"mean", "sum", "none"}, default="mean"
+
+    References
+    ----------
+    D.-B. Wang, L. Feng and M.-L. Zhang, "Rethinking Calibration of Deep Neural
+    Networks: Do Not Be Afraid of Overconfidence", NeurIPS 2021.
     """
 
     def __init__(self, alpha=0.01, p=1, reduction="mean"):
@@ -263,13 +324,21 @@ class LpNormLoss(Loss):
 
 
 class EntropyRegularizedLoss(Loss):
-    """Cross-entropy minus ``alpha * H(p)``, a confidence penalty ("entropy_reg", seed 000).
+    """Cross-entropy minus ``alpha * H(p)``, a confidence penalty ("entropy_reg").
 
     Parameters
     ----------
     alpha : float, default=0.1
         Strength of the entropy bonus.
     reduction : {"mean", "sum", "none"}, default="mean"
+
+    References
+    ----------
+    G. Pereyra, G. Tucker, J. Chorowski, L. Kaiser and G. Hinton, "Regularizing
+    Neural Networks by Penalizing Confident Output Distributions", ICLR 2017 Workshop.
+
+    D.-B. Wang, L. Feng and M.-L. Zhang, "Rethinking Calibration of Deep Neural
+    Networks: Do Not Be Afraid of Overconfidence", NeurIPS 2021.
     """
 
     def __init__(self, alpha=0.1, reduction="mean"):
@@ -286,11 +355,20 @@ class EntropyRegularizedLoss(Loss):
 
 
 class BrierLoss(Loss):
-    """Brier score ``sum_k (p_k - e_{y,k})^2`` as a loss ("brier", seed 002).
+    """Brier score ``sum_k (p_k - e_{y,k})^2`` as a loss ("brier").
 
     Parameters
     ----------
     reduction : {"mean", "sum", "none"}, default="mean"
+
+    References
+    ----------
+    G. W. Brier, "Verification of Forecasts Expressed in Terms of Probability",
+    Monthly Weather Review, 1950.
+
+    J. Mukhoti, V. Kulharia, A. Sanyal, S. Golodetz, P. H. S. Torr and P. K. Dokania,
+    "On using Focal Loss for Neural Network Calibration", ICML 2020 Workshop on
+    Uncertainty and Robustness in Deep Learning.
     """
 
     def per_sample_loss(self, logits, target):
@@ -303,7 +381,7 @@ class BrierLoss(Loss):
 
 
 class MMCELoss(Loss):
-    """Cross-entropy plus ``lam * MMCE_w`` (Kumar et al. 2018, seed 002 baseline) ("mmce").
+    """Cross-entropy plus ``lam * MMCE_w`` ("mmce"), a baseline of Mukhoti et al.
 
     MMCE_w is :func:`mmce_weighted`, a batch-level term: per sample (``reduction="none"``)
     the loss is ``CE_i + lam * MMCE_w(batch)``, so ``"sum"`` gives ``sum CE + n lam MMCE_w``.
@@ -311,10 +389,10 @@ class MMCELoss(Loss):
     Parameters
     ----------
     lam : float, default=2.0
-        Weight of the MMCE term (seed 002's value).
+        Weight of the MMCE term (Mukhoti et al.'s value).
     normalization : {"reference", "pairs"}, default="reference"
         ``"reference"`` divides the within-group kernel sums by m^4, n^4 and (mn)^2, as the
-        code behind the seeds' tables does (it averages over pairs, then divides by m^2,
+        code behind Mukhoti et al.'s tables does (it averages over pairs, then divides by m^2,
         n^2, mn again); ``"pairs"`` divides once (m^2, n^2, mn), the textbook estimator.
         The default is "reference" because the strength ``lam = 2`` was tuned for it:
         measured on Fashion-MNIST / ResNet-20 (24 epochs, lam = 2), "reference" trains
@@ -323,6 +401,15 @@ class MMCELoss(Loss):
     kernel_width : float, default=0.4
         Width of the Laplacian kernel on confidences.
     reduction : {"mean", "sum", "none"}, default="mean"
+
+    References
+    ----------
+    A. Kumar, S. Sarawagi and U. Jain, "Trainable Calibration Measures for Neural
+    Networks from Kernel Mean Embeddings", ICML 2018.
+
+    J. Mukhoti, V. Kulharia, A. Sanyal, S. Golodetz, P. H. S. Torr and P. K. Dokania,
+    "On using Focal Loss for Neural Network Calibration", ICML 2020 Workshop on
+    Uncertainty and Robustness in Deep Learning.
     """
 
     def __init__(self, lam=2.0, normalization="reference", kernel_width=0.4, reduction="mean"):

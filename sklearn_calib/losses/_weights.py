@@ -1,6 +1,6 @@
 """Per-sample weights u(p) of the focal family: every such loss is u(p) * cross-entropy.
 
-Seed 004 (Lin et al., BSCE-GRA) reads focal loss, dual focal loss, FLSD-53 and the Brier-score
+Lin et al. (2025, BSCE-GRA) read focal loss, dual focal loss, FLSD-53 and the Brier-score
 weighted cross-entropy as one loss ``u(p) * CE`` that differs only in the weight ``u``. Each
 function here takes the probabilities ``probs`` (n, K) and integer targets ``target`` (n,) and
 returns the weights (n,). Whether the weight is differentiated (applied to the loss) or
@@ -72,26 +72,31 @@ def _check_gamma(gamma, n_samples):
 
 
 def focal_weight(probs, target, gamma):
-    """Focal-loss weight ``(1 - p_y) ** gamma`` (Lin et al. 2017).
+    """Focal-loss weight ``(1 - p_y) ** gamma``.
 
     Parameters
     ----------
     probs : torch.Tensor of shape (n, K)
     target : torch.Tensor of shape (n,), int64
     gamma : float or torch.Tensor of shape () or (n,)
-        Exponent; a tensor gives each sample its own gamma (the gamma-Net of seed 003),
-        and gradients flow into it.
+        Exponent; a tensor gives each sample its own gamma (the gamma-Net of
+        :class:`~sklearn_calib.estimators.MetaNetClassifier`), and gradients flow into it.
 
     Returns
     -------
     weight : torch.Tensor of shape (n,)
+
+    References
+    ----------
+    T.-Y. Lin, P. Goyal, R. Girshick, K. He and P. Dollar, "Focal Loss for Dense
+    Object Detection", ICCV 2017.
     """
     gamma = _check_gamma(gamma, probs.shape[0])
     return safe_pow(complement_probability(probs, target), gamma)
 
 
 def flsd53_weight(probs, target, gamma_below=5.0, gamma_above=3.0, threshold=0.2):
-    """FLSD-53 weight: focal weight with gamma chosen per sample from ``p_y`` (Mukhoti 2020).
+    """FLSD-53 weight: focal weight with gamma chosen per sample from ``p_y``.
 
     ``gamma = gamma_below`` where ``p_y < threshold``, else ``gamma_above``; the choice is
     made without gradient.
@@ -107,6 +112,12 @@ def flsd53_weight(probs, target, gamma_below=5.0, gamma_above=3.0, threshold=0.2
     Returns
     -------
     weight : torch.Tensor of shape (n,)
+
+    References
+    ----------
+    J. Mukhoti, V. Kulharia, A. Sanyal, S. Golodetz, P. H. S. Torr and P. K. Dokania,
+    "On using Focal Loss for Neural Network Calibration", ICML 2020 Workshop on
+    Uncertainty and Robustness in Deep Learning.
     """
     below = (target_probability(probs, target).detach() < threshold).to(probs.dtype)
     gamma = gamma_above + (gamma_below - gamma_above) * below
@@ -114,7 +125,7 @@ def flsd53_weight(probs, target, gamma_below=5.0, gamma_above=3.0, threshold=0.2
 
 
 def inverse_focal_weight(probs, target, gamma):
-    """Inverse-focal weight ``(1 + p_y) ** gamma`` (Wang et al. 2021, seed 001).
+    """Inverse-focal weight ``(1 + p_y) ** gamma``.
 
     Parameters
     ----------
@@ -125,13 +136,18 @@ def inverse_focal_weight(probs, target, gamma):
     Returns
     -------
     weight : torch.Tensor of shape (n,)
+
+    References
+    ----------
+    D.-B. Wang, L. Feng and M.-L. Zhang, "Rethinking Calibration of Deep Neural
+    Networks: Do Not Be Afraid of Overconfidence", NeurIPS 2021.
     """
     gamma = _check_gamma(gamma, probs.shape[0])
     return (1.0 + target_probability(probs, target)) ** gamma
 
 
 def dual_focal_weight(probs, target, gamma):
-    """Dual-focal weight ``(1 - p_y + p_j) ** gamma`` (Tao et al. 2023, seed 004).
+    """Dual-focal weight ``(1 - p_y + p_j) ** gamma``.
 
     ``p_j`` is the largest probability strictly below ``p_y`` (0 when ``p_y`` is the
     smallest); the gradient flows into ``p_j`` as well.
@@ -145,6 +161,13 @@ def dual_focal_weight(probs, target, gamma):
     Returns
     -------
     weight : torch.Tensor of shape (n,)
+
+    References
+    ----------
+    L. Tao, M. Dong and C. Xu, "Dual Focal Loss for Calibration", ICML 2023.
+
+    J. Lin, L. Tao, M. Dong and C. Xu, "Uncertainty Weighted Gradients for Model
+    Calibration", CVPR 2025.
     """
     gamma = _check_gamma(gamma, probs.shape[0])
     p_y = target_probability(probs, target)
@@ -154,7 +177,7 @@ def dual_focal_weight(probs, target, gamma):
 
 
 def brier_weight(probs, target, beta=1.0, gamma=1.0):
-    """Generalised Brier-score weight ``||e_y - p||_beta ** gamma`` (seed 004, BSCE).
+    """Generalised Brier-score weight ``||e_y - p||_beta ** gamma`` (BSCE).
 
     With ``beta = gamma = 2`` it is the Brier score. The entries of ``e_y - p`` are used in
     absolute value: ``1 - p_y`` (as :func:`complement_probability`) and ``p_k`` for k != y.
@@ -171,6 +194,11 @@ def brier_weight(probs, target, beta=1.0, gamma=1.0):
     Returns
     -------
     weight : torch.Tensor of shape (n,)
+
+    References
+    ----------
+    J. Lin, L. Tao, M. Dong and C. Xu, "Uncertainty Weighted Gradients for Model
+    Calibration", CVPR 2025.
     """
     gamma = _check_gamma(gamma, probs.shape[0])
     mask = target_mask(probs, target)

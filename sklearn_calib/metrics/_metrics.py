@@ -26,7 +26,7 @@ from ._binning import assign_bins, bin_sums, quantile_bin_edges, uniform_bin_edg
 #: probability of 0 for the true class costs ``-log(1e-15) = 34.5`` instead of infinity.
 NLL_EPS = 1e-15
 
-#: Added to the kernel sums of SECE (as in SPEC §1), so that a sample without any
+#: Added to the kernel sums of SECE, so that a sample without any
 #: neighbour (possible with ``include_self=False``) gets a smoothed accuracy of 0.
 SECE_EPS = 1e-12
 

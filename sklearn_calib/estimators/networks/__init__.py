@@ -11,7 +11,7 @@ to be passed to :class:`~sklearn_calib.estimators.NetClassifier`):
 - Attribute ``features``: an ``nn.Module`` mapping the input batch to the penultimate
   representation, shape ``(n_samples, d)`` (it includes the final pooling and flatten).
 - Attribute ``head``: the final ``nn.Linear(d, n_classes)``; ``forward(x)`` is
-  ``head(features(x))`` (the meta-learning of seed 003 updates ``head`` alone).
+  ``head(features(x))`` (the meta-learning of ``MetaNetClassifier`` updates ``head`` alone).
 - Class attribute ``input_dtype``: the dtype ``X`` must have, ``torch.float32`` for
   tabular and image networks, ``torch.long`` for networks over token ids ("textcnn"), so
   ``NetClassifier`` knows whether to cast ``X`` to float32. A class without it is treated

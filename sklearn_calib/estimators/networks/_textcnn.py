@@ -16,10 +16,10 @@ class _ChannelsFirst(nn.Module):
 
 
 class TextCNN(FeaturesHead):
-    """Global-pooling 1-D CNN over word embeddings (the seeds' 20 Newsgroups network).
+    """Global-pooling 1-D CNN over word embeddings (the papers' 20 Newsgroups network).
 
     Eight layers after the embedding, as in the 1-D CNN used for 20 Newsgroups by the
-    calibration papers (Guo et al. 2017 and its successors, seed 001): three blocks of
+    calibration papers (Guo et al. 2017 and its successors, e.g. Wang et al. 2021): three blocks of
     Conv1d-ReLU separated by two max-pools, a global max-pool, a fully connected ReLU
     layer, and the linear head. The convolutions are zero-padded to keep the length and the
     pools round up, so sequences of any length >= 1 work.
@@ -50,6 +50,14 @@ class TextCNN(FeaturesHead):
         Dropout probability before the head.
     padding_idx : int or None, default=0
         Token id used for padding; None for no padding token.
+
+    References
+    ----------
+    C. Guo, G. Pleiss, Y. Sun and K. Q. Weinberger, "On Calibration of Modern Neural
+    Networks", ICML 2017.
+
+    D.-B. Wang, L. Feng and M.-L. Zhang, "Rethinking Calibration of Deep Neural
+    Networks: Do Not Be Afraid of Overconfidence", NeurIPS 2021.
     """
 
     input_dtype = torch.long
