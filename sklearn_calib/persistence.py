@@ -79,8 +79,9 @@ def trusted_types():
     names : list of str
         Fully qualified type names, sorted.
     """
+    public = (getattr(calibrators, name) for name in calibrators.__all__)
     classes = [
-        *(getattr(calibrators, name) for name in calibrators.__all__),
+        *(obj for obj in public if isinstance(obj, type)),
         MetaNetClassifier,
         NetClassifier,
         Recipe,
