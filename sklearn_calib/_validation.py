@@ -8,6 +8,7 @@ import math
 import numbers
 
 import numpy as np
+from sklearn.utils.multiclass import check_classification_targets
 
 #: Largest accepted ``|sum_k p_k - 1|`` for a row of probabilities. It admits float32
 #: rounding of a softmax over many classes and the rounding of saved predictions.
@@ -165,7 +166,69 @@ def _check_y_true(y_true, n_samples):
         )
     if y.dtype.kind == "f" and not np.isfinite(y).all():
         raise ValueError("`y_true` contains NaN or infinite values.")
+    check_label_types(y, "y_true")
     return y
+
+
+def check_label_types(y, name):
+    """Check that object-dtype labels can be ordered: all strings or all real numbers.
+
+    Labels are sorted to find the classes, so None, NaN, a mix of strings and numbers or
+    other types would fail deep inside numpy; this names the argument and the labels
+    instead. Arrays of any other dtype pass unchecked.
+
+    Parameters
+    ----------
+    y : ndarray
+        Labels.
+    name : str
+        Name of the argument in error messages.
+    """
+    if y.dtype.kind != "O":
+        return
+    values = y.ravel().tolist()
+    types = set(map(type, values))
+    if type(None) in types:
+        index = next(i for i, value in enumerate(values) if value is None)
+        raise ValueError(
+            f"`{name}` contains None (at index {index}); expected labels that are all "
+            "strings or all numbers."
+        )
+    kinds = {_label_kind(kind) for kind in types}
+    if len(kinds) > 1 or kinds - {"string", "number"}:
+        names = ", ".join(sorted(kind.__name__ for kind in types))
+        problem = f"mixes labels of types {names}" if len(kinds) > 1 else f"holds {names} labels"
+        raise ValueError(
+            f"`{name}` {problem}; expected labels that are all strings or all numbers."
+        )
+    if float in types and not all(math.isfinite(value) for value in values):
+        raise ValueError(f"`{name}` contains NaN or infinite values.")
+
+
+def check_class_labels(y, name="y"):
+    """Check the labels a classifier or calibrator is fitted on.
+
+    They must be orderable (:func:`check_label_types`) and discrete (scikit-learn's
+    ``check_classification_targets``: not continuous values).
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_samples,)
+        Labels.
+    name : str, default="y"
+        Name of the argument in error messages.
+    """
+    check_label_types(y, name)
+    check_classification_targets(y)
+
+
+def _label_kind(label_type):
+    """Return "string", "number" or the type itself: labels of one kind can be ordered."""
+    if issubclass(label_type, str):
+        return "string"
+    if issubclass(label_type, numbers.Real):
+        return "number"
+    return label_type
 
 
 def encode_labels(y, classes, *, names=("y_true", "labels")):
@@ -191,31 +254,48 @@ def encode_labels(y, classes, *, names=("y_true", "labels")):
             return y_index
     order = np.argsort(classes, kind="stable")
     sorted_classes = classes[order]
-    position = np.searchsorted(sorted_classes, y)
-    position = np.clip(position, 0, len(classes) - 1)
-    unknown = sorted_classes[position] != y
-    if unknown.any():
+    try:
+        position = np.searchsorted(sorted_classes, y)
+    except TypeError:  # object labels of another kind than the classes: none is known
+        position = None
+    else:
+        position = np.clip(position, 0, len(classes) - 1)
+    if position is None or (sorted_classes[position] != y).any():
         raise ValueError(
             f"`{names[0]}` contains labels not in `{names[1]}`: "
-            f"{np.unique(y[unknown]).tolist()}; known labels are {classes.tolist()}."
+            f"{np.setdiff1d(y, classes).tolist()}; known labels are {classes.tolist()}."
         )
     return order[position].astype(np.int64)
 
 
 def _encode_integer_labels(y, classes):
-    """Map integer labels through a lookup table; None when a label is unknown."""
+    """Map integer labels through a lookup table; None when a label is unknown.
+
+    Offsets from the smallest value are taken in each array's own dtype, where they
+    cannot overflow, so uint64 labels beyond int64's range work too.
+    """
     if len(y) == 0 or len(classes) == 0:
         return None
     low, high = int(classes.min()), int(classes.max())
-    if high - low > max(len(y), 1 << 16) or int(y.min()) < low or int(y.max()) > high:
+    y_low, y_high = int(y.min()), int(y.max())
+    if high - low > max(len(y), 1 << 16) or y_low < low or y_high > high:
         return None
     if low == 0 and high == len(classes) - 1 and np.array_equal(classes, np.arange(len(classes))):
         return y.astype(np.int64, copy=False)
     table = np.full(high - low + 1, -1, dtype=np.int64)
-    table[classes.astype(np.int64) - low] = np.arange(len(classes))
-    y = y.astype(np.int64, copy=False)
-    y_index = table[y - low] if low else table[y]
+    table[_offsets(classes, low)] = np.arange(len(classes))
+    if y_low == low == 0:
+        y_index = table[y]
+    else:
+        position = _offsets(y, y_low)
+        position += y_low - low
+        y_index = table[position]
     return None if y_index.min() < 0 else y_index
+
+
+def _offsets(values, low):
+    """Return ``values - low`` as int64 for integers ``values >= low`` within a small range."""
+    return (values - values.dtype.type(low)).astype(np.int64, copy=False)
 
 
 def resolve_classes(y, labels, n_classes, *, names=("y_true", "labels", "y_prob")):
@@ -244,6 +324,7 @@ def resolve_classes(y, labels, n_classes, *, names=("y_true", "labels", "y_prob"
     y_name, labels_name, scores_name = names
     if labels is not None:
         classes = np.asarray(labels)
+        check_label_types(classes, labels_name)
         if classes.ndim != 1 or len(np.unique(classes)) != len(classes):
             raise ValueError(f"Expected `{labels_name}` to be 1-D and distinct, got {labels!r}.")
         if len(classes) != n_classes:

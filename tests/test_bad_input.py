@@ -135,6 +135,17 @@ def objects(array):
     return mixed
 
 
+def with_label(labels, value, index=3):
+    """Return ``labels`` as an object array holding ``value`` at ``index``."""
+    labels = np.asarray(labels).astype(object)
+    labels[index] = value
+    return labels
+
+
+NONE_LABEL = r"`{}` contains None \(at index 3\); expected labels that are all strings or all"
+MIXED_LABELS = r"`{}` mixes labels of types int, str; expected labels that are all strings"
+
+
 def assert_raises_naming(call, match):
     with pytest.raises((ValueError, TypeError), match=match):
         result = call()
@@ -148,6 +159,18 @@ METRIC_CASES = {
     "nan_proba": (dict(y_true=LOGIT_LABELS, y_prob=with_value(PROBA, np.nan)), NAN),
     "inf_proba": (dict(y_true=LOGIT_LABELS, y_prob=with_value(PROBA, np.inf)), r"infinite"),
     "nan_labels": (dict(y_true=with_value(LOGIT_LABELS, np.nan, 3), y_prob=PROBA), NAN),
+    "none_label": (
+        dict(y_true=with_label(LOGIT_LABELS, None), y_prob=PROBA),
+        NONE_LABEL.format("y_true"),
+    ),
+    "mixed_labels": (
+        dict(y_true=with_label(LOGIT_LABELS, "a"), y_prob=PROBA),
+        MIXED_LABELS.format("y_true"),
+    ),
+    "none_in_labels": (
+        dict(y_true=LOGIT_LABELS, y_prob=PROBA, labels=with_label([0, 1, 2, 3], None)[1:]),
+        r"`labels` contains None \(at index 2\)",
+    ),
     "three_d_proba": (dict(y_true=LOGIT_LABELS, y_prob=PROBA[:, :, None]), r"shape"),
     "two_d_labels": (dict(y_true=np.c_[LOGIT_LABELS, LOGIT_LABELS], y_prob=PROBA), r"1-D"),
     "length_mismatch": (dict(y_true=LOGIT_LABELS[:-1], y_prob=PROBA), r"same length"),
@@ -276,6 +299,8 @@ def calibrator_fit_cases(input):
             r"distinct labels \(.*\) but `scores` has 3 columns",
         ),
         "nan_labels": ((scores, with_value(LOGIT_LABELS, np.nan, 3)), NAN),
+        "none_label": ((scores, with_label(LOGIT_LABELS, None)), NONE_LABEL.format("y")),
+        "mixed_labels": ((scores, with_label(LOGIT_LABELS, "a")), MIXED_LABELS.format("y")),
         "continuous_labels": ((scores, np.linspace(0, 1, 90)), r"continuous"),
         "length_mismatch": ((scores, LOGIT_LABELS[:-1]), r"inconsistent"),
     }
@@ -373,6 +398,8 @@ def classifier_fit_cases():
         "empty": ((X[:0], Y[:0]), EMPTY),
         "single_class": ((X, np.zeros(len(Y), int)), r"2 classes"),
         "nan_y": ((X, with_value(Y, np.nan, 3)), NAN),
+        "none_label": ((X, with_label(Y, None)), NONE_LABEL.format("y")),
+        "mixed_labels": ((X, with_label(Y, "a")), MIXED_LABELS.format("y")),
         "continuous_y": ((X, np.linspace(0, 1, len(Y))), r"continuous"),
         "length_mismatch": ((X, Y[:-1]), r"inconsistent"),
     }
@@ -449,7 +476,45 @@ def test_meta_classifiers_reject_negative_weights_and_unknown_labels(factory):
     )
     prefit = CalibratedClassifier(model.estimators_[0], method="prefit")
     assert_raises_naming(lambda: prefit.fit(X, np.where(Y == 2, 4, Y)), r"does not know.*4")
+    strings_y = np.array(["a", "b", "c"], dtype=object)[Y]
+    assert_raises_naming(lambda: prefit.fit(X, strings_y), r"does not know.*\['a', 'b', 'c'\]")
     np.testing.assert_array_equal(model.predict_proba(X), expected)
+
+
+# ----------------------------------------------------------------- extreme labels
+
+#: uint64 labels at and beyond 2**63 cannot be cast to int64.
+HUGE_LABELS = np.array([2**63, 2**63 + 1, 2**63 + 7], dtype=np.uint64)
+
+
+@pytest.mark.parametrize("metric", METRICS, ids=lambda f: f.__name__)
+def test_metrics_take_uint64_labels_beyond_int64(metric):
+    expected = metric(LOGIT_LABELS, PROBA)
+    for labels in (None, HUGE_LABELS):
+        got = metric(HUGE_LABELS[LOGIT_LABELS], PROBA, labels=labels)
+        if isinstance(expected, float):
+            assert got == expected
+        else:
+            for key in expected:
+                np.testing.assert_array_equal(got[key], expected[key])
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS, ids=lambda c: c.__name__)
+def test_calibrators_take_uint64_labels_beyond_int64(cls):
+    expected = cls().fit(LOGITS, LOGIT_LABELS)
+    calibrator = cls().fit(LOGITS, HUGE_LABELS[LOGIT_LABELS])
+    np.testing.assert_array_equal(calibrator.classes_, HUGE_LABELS)
+    np.testing.assert_array_equal(calibrator.predict_proba(LOGITS), expected.predict_proba(LOGITS))
+    np.testing.assert_array_equal(calibrator.predict(LOGITS), HUGE_LABELS[expected.predict(LOGITS)])
+
+
+@pytest.mark.parametrize("name, factory", CLASSIFIERS, ids=[name for name, _ in CLASSIFIERS])
+def test_classifiers_take_uint64_labels_beyond_int64(name, factory):
+    expected = factory().fit(X, Y)
+    model = factory().fit(X, HUGE_LABELS[Y])
+    np.testing.assert_array_equal(model.classes_, HUGE_LABELS)
+    np.testing.assert_array_equal(model.predict_proba(X), expected.predict_proba(X))
+    np.testing.assert_array_equal(model.predict(X), HUGE_LABELS[expected.predict(X)])
 
 
 def test_persistence_without_skops_says_how_to_install_it(monkeypatch, tmp_path):

@@ -6,6 +6,7 @@ from sklearn_calib._validation import (
     check_n_bins,
     check_probabilities,
     check_sample_weight,
+    encode_labels,
 )
 
 P = np.array([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.3, 0.3, 0.4]])
@@ -132,3 +133,73 @@ def test_row_sums_in_float32_still_catch_a_small_deviation():
     with pytest.raises(ValueError, match=r"row 0 sums to 0\.998"):
         check_probabilities(proba)
     check_probabilities(np.array([[0.5, 0.4995, 0.0]], dtype=np.float32))
+
+
+HUGE = 2**63  # beyond int64: uint64 labels from here on cannot be cast to int64
+
+
+@pytest.mark.parametrize(
+    "classes",
+    [
+        np.array([HUGE + 2, HUGE, HUGE + 1], dtype=np.uint64),
+        np.array([2**64 - 1, 0, HUGE], dtype=np.uint64),
+        np.array([2**64 - 1, 5, 2**64 - 3], dtype=np.uint64),
+    ],
+    ids=["close", "spread", "near_the_top"],
+)
+def test_uint64_labels_beyond_int64_encode_exactly(classes):
+    rng = np.random.default_rng(0)
+    y = classes[rng.integers(0, 3, 50)]
+    proba = np.tile(P, (17, 1))[:50]
+    y_index, _, _ = check_classification_inputs(y, proba, labels=classes)
+    np.testing.assert_array_equal(classes[y_index], y)
+    # inferred classes are the sorted distinct labels
+    y_index, _, _ = check_classification_inputs(y, proba)
+    np.testing.assert_array_equal(np.sort(classes)[y_index], y)
+    with pytest.raises(ValueError, match=rf"not in `labels`: \[{2**64 - 2}\]"):
+        check_classification_inputs(np.r_[y[:-1], np.uint64(2**64 - 2)], proba, labels=classes)
+
+
+def test_labels_of_mixed_integer_dtypes_compare_exactly():
+    # as float64, 2**63 - 1, 2**63 and 2**63 + 1 are one number
+    classes = np.array([HUGE, HUGE + 1, 7], dtype=np.uint64)
+    y_index = encode_labels(np.array([HUGE + 1, HUGE, 7], dtype=np.uint64), classes)
+    np.testing.assert_array_equal(y_index, [1, 0, 2])
+    with pytest.raises(ValueError, match=r"not in `labels`: \[-1\]"):
+        encode_labels(np.array([7, -1]), classes)
+    np.testing.assert_array_equal(encode_labels(np.array([7, 7]), classes), [2, 2])
+    with pytest.raises(ValueError, match=rf"not in `labels`: \[{2**63 - 1}\]"):
+        encode_labels(np.array([2**63 - 1]), classes)
+    # labels above the smallest class: the lookup table is offset by the difference
+    np.testing.assert_array_equal(encode_labels(np.array([0, 7]), np.array([-5, 0, 7])), [1, 2])
+    signed = np.array([-(2**63), 2**63 - 1, 0])
+    y = np.array([0, 2**63 - 1], np.uint64)
+    np.testing.assert_array_equal(encode_labels(y, signed), [2, 1])
+
+
+@pytest.mark.parametrize(
+    "y, message",
+    [
+        (np.array([0, None, 1], dtype=object), r"`y_true` contains None \(at index 1\)"),
+        (np.array(["a", 1, "b"], dtype=object), r"`y_true` mixes labels of types int, str"),
+        (np.array([1.5, "b", None], dtype=object), r"`y_true` contains None \(at index 2\)"),
+        (np.array([1, 2.0, float("nan")], dtype=object), r"`y_true` contains NaN or infinite"),
+        (np.array([1, 2, (3,)], dtype=object), r"`y_true` mixes labels of types int, tuple"),
+        (
+            np.array([1j, 2j, 1j], dtype=object),
+            r"`y_true` holds complex labels; expected labels that are all strings",
+        ),
+    ],
+)
+def test_object_labels_that_cannot_be_ordered_raise_naming_the_argument(y, message):
+    with pytest.raises(ValueError, match=message):
+        check_classification_inputs(y, P)
+    with pytest.raises(ValueError, match=message.replace("y_true", "labels")):
+        check_classification_inputs([0, 1, 2], P, labels=y)
+
+
+def test_object_labels_of_one_kind_are_accepted():
+    y_index, _, _ = check_classification_inputs(np.array([True, 2, 0.5], dtype=object), P)
+    np.testing.assert_array_equal(y_index, [1, 2, 0])
+    y_index, _, _ = check_classification_inputs(np.array(["b", "a", "c"], dtype=object), P)
+    np.testing.assert_array_equal(y_index, [1, 0, 2])

@@ -21,10 +21,10 @@ from abc import abstractmethod
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import (
+    check_class_labels,
     check_probabilities,
     check_sample_weight,
     encode_labels,
@@ -207,7 +207,7 @@ class BaseCalibrator(TransformerMixin, BaseEstimator):
         elif hasattr(self, "n_features_in_"):
             # 1-D scores have no feature count: drop the one of an earlier 2-D fit.
             del self.n_features_in_
-        check_classification_targets(y)
+        check_class_labels(y)
         n_classes = 2 if scores.ndim == 1 else scores.shape[1]
         present = np.unique(y)
         if len(present) < 2:

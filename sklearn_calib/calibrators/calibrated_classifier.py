@@ -17,14 +17,13 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.model_selection import check_cv, train_test_split
 from sklearn.utils import _safe_indexing, check_random_state, get_tags, indexable
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
     check_is_fitted,
     column_or_1d,
     has_fit_parameter,
 )
 
-from .._validation import check_sample_weight, encode_labels
+from .._validation import check_class_labels, check_sample_weight, encode_labels
 from .temperature import TemperatureScaling
 
 
@@ -170,7 +169,7 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         y = column_or_1d(y, warn=True)
         if len(y) == 0:
             raise ValueError("Expected at least one sample to fit, got 0.")
-        check_classification_targets(y)
+        check_class_labels(y)
         sample_weight = check_sample_weight(sample_weight, len(y))
         classes = np.unique(y)
         if len(classes) < 2:

@@ -16,7 +16,6 @@ from sklearn.utils._param_validation import (
     StrOptions,
     validate_parameter_constraints,
 )
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 from skorch import NeuralNetClassifier
 from skorch.callbacks import EpochTimer, PassthroughScoring, PrintLog
@@ -27,7 +26,7 @@ from torch import nn
 from torch.utils.data import Dataset as TorchDataset
 from torch.utils.data import Subset
 
-from .._validation import encode_labels
+from .._validation import check_class_labels, check_label_types, encode_labels
 from ..losses import resolve_loss
 from ._augment import AUGMENTATIONS, MixedTarget
 from ._callbacks import VerboseProgressBar
@@ -643,7 +642,7 @@ default=None
         X, y = validate_data(self, X, y, reset=not continuing, dtype=dtype, allow_nd=True)
         if integer:
             X = _as_token_ids(X)
-        check_classification_targets(y)
+        check_class_labels(y)
         if continuing:
             self._check_sample_shape(X)
             try:
@@ -656,7 +655,10 @@ default=None
                 ) from None
         if classes is None and self.classes is not None:
             classes = self.classes
-        known = np.unique(y) if classes is None else np.unique(np.asarray(classes))
+        if classes is not None:
+            classes = np.asarray(classes)
+            check_label_types(classes, "classes")
+        known = np.unique(y if classes is None else classes)
         if len(known) < 2:
             raise ValueError(
                 f"{type(self).__name__} needs samples of at least 2 classes to train, "
