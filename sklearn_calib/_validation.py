@@ -88,7 +88,24 @@ def _as_float_array(values, name):
     return array
 
 
-def check_probabilities(y_prob, *, tol=ROW_SUM_TOLERANCE, name="y_prob"):
+#: How to turn logits into probabilities, for 1-D (binary) and 2-D scores.
+_LOGITS_TO_PROBABILITIES = {
+    1: "scipy.special.expit(logits) for the positive class's logit of a binary problem",
+    2: "scipy.special.softmax(logits, axis=1)",
+}
+
+
+def _logits_advice(ndim, advice):
+    """Return the error-message tail for scores that look like logits."""
+    if advice is None:
+        advice = (
+            f"pass probabilities such as {_LOGITS_TO_PROBABILITIES[ndim]}, or calibrate the "
+            "logits with a calibrator (input='logits') and pass its predict_proba"
+        )
+    return f"they look like logits (unnormalised scores): {advice}."
+
+
+def check_probabilities(y_prob, *, tol=ROW_SUM_TOLERANCE, name="y_prob", logits_advice=None):
     """Validate class probabilities and return them as an (n_samples, n_classes) array.
 
     A 1-D input is read as the probability of the positive class of a binary problem (what
@@ -107,6 +124,10 @@ def check_probabilities(y_prob, *, tol=ROW_SUM_TOLERANCE, name="y_prob"):
         Largest accepted deviation of a row sum from 1.
     name : str, default="y_prob"
         Name of the argument, used in error messages.
+    logits_advice : str, default=None
+        What to do when the values look like logits (negative, or above 1 where rows do
+        not sum to 1), for the error message; None says how to turn logits into
+        probabilities (softmax, or a calibrator).
 
     Returns
     -------
@@ -127,7 +148,8 @@ def check_probabilities(y_prob, *, tol=ROW_SUM_TOLERANCE, name="y_prob"):
         if proba.min() < 0 or proba.max() > 1 + tol:
             raise ValueError(
                 f"Expected 1-D `{name}` to hold positive-class probabilities in [0, 1] "
-                f"(up to 1 + {tol}), got values in [{float(proba.min())}, {float(proba.max())}]."
+                f"(up to 1 + {tol}), got values in [{float(proba.min())}, {float(proba.max())}]; "
+                + _logits_advice(1, logits_advice)
             )
         # The tolerance of a 2-D row sum: a value just above 1 (rounding) counts as 1.
         proba = np.minimum(proba, proba.dtype.type(1))
@@ -142,12 +164,21 @@ def check_probabilities(y_prob, *, tol=ROW_SUM_TOLERANCE, name="y_prob"):
     if not (np.isfinite(lowest) and np.isfinite(highest)):
         raise ValueError(f"`{name}` contains NaN or infinite values.")
     if proba.min() < 0:
-        raise ValueError(f"`{name}` contains negative values (minimum {proba.min()}).")
+        raise ValueError(
+            f"`{name}` contains negative values (minimum {proba.min()}); "
+            + _logits_advice(2, logits_advice)
+        )
     if max(highest - 1.0, 1.0 - lowest) > tol:
         row = int(np.abs(row_sums - 1.0).argmax())
+        largest = float(proba.max())
         raise ValueError(
             f"Expected each row of `{name}` to sum to 1 (tolerance {tol}), "
-            f"row {row} sums to {float(row_sums[row])!r}."
+            f"row {row} sums to {float(row_sums[row])!r}"
+            + (
+                f"; with values up to {largest}, " + _logits_advice(2, logits_advice)
+                if largest > 1 + tol
+                else "."
+            )
         )
     return proba
 

@@ -99,6 +99,11 @@ SCORER_NAMES = [
     "neg_nll",
 ]
 
+#: What the metrics say when given logits: the scores look like logits, and how to get
+#: probabilities from them.
+LOGITS_TO_PROBABILITIES = (
+    r"look like logits.*scipy\.special\.softmax\(logits, axis=1\).*input='logits'"
+)
 NAN = r"NaN"
 INF = r"[Ii]nf"
 EMPTY = r"0 sample|empty|at least one sample"
@@ -183,6 +188,15 @@ METRIC_CASES = {
         dict(y_true=LOGIT_LABELS, y_prob=np.tile([1.5, -0.5, 0.0], (90, 1))),
         r"negative",
     ),
+    "logits": (dict(y_true=LOGIT_LABELS, y_prob=LOGITS), LOGITS_TO_PROBABILITIES),
+    "positive_logits": (
+        dict(y_true=LOGIT_LABELS, y_prob=LOGITS - LOGITS.min()),
+        r"sum to 1.*values up to .* look like logits.*softmax\(logits, axis=1\)",
+    ),
+    "binary_logits": (
+        dict(y_true=LOGIT_LABELS % 2, y_prob=LOGITS[:, 0]),
+        r"look like logits.*scipy\.special\.expit\(logits\).*input='logits'",
+    ),
     "unseen_label": (
         dict(y_true=np.where(LOGIT_LABELS == 2, 7, LOGIT_LABELS), y_prob=PROBA, labels=[0, 1, 2]),
         r"not in `labels`.*7",
@@ -226,7 +240,7 @@ def test_metrics_reject_bad_input(metric, case):
 
 
 @pytest.mark.parametrize(
-    "case", ["nan_proba", "empty", "unseen_label", "negative_weights", "single_column"]
+    "case", ["nan_proba", "empty", "unseen_label", "negative_weights", "single_column", "logits"]
 )
 def test_reliability_display_rejects_bad_input(case):
     matplotlib = pytest.importorskip("matplotlib")
@@ -307,6 +321,11 @@ def calibrator_fit_cases(input):
     if input == "probabilities":
         cases["rows_not_summing_to_one"] = ((scores * 2, LOGIT_LABELS), r"sum to 1")
         cases["negative"] = ((scores - 0.5, LOGIT_LABELS), r"negative")
+        cases["logits"] = ((LOGITS, LOGIT_LABELS), r"`scores`.*look like logits.*input='logits'")
+        cases["binary_logits"] = (
+            (LOGITS[:, 0], LOGIT_LABELS % 2),
+            r"`scores`.*look like logits.*input='logits'",
+        )
     return cases
 
 

@@ -188,7 +188,11 @@ class BaseCalibrator(TransformerMixin, BaseEstimator):
     def _as_two_dimensional(self, scores):
         """Check the declared kind of ``scores`` and turn 1-D binary scores into 2 columns."""
         if self.input == "probabilities":
-            return check_probabilities(scores, name="scores")
+            return check_probabilities(
+                scores,
+                name="scores",
+                logits_advice="pass input='logits' (the default) to calibrate logits",
+            )
         if scores.ndim == 1:
             return np.column_stack([np.zeros_like(scores), scores])
         return scores
