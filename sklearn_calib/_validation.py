@@ -109,12 +109,14 @@ def check_probabilities(y_prob, *, tol=ROW_SUM_TOLERANCE, name="y_prob", logits_
     """Validate class probabilities and return them as an (n_samples, n_classes) array.
 
     A 1-D input is read as the probability of the positive class of a binary problem (what
-    scikit-learn scorers pass) and becomes the two columns ``(1 - p, p)``; values above 1
-    by at most ``tol`` (rounding, as a 2-D row sum may show) count as 1. A 2-D input is
-    returned without a copy when it is float32 or float64. The checks need no temporary of
-    the input's size: non-finite values show up in the row sums, which are one
-    matrix-vector product in the input's precision (float32 rounding of a sum of K terms is
-    far below ``tol``).
+    scikit-learn scorers pass) and becomes the two columns ``(1 - p, p)``. Values above 1
+    that the tolerance admits (rounding: at most ``tol`` in 1-D, a row sum within ``tol``
+    in 2-D) count as 1, so a confidence, a quantile bin edge or a log-probability never
+    passes 1. A 2-D input is returned without a copy when it is float32 or float64 and no
+    entry exceeds 1. The checks need no temporary of the input's size: non-finite values
+    show up in the row sums, which are one matrix-vector product in the input's precision
+    (float32 rounding of a sum of K terms is far below ``tol``); only inputs with a row sum
+    above 1 are searched for an entry above 1.
 
     Parameters
     ----------
@@ -151,7 +153,6 @@ def check_probabilities(y_prob, *, tol=ROW_SUM_TOLERANCE, name="y_prob", logits_
                 f"(up to 1 + {tol}), got values in [{float(proba.min())}, {float(proba.max())}]; "
                 + _logits_advice(1, logits_advice)
             )
-        # The tolerance of a 2-D row sum: a value just above 1 (rounding) counts as 1.
         proba = np.minimum(proba, proba.dtype.type(1))
         return np.column_stack([1 - proba, proba])
     if proba.shape[1] < 2:
@@ -180,6 +181,8 @@ def check_probabilities(y_prob, *, tol=ROW_SUM_TOLERANCE, name="y_prob", logits_
                 else "."
             )
         )
+    if highest > 1 and proba.max() > 1:
+        proba = np.minimum(proba, proba.dtype.type(1))
     return proba
 
 

@@ -108,6 +108,17 @@ class ReliabilityDisplay:
         -------
         display : ReliabilityDisplay
         """
+        edges = np.asarray(self.edges, dtype=np.float64)
+        if (
+            edges.ndim != 1
+            or len(edges) < 2
+            or not np.isfinite(edges).all()
+            or (np.diff(edges) < 0).any()
+        ):
+            raise ValueError(
+                "Expected `edges` to be finite, non-decreasing bin edges of shape "
+                f"(n_bins + 1,), got {self.edges!r}."
+            )
         plt = _pyplot()
         if ax is None:
             if hist_ax is not None:
@@ -126,8 +137,8 @@ class ReliabilityDisplay:
             if container.patches and container.patches[0].get_gid() == _ACCURACY_GID
         )
         name = self.estimator_name if name is None else name
-        left = np.asarray(self.edges[:-1])
-        width = np.diff(self.edges)
+        left = edges[:-1]
+        width = np.diff(edges)
         accuracy = np.nan_to_num(self.accuracy, nan=0.0)
         confidence = np.where(np.isnan(self.mean_confidence), accuracy, self.mean_confidence)
 

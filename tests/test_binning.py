@@ -146,3 +146,44 @@ def test_negative_zero_is_in_the_first_bin_on_both_paths(dtype, n):
         classwise_calibration_error(labels, probs + 0.0)
     )
     assert classwise_calibration_error(labels, probs) == pytest.approx(0.975)
+
+
+#: Rows within the row-sum tolerance whose top entry exceeds 1; with 3 samples and 4 bins
+#: the largest confidence is an inner quantile edge.
+ABOVE_ONE = np.array([[0.4, 0.6], [0.3, 0.7], [1.0004, 0.0]])
+ABOVE_ONE_LABELS = np.array([1, 1, 0])
+
+
+def test_quantile_edges_stay_in_the_unit_interval_for_entries_rounded_above_one():
+    from sklearn_calib import HistogramBinning, adaptive_calibration_error, reliability_diagram
+
+    clipped = np.minimum(ABOVE_ONE, 1.0)
+    diagram = reliability_diagram(ABOVE_ONE_LABELS, ABOVE_ONE, n_bins=4, strategy="quantile")
+    np.testing.assert_array_equal(diagram.edges, [0.0, 0.6, 0.7, 1.0, 1.0])
+    assert np.nanmax(diagram.mean_confidence) == 1.0
+    # an entry above 1 by rounding counts as 1, as the 1-D positive-class column does
+    assert adaptive_calibration_error(ABOVE_ONE_LABELS, ABOVE_ONE, n_bins=4) == (
+        adaptive_calibration_error(ABOVE_ONE_LABELS, clipped, n_bins=4)
+    )
+    for mode in ("top_label", "classwise"):
+        binning = HistogramBinning(n_bins=4, strategy="quantile", mode=mode, input="probabilities")
+        edges = binning.fit(ABOVE_ONE, ABOVE_ONE_LABELS).bin_edges_
+        assert (np.diff(edges) >= 0).all() and (edges[..., -1] == 1).all(), edges
+
+
+def test_reliability_display_draws_no_negative_width():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from sklearn_calib import ReliabilityDisplay
+
+    display = ReliabilityDisplay.from_predictions(
+        ABOVE_ONE_LABELS, ABOVE_ONE, n_bins=4, strategy="quantile"
+    )
+    for bars in (display.bars_, display.gap_bars_, display.hist_bars_):
+        assert min(patch.get_width() for patch in bars.patches) >= 0
+        assert max(patch.get_x() + patch.get_width() for patch in bars.patches) == 1.0
+    with pytest.raises(ValueError, match=r"`edges` to be finite, non-decreasing"):
+        ReliabilityDisplay([0.0, 0.6, 1.0004, 1.0], [1, 1, 1], [0.6, 0.8, 1.0], [1, 1, 0]).plot()
+    plt.close("all")

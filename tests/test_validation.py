@@ -29,6 +29,15 @@ def test_binary_column_tolerates_rounding_above_one_like_a_row_sum():
         check_probabilities(np.array([0.2, 1.01]))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_entries_rounded_above_one_count_as_one_in_two_columns_too(dtype):
+    proba = np.array([[1.0004, 0.0], [0.3, 0.7]], dtype=dtype)
+    got = check_probabilities(proba)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, np.array([[1.0, 0.0], [0.3, 0.7]], dtype=dtype))
+    assert proba[0, 0] == dtype(1.0004)  # the input is left as it was
+
+
 @pytest.mark.parametrize(
     "y_prob, message",
     [
