@@ -433,6 +433,66 @@ def test_lp_norm_with_infinite_order_is_the_max_norm():
     torch.testing.assert_close(loss(ZB, YB), expected.mean())
 
 
+#: Logit scales at which powers of the logits over- or underflow in the dtype: |z|^2 of
+#: 1e20 is inf in float32 (and bfloat16, computed in float32), of 1e-30 is 0; float64's
+#: squares overflow at 1e200.
+LP_NORM_SCALES = [
+    (torch.float32, 1e20),
+    (torch.float32, 1e30),
+    (torch.float32, 1e-30),
+    (torch.bfloat16, 1e20),
+    (torch.bfloat16, 1e-30),
+    (torch.float64, 1e200),
+    (torch.float64, 1e-200),
+]
+
+
+@pytest.mark.parametrize("p", [1, 1.5, 2, 3, 10, float("inf")])
+@pytest.mark.parametrize("dtype, scale", LP_NORM_SCALES, ids=str)
+def test_lp_norm_value_and_gradient_at_extreme_scales(dtype, scale, p):
+    alpha = 0.5
+    logits = (torch.tensor([[1.0, -0.75, 0.25], [-0.5, 0.5, 1.0]], dtype=torch.float64) * scale).to(
+        dtype
+    )
+    target = torch.tensor([0, 1])
+    z = logits.double().numpy()
+    # the norm by hand, on z / max|z| (exact: the largest entry becomes 1)
+    top = np.abs(z).max(1, keepdims=True)
+    u = z / top
+    if p == float("inf"):
+        norms = top[:, 0]
+        norm_grad = np.sign(u) * (np.abs(u) == 1)
+    else:
+        unit_norm = (np.abs(u) ** p).sum(1, keepdims=True) ** (1 / p)
+        norms = top[:, 0] * unit_norm[:, 0]
+        norm_grad = np.sign(u) * (np.abs(u) / unit_norm) ** (p - 1)
+    shifted = z - z.max(1, keepdims=True)
+    log_p = shifted - np.log(np.exp(shifted).sum(1, keepdims=True))
+    ce = -log_p[np.arange(2), target.numpy()]
+    softmax_grad = np.exp(log_p) - np.eye(3)[target.numpy()]
+    loss = get_loss("lp_norm", alpha=alpha, p=p, reduction="sum")
+    logits.requires_grad_(True)
+    value = loss(logits, target)
+    value.backward()
+    np.testing.assert_allclose(value.item(), (ce + alpha * norms).sum(), rtol=1e-5)
+    np.testing.assert_allclose(
+        logits.grad.double().numpy(), softmax_grad + alpha * norm_grad, rtol=1e-2, atol=1e-6
+    )
+
+
+@pytest.mark.parametrize("beta, gamma", [(2.0, 2.0), (4.0, 1.0), (10.0, 1.0), (0.5, 0.5)])
+def test_brier_weight_in_float32_matches_float64_for_confident_predictions(beta, gamma):
+    # the errors of a confident prediction are ~1e-13: their 4th power underflowed float32,
+    # and the clamped sum made the weight ~1e-9 for a norm of ~1e-13
+    logits = torch.tensor([[30.0, 0.0, 0.0], [0.0, 25.0, -3.0], [1.0, 0.5, 0.0]])
+    target = torch.tensor([0, 1, 2])
+    probs = torch.softmax(logits.double(), 1)
+    assert 1 - probs[0, 0] < 1e-12
+    expected = brier_weight(probs, target, beta, gamma)
+    got = brier_weight(torch.softmax(logits, 1), target, beta, gamma)
+    torch.testing.assert_close(got.double(), expected, rtol=1e-4, atol=0)
+
+
 def test_entropy_regularization_with_a_masked_class_is_finite():
     logits = torch.tensor([[2.0, -torch.inf, 0.0]], requires_grad=True)
     loss = get_loss("entropy_reg", alpha=0.1)

@@ -41,6 +41,7 @@ from sklearn_calib.losses._weights import (
     flsd53_weight,
     focal_weight,
     inverse_focal_weight,
+    row_scale,
 )
 
 
@@ -320,7 +321,9 @@ class LpNormLoss(Loss):
 
     def per_sample_loss(self, logits, target):
         _, nll = log_probs_and_nll(logits, target)
-        return nll + self.alpha * torch.linalg.vector_norm(logits, ord=self.p, dim=1)
+        scale = row_scale(logits)
+        norm = scale.squeeze(1) * torch.linalg.vector_norm(logits / scale, ord=self.p, dim=1)
+        return nll + self.alpha * norm
 
 
 class EntropyRegularizedLoss(Loss):

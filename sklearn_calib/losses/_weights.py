@@ -8,8 +8,9 @@ detached (applied to the gradient, "GRA") is decided by the caller,
 :class:`sklearn_calib.losses.WeightedCrossEntropy`, which passes detached probabilities.
 
 Numerical care: ``1 - p_y`` is computed as the sum of the other probabilities, which stays
-accurate when ``p_y`` rounds to 1, and powers go through :func:`safe_pow`, whose gradient is
-finite for a zero base and an exponent below 1.
+accurate when ``p_y`` rounds to 1, powers go through :func:`safe_pow`, whose gradient is
+finite for a zero base and an exponent below 1, and p-norms are taken of rows divided by
+their :func:`row_scale`, so that no power over- or underflows.
 """
 
 import numbers
@@ -39,6 +40,26 @@ def safe_pow(base, exponent):
     power : torch.Tensor
     """
     return base.clamp_min(torch.finfo(base.dtype).tiny) ** exponent
+
+
+def row_scale(values):
+    """Return each row's largest magnitude, shape (n, 1), detached; 1 where it is 0 or inf.
+
+    A p-norm taken of ``values / scale`` and multiplied back by ``scale`` neither overflows
+    nor underflows: the powers of the scaled entries lie in [0, 1] and the largest is 1,
+    where ``|z| ** 2`` is inf for a float32 logit of 1e20 and 0 for one of 1e-30. A norm is
+    homogeneous, so dividing by a detached scale leaves its gradient unchanged.
+
+    Parameters
+    ----------
+    values : torch.Tensor of shape (n, K)
+
+    Returns
+    -------
+    scale : torch.Tensor of shape (n, 1)
+    """
+    scale = values.detach().abs().amax(dim=1, keepdim=True)
+    return torch.where((scale > 0) & torch.isfinite(scale), scale, torch.ones_like(scale))
 
 
 def target_probability(probs, target):
@@ -203,7 +224,9 @@ def brier_weight(probs, target, beta=1.0, gamma=1.0):
     gamma = _check_gamma(gamma, probs.shape[0])
     mask = target_mask(probs, target)
     error = torch.where(mask, complement_probability(probs, target).unsqueeze(1), probs)
-    return safe_pow(safe_pow(error, beta).sum(1), gamma / beta)
+    scale = row_scale(error)
+    norm = scale.squeeze(1) * safe_pow(safe_pow(error / scale, beta).sum(1), 1.0 / beta)
+    return safe_pow(norm, gamma)
 
 
 #: The per-sample weights of the focal family, by name.
