@@ -467,6 +467,44 @@ def test_reference_pairing_sum_and_gradient_clipping(digits):
     assert step["loss"].ndim == 0
 
 
+class AmplifyGradients(Callback):
+    """Multiply the gradients by 1e22: their squares overflow float32, they do not."""
+
+    def on_grad_computed(self, net, named_parameters, **kwargs):
+        for _, parameter in named_parameters:
+            parameter.grad.mul_(1e22)
+
+
+def test_gradient_clipping_clips_gradients_whose_squares_overflow(digits):
+    # In float32 the total norm of such gradients is inf, and a clip coefficient of
+    # max_norm / inf = 0 zeroed the step instead of clipping it.
+    X_train, _, y_train, _ = digits
+    net = small_net(
+        max_epochs=1, optimizer="sgd", lr=1.0, grad_clip=1e-3, callbacks=[AmplifyGradients()]
+    ).fit(X_train[:200], y_train[:200])
+    before = [p.detach().clone() for p in net.module_.parameters()]
+    net.train_step((torch.from_numpy(X_train[:64]), torch.from_numpy(y_train[:64])))
+    change = torch.sqrt(
+        sum(((p - b) ** 2).sum() for p, b in zip(net.module_.parameters(), before, strict=True))
+    )
+    assert change.item() == pytest.approx(1e-3, rel=1e-4)
+
+
+def test_gradient_clipping_matches_torch_on_ordinary_gradients():
+    gen = torch.Generator().manual_seed(0)
+    ours = [nn.Parameter(torch.zeros(shape)) for shape in [(3, 4), (4,), (2,)]]
+    theirs = [nn.Parameter(torch.zeros(shape)) for shape in [(3, 4), (4,), (2,)]]
+    for mine, other in zip(ours[:2], theirs[:2], strict=True):  # the last has no gradient
+        mine.grad = torch.randn(mine.shape, generator=gen)
+        other.grad = mine.grad.clone()
+    for max_norm in (0.5, 1e3):
+        _training.clip_gradient_norm(ours, max_norm)
+        torch.nn.utils.clip_grad_norm_(theirs, max_norm)
+        for mine, other in zip(ours[:2], theirs[:2], strict=True):
+            torch.testing.assert_close(mine.grad, other.grad)
+    assert ours[2].grad is None
+
+
 def test_static_batch_copies_keep_structure_and_layout():
     X = torch.randn(4, 3, 5, 5).contiguous(memory_format=torch.channels_last)
     target = MixedTarget(torch.arange(4), torch.arange(4).flip(0), torch.tensor(0.3))

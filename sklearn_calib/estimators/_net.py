@@ -43,7 +43,7 @@ from ._state import (
     to_torch_tree,
     transaction,
 )
-from ._training import BatchSource, TrainingLoop, _as_float
+from ._training import BatchSource, TrainingLoop, _as_float, clip_gradient_norm
 from .networks import resolve_network
 
 _INTEGER_DTYPES = (torch.int64, torch.int32, torch.int16, torch.uint8)
@@ -846,7 +846,7 @@ default=None
         )
         if self.grad_clip is not None:
             parameters = [p for _, p in self.get_all_learnable_params()]
-            torch.nn.utils.clip_grad_norm_(parameters, self.grad_clip)
+            clip_gradient_norm(parameters, self.grad_clip)
         self.optimizer_.step()
         if self.loss_reduction == "sum":
             loss = loss / y_pred.shape[0]

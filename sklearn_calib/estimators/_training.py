@@ -459,6 +459,32 @@ def _as_float(value):
     return float(value.item()) if isinstance(value, torch.Tensor) else float(value)
 
 
+def clip_gradient_norm(parameters, max_norm):
+    """Scale the gradients in place so that their total 2-norm is at most ``max_norm``.
+
+    ``torch.nn.utils.clip_grad_norm_`` sums the squares in the gradients' dtype: float32
+    gradients beyond about 1e19 make the total norm inf, and its clip coefficient
+    ``max_norm / inf = 0`` zeroes the step instead of clipping it. Here each gradient's
+    norm is accumulated in float64, where the square of any finite float32 value fits;
+    torch's ``clip_grads_with_norm_`` applies the coefficient. No host synchronisation,
+    so a CUDA graph can capture it.
+
+    Parameters
+    ----------
+    parameters : list of torch.nn.Parameter
+        Parameters whose ``grad`` (where not None) is clipped.
+    max_norm : float
+        Largest total norm.
+    """
+    grads = [parameter.grad for parameter in parameters if parameter.grad is not None]
+    if not grads:
+        return
+    norms = torch.stack([torch.linalg.vector_norm(grad, dtype=torch.float64) for grad in grads])
+    dtype = grads[0].dtype
+    total = torch.linalg.vector_norm(norms).clamp(max=torch.finfo(dtype).max).to(dtype)
+    torch.nn.utils.clip_grads_with_norm_(parameters, max_norm, total)
+
+
 def optimizer_capturable(optimizer):
     """Whether ``optimizer.step()`` may be captured with its learning rate as a device tensor."""
     groups = optimizer.param_groups
@@ -473,6 +499,7 @@ __all__ = [
     "BatchSource",
     "GraphedStep",
     "TrainingLoop",
+    "clip_gradient_norm",
     "needs_live_batches",
     "optimizer_capturable",
     "raised_by_early_stopping",
