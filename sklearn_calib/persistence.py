@@ -3,36 +3,70 @@
 Every estimator of sklearn_calib pickles (``pickle``, ``joblib.dump``). Loading a pickle
 runs whatever code the file names, so load pickles only from sources you trust.
 
-skops' format (``skops.io``, the ``dask`` extra installs it) stores the object tree as
+skops' format (``skops.io``, the ``persist`` extra installs it) stores the object tree as
 data and, when loading, refuses every type that is not on a list of trusted types.
-:func:`dump` writes that format and :func:`load` reads it with :func:`trusted_types`,
-the types a sklearn_calib model is made of; a file holding any other type is refused
-with ``skops.io.exceptions.UntrustedTypesFoundException``.
+:func:`dump` writes that format and :func:`load` reads it trusting :func:`trusted_types`
+on top of what skops trusts itself (builtins, numpy, scipy and scikit-learn); a file
+holding any other type is refused with
+``skops.io.exceptions.UntrustedTypesFoundException``.
 
-What skops can hold
--------------------
-- The calibrators and :class:`~sklearn_calib.calibrators.CalibratedClassifier` (with any
-  estimator skops trusts, such as scikit-learn's).
-- :class:`~sklearn_calib.estimators.NetClassifier` and
-  :class:`~sklearn_calib.estimators.MetaNetClassifier`: their state stores the network,
-  loss, optimiser (and meta-regulariser) as state dicts of numpy arrays, never pickled
-  torch objects; loading rebuilds them from the parameters (on the fitted device when it
-  exists, otherwise the CPU) and loads the arrays. This needs the parameters to be names
-  (``module="resnet20"``, ``criterion="focal"``, ``optimizer="sgd"``,
-  ``recipe="seed001"``), classes from :data:`~sklearn_calib.estimators.networks.NETWORKS`,
-  :data:`~sklearn_calib.losses.LOSSES` or ``torch.optim`` (SGD, Adam, AdamW), or a
-  :class:`~sklearn_calib.estimators.Recipe`.
+What is trusted, and why it is safe
+-----------------------------------
+Trusting a type lets skops rebuild an object of it from the file's data, without running
+its ``__init__``, or hand out the class or function itself as a value; every type inside
+it must be trusted too. The list holds exactly:
 
-What it cannot hold without help: parameters that are other objects. Your own network
-or loss class, or a callback, is refused at load until you trust it:
-``skops.io.get_untrusted_types(file=path)`` lists such types; after checking them, pass
-their names to ``load(path, trusted=[...])``. An ``nn.Module`` or tensor given as a
-parameter (``module=MyNet()``) cannot be written at all (skops raises): pass the class and
-its ``module__*`` hyperparameters instead. Where that is impossible, the safe path for
-the weights is ``torch.save(net.module_.state_dict(), path)`` and, on a net fitted or
-initialised with the same parameters, ``net.module_.load_state_dict(torch.load(path,
-weights_only=True))``.
+- sklearn_calib's own types: the calibrators and
+  :class:`~sklearn_calib.calibrators.CalibratedClassifier`,
+  :class:`~sklearn_calib.estimators.NetClassifier`,
+  :class:`~sklearn_calib.estimators.MetaNetClassifier`,
+  :class:`~sklearn_calib.estimators.Recipe`, and the network, loss and optimiser classes
+  (:data:`~sklearn_calib.estimators.networks.NETWORKS`,
+  :data:`~sklearn_calib.losses.LOSSES`, ``torch.optim`` SGD, Adam, AdamW) that a net's
+  parameters may name. A net's state stores the network, loss, optimiser (and
+  meta-regulariser) as state dicts of numpy arrays, never pickled torch objects; loading
+  rebuilds them from the parameters and loads the arrays.
+- ``torch.device``, a ``device`` parameter given as one.
+- skorch's types that a net's parameters hold and that carry settings only: the default
+  ``dataset`` and ``iterator_train``/``iterator_valid`` classes (skorch's ``Dataset``,
+  torch's ``DataLoader``), ``skorch.dataset.ValidSplit`` as ``train_split``, and the
+  callbacks EarlyStopping, EpochScoring, BatchScoring, PassthroughScoring, ProgressBar,
+  EpochTimer, PrintLog and GradientNormClipping. Their state is numbers, strings and
+  the types listed here; they act only in a later ``fit``, with those settings.
+- The functions those callbacks hold by default: ``print`` (the ``sink`` of EarlyStopping
+  and PrintLog), ``skorch.utils.to_numpy`` (the scorers' ``target_extractor``) and the
+  function skorch picks to index the labels (an array, or None).
+
+No module is trusted as a whole, and nothing that runs code of the file's choosing (such
+as ``eval``, ``getattr`` or a class from an arbitrary module) is on the list.
+
+What must be trusted by hand: types of your own, such as your own network class
+(``module=MyNet``), loss or callback, and any skorch or torch type not listed above.
+:func:`untrusted_types` lists those in a file; after checking them, pass them to
+``load(path, trusted=[...])``, for example
+``load("model.skops", trusted=["mypackage.nets.MyNet"])``. An ``nn.Module`` or tensor
+given as a parameter (``module=MyNet()``) cannot be written at all (skops raises): pass
+the class and its ``module__*`` hyperparameters instead. Where that is impossible, the
+safe path for the weights is ``torch.save(net.module_.state_dict(), path)`` and, on a net
+fitted or initialised with the same parameters,
+``net.module_.load_state_dict(torch.load(path, weights_only=True))``.
 """
+
+import numpy as np
+import torch
+from skorch.callbacks import (
+    BatchScoring,
+    EarlyStopping,
+    EpochScoring,
+    EpochTimer,
+    GradientNormClipping,
+    PassthroughScoring,
+    PrintLog,
+    ProgressBar,
+)
+from skorch.dataset import Dataset, ValidSplit
+from skorch.utils import check_indexing, to_numpy
+from torch.utils.data import DataLoader
 
 from . import calibrators
 from .estimators import MetaNetClassifier, NetClassifier, Recipe
@@ -40,13 +74,28 @@ from .estimators._recipes import OPTIMIZERS
 from .estimators.networks import NETWORKS
 from .losses import LOSSES
 
-__all__ = ["dump", "load", "trusted_types"]
+__all__ = ["dump", "load", "trusted_types", "untrusted_types"]
 
-#: Types that a NetClassifier's default parameters hold (as classes, never instances).
-_SKORCH_DEFAULTS = ("torch.utils.data.dataloader.DataLoader", "skorch.dataset.Dataset")
+#: Dependency types a net's parameters may hold, all of them settings only: the device, the
+#: default dataset and iterator classes, the validation split and skorch's callbacks.
+_DEPENDENCY_TYPES = (
+    torch.device,
+    Dataset,
+    DataLoader,
+    ValidSplit,
+    EarlyStopping,
+    EpochScoring,
+    BatchScoring,
+    PassthroughScoring,
+    ProgressBar,
+    EpochTimer,
+    PrintLog,
+    GradientNormClipping,
+)
 
-#: Value types a NetClassifier's parameters may hold: ``device=torch.device("cuda")``.
-_PARAM_VALUES = ("torch.device",)
+#: Functions those callbacks hold by default: the sink of EarlyStopping and PrintLog, the
+#: scorers' target extractor, and the indexing skorch picks for labels (an array or None).
+_DEPENDENCY_FUNCTIONS = (print, to_numpy, check_indexing(np.empty(0)), check_indexing(None))
 
 
 def _name(cls):
@@ -69,15 +118,21 @@ def trusted_types():
     """Return the names of the types skops may load for a sklearn_calib model.
 
     They are sklearn_calib's estimators and calibrators, the network, loss, recipe and
-    optimiser classes a NetClassifier's parameters may name, ``torch.device`` (a
-    ``device`` parameter given as one) and skorch's default
-    ``iterator_train``/``iterator_valid``/``dataset`` classes. scikit-learn's estimators
-    and numpy arrays are trusted by skops itself.
+    optimiser classes a NetClassifier's parameters may name, and the dependency types and
+    functions listed in :mod:`sklearn_calib.persistence` (``torch.device``, skorch's
+    default dataset and iterator classes, its validation split and settings-only
+    callbacks). scikit-learn's estimators and numpy arrays are trusted by skops itself.
 
     Returns
     -------
     names : list of str
         Fully qualified type names, sorted.
+
+    Examples
+    --------
+    >>> from sklearn_calib.persistence import trusted_types
+    >>> "sklearn_calib.estimators._net.NetClassifier" in trusted_types()
+    True
     """
     public = (getattr(calibrators, name) for name in calibrators.__all__)
     classes = [
@@ -88,8 +143,31 @@ def trusted_types():
         *NETWORKS.values(),
         *LOSSES.values(),
         *OPTIMIZERS.values(),
+        *_DEPENDENCY_TYPES,
+        *_DEPENDENCY_FUNCTIONS,
     ]
-    return sorted({_name(cls) for cls in classes} | set(_SKORCH_DEFAULTS) | set(_PARAM_VALUES))
+    return sorted({_name(cls) for cls in classes})
+
+
+def untrusted_types(file):
+    """Return the types in a skops file that :func:`load` refuses unless you trust them.
+
+    These are the types neither skops nor :func:`trusted_types` trusts: your own classes
+    and functions, or dependency types not on the list. Check them before passing them to
+    ``load(file, trusted=...)``.
+
+    Parameters
+    ----------
+    file : str, path-like or file object
+        A file written by :func:`dump` or ``skops.io.dump``.
+
+    Returns
+    -------
+    names : list of str
+        Fully qualified type names, sorted; empty when :func:`load` needs no more trust.
+    """
+    trusted = set(trusted_types())
+    return [name for name in _skops_io().get_untrusted_types(file=file) if name not in trusted]
 
 
 def dump(estimator, file):
@@ -114,7 +192,7 @@ def load(file, trusted=None):
         A file written by :func:`dump` or ``skops.io.dump``.
     trusted : list of str, default=None
         More type names to trust, after you have checked them (see
-        ``skops.io.get_untrusted_types``).
+        :func:`untrusted_types`).
 
     Returns
     -------

@@ -2,9 +2,11 @@
 
 import copy
 import importlib
+import inspect
 import io
 import os
 import pickle
+import re
 import subprocess
 import sys
 import warnings
@@ -14,9 +16,10 @@ import joblib
 import numpy as np
 import pytest
 import torch
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.linear_model import LogisticRegression
-from skorch.callbacks import Callback
+from skorch.callbacks import Callback, EarlyStopping, EpochScoring, ProgressBar
+from skorch.dataset import ValidSplit
 from skorch.exceptions import DeviceWarning
 
 from sklearn_calib import persistence
@@ -43,6 +46,12 @@ _spec = importlib.util.spec_from_file_location(
 )
 make_gpu_fixtures = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(make_gpu_fixtures)
+
+
+def readme_snippet(section):
+    """The first Python code block after the README heading ``section``."""
+    text = (REPO / "README.md").read_text().split(f"## {section}\n", 1)[1]
+    return re.search(r"```python\n(.*?)```", text, re.S).group(1)
 
 
 def small_net(cls=NetClassifier, **params):
@@ -204,9 +213,119 @@ def test_trusted_types_are_importable_and_cover_the_public_estimators():
     assert names == sorted(set(names))
     for name in names:
         module, _, attribute = name.rpartition(".")
-        assert isinstance(getattr(importlib.import_module(module), attribute), type), name
+        value = getattr(importlib.import_module(module), attribute)
+        # classes, and the few functions skorch's callbacks hold by default
+        assert isinstance(value, type) or inspect.isroutine(value), name
     for cls in (NetClassifier, MetaNetClassifier, CalibratedClassifier, TemperatureScaling):
         assert f"{cls.__module__}.{cls.__qualname__}" in names
+
+
+def test_every_model_of_the_library_loads_without_trusting_more(digits, tmp_path):
+    X_train, _, y_train, _ = digits
+    rng = np.random.default_rng(0)
+    logits, y = rng.normal(size=(200, 4)), rng.integers(0, 4, 200)
+    models = {type(c).__name__: clone(c).fit(logits, y) for c in CALIBRATORS}
+    models["NetClassifier"] = small_net(max_epochs=1).fit(X_train, y_train)
+    models["MetaNetClassifier"] = small_net(cls=MetaNetClassifier, max_epochs=1).fit(
+        X_train, y_train
+    )
+    models["CalibratedClassifier"] = CalibratedClassifier(
+        small_net(max_epochs=1), calibrator=HistogramBinning(), random_state=0
+    ).fit(X_train, y_train)
+    for name, model in models.items():
+        path = tmp_path / f"{name}.skops"
+        persistence.dump(model, path)
+        assert persistence.untrusted_types(path) == [], name
+    for name in ("net", "meta"):
+        assert persistence.untrusted_types(GPU_FIXTURES / f"gpu_{name}.skops") == []
+
+
+def test_skorch_splits_and_callbacks_load_without_trusting_more(digits, tmp_path):
+    # skorch's own validation split and the callbacks the library documents hold only
+    # configuration (and skorch's default functions: print as EarlyStopping's sink,
+    # to_numpy as the scorers' target extractor, the indexing skorch picks for y).
+    X_train, X_test, y_train, _ = digits
+    net = small_net(
+        max_epochs=3,
+        train_split=ValidSplit(5, stratified=True),
+        callbacks=[
+            EarlyStopping(patience=1),
+            EpochScoring("accuracy", lower_is_better=False),
+            ProgressBar(),
+        ],
+    ).fit(X_train, y_train)
+    path = tmp_path / "net.skops"
+    persistence.dump(net, path)
+    assert persistence.untrusted_types(path) == []
+    loaded = persistence.load(path)
+    np.testing.assert_array_equal(loaded.predict_proba(X_test), net.predict_proba(X_test))
+    assert [type(callback) for callback in loaded.callbacks] == [
+        EarlyStopping,
+        EpochScoring,
+        ProgressBar,
+    ]
+
+
+def test_readme_persistence_snippet_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    namespace = {}
+    exec(readme_snippet("Faults and persistence"), namespace)
+    X, net, loaded = namespace["X"], namespace["net"], namespace["loaded"]
+    np.testing.assert_array_equal(loaded.predict_proba(X), net.predict_proba(X))
+
+
+class CustomModule(torch.nn.Module):
+    """A network of the user's own: the one kind of type a user must trust."""
+
+    def __init__(self, n_features=64, n_classes=10):
+        super().__init__()
+        self.linear = torch.nn.Linear(n_features, n_classes)
+
+    def forward(self, X):
+        return self.linear(X)
+
+
+def test_a_custom_module_is_the_only_type_to_trust(digits, tmp_path):
+    X_train, X_test, y_train, _ = digits
+    net = NetClassifier(module=CustomModule, max_epochs=1, batch_size=64, random_state=0).fit(
+        X_train, y_train
+    )
+    path = tmp_path / "net.skops"
+    persistence.dump(net, path)
+    custom = f"{__name__}.CustomModule"
+    assert persistence.untrusted_types(path) == [custom]
+    with pytest.raises(UntrustedTypesFoundException, match="CustomModule"):
+        persistence.load(path)
+    loaded = persistence.load(path, trusted=[custom])
+    np.testing.assert_array_equal(loaded.predict_proba(X_test), net.predict_proba(X_test))
+
+
+def test_the_trusted_types_are_the_librarys_and_named_dependency_types():
+    own = [name for name in persistence.trusted_types() if name.startswith("sklearn_calib.")]
+    others = sorted(set(persistence.trusted_types()) - set(own))
+    assert others == sorted(
+        [
+            "builtins.print",
+            "skorch.callbacks.logging.EpochTimer",
+            "skorch.callbacks.logging.PrintLog",
+            "skorch.callbacks.logging.ProgressBar",
+            "skorch.callbacks.regularization.GradientNormClipping",
+            "skorch.callbacks.scoring.BatchScoring",
+            "skorch.callbacks.scoring.EpochScoring",
+            "skorch.callbacks.scoring.PassthroughScoring",
+            "skorch.callbacks.training.EarlyStopping",
+            "skorch.dataset.Dataset",
+            "skorch.dataset.ValidSplit",
+            "skorch.utils._indexing_none",
+            "skorch.utils._indexing_other",
+            "skorch.utils.to_numpy",
+            "torch.device",
+            "torch.optim.adam.Adam",
+            "torch.optim.adamw.AdamW",
+            "torch.optim.sgd.SGD",
+            "torch.utils.data.dataloader.DataLoader",
+        ]
+    )
 
 
 class NoisyCallback(Callback):
