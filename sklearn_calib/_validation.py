@@ -235,7 +235,9 @@ def check_label_types(y, name):
         raise ValueError(
             f"`{name}` {problem}; expected labels that are all strings or all numbers."
         )
-    if float in types and not all(math.isfinite(value) for value in values):
+    if any(issubclass(kind, (float, np.floating)) for kind in types) and not all(
+        math.isfinite(value) for value in values
+    ):
         raise ValueError(f"`{name}` contains NaN or infinite values.")
 
 
@@ -289,15 +291,15 @@ def encode_labels(y, classes, *, names=("y_true", "labels")):
     order = np.argsort(classes, kind="stable")
     sorted_classes = classes[order]
     try:
-        position = np.searchsorted(sorted_classes, y)
+        position = np.clip(np.searchsorted(sorted_classes, y), 0, len(classes) - 1)
     except TypeError:  # object labels of another kind than the classes: none is known
-        position = None
+        unknown = np.ones(len(y), dtype=bool)
     else:
-        position = np.clip(position, 0, len(classes) - 1)
-    if position is None or (sorted_classes[position] != y).any():
+        unknown = sorted_classes[position] != y
+    if unknown.any():
         raise ValueError(
             f"`{names[0]}` contains labels not in `{names[1]}`: "
-            f"{np.setdiff1d(y, classes).tolist()}; known labels are {classes.tolist()}."
+            f"{np.unique(y[unknown]).tolist()}; known labels are {classes.tolist()}."
         )
     return order[position].astype(np.int64)
 

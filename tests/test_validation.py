@@ -193,6 +193,7 @@ def test_labels_of_mixed_integer_dtypes_compare_exactly():
         (np.array(["a", 1, "b"], dtype=object), r"`y_true` mixes labels of types int, str"),
         (np.array([1.5, "b", None], dtype=object), r"`y_true` contains None \(at index 2\)"),
         (np.array([1, 2.0, float("nan")], dtype=object), r"`y_true` contains NaN or infinite"),
+        (np.array([1, np.float32(2), np.float64("inf")], dtype=object), r"NaN or infinite"),
         (np.array([1, 2, (3,)], dtype=object), r"`y_true` mixes labels of types int, tuple"),
         (
             np.array([1j, 2j, 1j], dtype=object),
