@@ -1,6 +1,6 @@
 """Calibration metrics and their scikit-learn scorers.
 
-The metric functions (numpy) live in :mod:`sklearn_calib._metrics` and are re-exported
+The metric functions (numpy) live in :mod:`sklearn_calib.metrics` and are re-exported
 here. Each scorer is what ``make_scorer(metric, response_method="predict_proba",
 greater_is_better=False)`` builds, so it returns the negated metric, with one addition:
 it passes the fitted estimator's ``classes_`` as ``labels=``, so a cross-validation fold

@@ -2,7 +2,7 @@
 
 Every function validates its input with ``check_classification_inputs`` of
 :mod:`sklearn_calib._validation` and bins with the one rule of
-:mod:`sklearn_calib._binning`. Sums are accumulated in
+:mod:`sklearn_calib.metrics._binning`. Sums are accumulated in
 float64 whatever the input precision, and no function makes a temporary of the input's
 full ``(n_samples, n_classes)`` size: per-class work runs over blocks of rows.
 """
