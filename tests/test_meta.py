@@ -14,6 +14,7 @@ from functools import partial
 import numpy as np
 import pytest
 import torch
+from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, cross_val_score
 from torch import nn
 from torch.utils.data import Subset
@@ -186,40 +187,67 @@ def test_virtual_step_learning_rate_scales_the_meta_gradient():
     assert grads[0] == 0.0 and grads[1] > 0.0
 
 
+def _bilevel_objective(kind, params, batch, meta_batch, head, lr, objective, tau=0.01):
+    """``L_meta(theta - lr * grad_theta L_train(theta, phi))`` written out from its definition.
+
+    theta is the head ``(W, b)``; phi are the regulariser's parameters ``params``. The
+    gamma-Net (``gamma = |softmax(x A) A^T w| / tau``) and the focal loss
+    ``-(1 - p_y)^gamma log p_y``, or cross-entropy plus the element-wise L2 penalty, are
+    spelled out here instead of taken from the library.
+    """
+    (features, y), (meta_features, meta_y) = batch, meta_batch
+    weight, bias = (p.detach().clone().requires_grad_() for p in (head.weight, head.bias))
+    log_p = torch.log_softmax(features @ weight.T + bias, 1)[torch.arange(len(y)), y]
+    if kind == "gamma_net":
+        attention, w = params
+        mixed = torch.softmax(features @ attention, 1) @ attention.T
+        gamma = (mixed @ w).abs() / tau
+        inner = -((1 - log_p.exp()) ** gamma * log_p).mean()
+    else:
+        weight_coef, bias_coef = params
+        penalty = (weight_coef * weight**2).sum() + (bias_coef * bias**2).sum()
+        inner = -log_p.mean() + penalty
+    grad_w, grad_b = torch.autograd.grad(inner, (weight, bias))
+    logits = meta_features @ (weight - lr * grad_w).T + (bias - lr * grad_b)
+    return objective(logits, meta_y)
+
+
 @pytest.mark.parametrize("kind, meta_loss", COMBINATIONS)
-def test_meta_gradient_matches_finite_differences(kind, meta_loss):
-    # the gradient of the meta loss (through the virtual head step) with respect to the
-    # regulariser's parameters, against central differences of meta_step's own meta loss
+def test_hypergradient_matches_finite_differences_of_the_bilevel_objective(kind, meta_loss):
+    # The regulariser's gradient that meta_step computes (virtual head step kept in the
+    # graph) against central differences of phi -> L_meta(theta - lr grad L_train(theta,
+    # gamma_phi)), in float64, with the paper's SECE bandwidth 0.01 and DECE temperatures.
     (features, y), (meta_features, meta_y), head = _toy_problem(d=5, k=3, n=24)
     head = head.double()
     batch, meta_batch = (features.double(), y), (meta_features.double(), meta_y)
     torch.manual_seed(2)
     regularizer = build_regularizer(kind, head, tau=0.01).double()
-    with torch.no_grad():
+    with torch.no_grad():  # away from the initialisation, where every gamma is 1
         for param in regularizer.parameters():
-            param.add_(1e-3 * (1.0 + torch.rand_like(param)))
+            noise = torch.randn_like(param) if kind == "gamma_net" else torch.rand_like(param)
+            param.add_((3e-2 if kind == "gamma_net" else 1e-3) * noise)
     loss = FocalLoss(gamma=1.0) if kind == "gamma_net" else CrossEntropy()
-    params = {**META_PARAMS, "bandwidth": 0.1}
-    objective = partial(meta_objective, meta_loss=meta_loss, **params)
+    objective = partial(meta_objective, meta_loss=meta_loss, **META_PARAMS)
     frozen = torch.optim.SGD(regularizer.parameters(), lr=0.0)
-
-    def meta_loss_at():
-        return meta_step(regularizer, frozen, loss, objective, batch, meta_batch, head, 0.5)
-
-    meta_loss_at()
-    for param in regularizer.parameters():
+    meta_step(regularizer, frozen, loss, objective, batch, meta_batch, head, 0.5)
+    params = [p.detach().clone() for p in regularizer.parameters()]
+    if kind == "gamma_net":
+        gamma = regularizer(features.double())
+        assert gamma.std() > 0.05 and gamma.min() > 0.3
+    for index, param in enumerate(params):
         numeric = torch.zeros_like(param)
         for i in range(param.numel()):
             values = []
-            for sign in (1.0, -1.0):
-                with torch.no_grad():
-                    param.view(-1)[i] += sign * 1e-6
-                values.append(meta_loss_at().item())
-                with torch.no_grad():
-                    param.view(-1)[i] -= sign * 1e-6
+            for step in (1e-6, -1e-6):
+                shifted = [p.clone() for p in params]
+                shifted[index].view(-1)[i] += step
+                values.append(
+                    _bilevel_objective(kind, shifted, batch, meta_batch, head, 0.5, objective)
+                )
             numeric.view(-1)[i] = (values[0] - values[1]) / 2e-6
-        meta_loss_at()
-        torch.testing.assert_close(param.grad, numeric, rtol=1e-4, atol=1e-7)
+        analytic = list(regularizer.parameters())[index].grad
+        error = (analytic - numeric).norm() / numeric.norm()
+        assert error < 1e-5, (index, error.item())
         assert numeric.abs().max() > 1e-4
 
 
@@ -464,6 +492,28 @@ def test_refit_is_identical(digits):
     np.testing.assert_array_equal(first, second)
 
 
+def test_meta_optimizer_parameters_route_to_the_regularizers_adam(digits):
+    X_train, _, y_train, _ = digits
+    X, y = X_train[:400], y_train[:400]
+    default = small_meta(max_epochs=1).fit(X, y)
+    regularizer = default.meta_regularizer_
+    expected = default.meta_lr * regularizer.lr_scale()
+    assert default.meta_optimizer_.param_groups[0]["lr"] == pytest.approx(expected)
+    # the paper's literal setting: Adam's learning rate on the gamma-Net's parameters
+    net = small_meta(max_epochs=1, meta_optimizer__lr=1e-3, meta_optimizer__betas=(0.5, 0.99))
+    assert clone(net).get_params()["meta_optimizer__lr"] == 1e-3
+    net.fit(X, y)
+    group = net.meta_optimizer_.param_groups[0]
+    assert group["lr"] == 1e-3 and tuple(group["betas"]) == (0.5, 0.99)
+    # set on a fitted net: stored now, applied by the next (continued) fit
+    net.set_params(meta_optimizer__lr=2e-4)
+    assert net.get_params()["meta_optimizer__lr"] == 2e-4 and group["lr"] == 1e-3
+    before = net.meta_optimizer_.state[net.meta_regularizer_.weight]["step"].item()
+    net.partial_fit(X, y)
+    assert net.meta_optimizer_.param_groups[0]["lr"] == 2e-4
+    assert net.meta_optimizer_.state[net.meta_regularizer_.weight]["step"].item() > before
+
+
 # ------------------------------------------------------------------ scikit-learn integration
 
 
@@ -504,6 +554,9 @@ def test_calibrated_classifier(digits):
         ({"n_bins": 0}, "n_bins"),
         ({"t_a": 0}, "t_a"),
         ({"meta_lr": 0.0}, "meta_lr"),
+        ({"meta_optimizer__lr": -1e-3}, "meta_optimizer__lr"),
+        ({"meta_optimizer__lr": "1e-3"}, "meta_optimizer__lr"),
+        ({"meta_optimzer__lr": 1e-3}, "meta_optimzer__lr"),
         ({"virtual_lr": -0.1}, "virtual_lr"),
         ({"meta_fraction": 1.0}, "meta_fraction"),
         ({"keep_regularizer": "yes"}, "keep_regularizer"),

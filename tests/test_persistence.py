@@ -176,6 +176,23 @@ def test_meta_net_awaiting_a_new_regularizer_round_trips(digits, new, how, tmp_p
 
 
 @pytest.mark.parametrize("how", HOW)
+def test_meta_optimizer_parameters_round_trip(digits, how, tmp_path):
+    X_train, _, y_train, _ = digits
+    X_train, y_train = X_train[:400], y_train[:400]
+    net = small_net(cls=MetaNetClassifier, max_epochs=1, meta_optimizer__lr=1e-4)
+    net.fit(X_train, y_train).set_params(meta_optimizer__lr=2e-4)  # for the next fit
+    loaded = round_trip(net, how, tmp_path)
+    assert loaded.get_params()["meta_optimizer__lr"] == 2e-4
+    assert loaded.meta_optimizer_.param_groups[0]["lr"] == 1e-4
+    net.partial_fit(X_train, y_train)
+    loaded.partial_fit(X_train, y_train)
+    assert loaded.meta_optimizer_.param_groups[0]["lr"] == 2e-4
+    ours, theirs = net.meta_regularizer_.state_dict(), loaded.meta_regularizer_.state_dict()
+    for key in ours:
+        assert torch.equal(ours[key], theirs[key]), key
+
+
+@pytest.mark.parametrize("how", HOW)
 def test_net_with_a_torch_device_parameter_round_trips(digits, how, tmp_path):
     X_train, X_test, y_train, _ = digits
     net = small_net(max_epochs=1, device=torch.device("cpu")).fit(X_train, y_train)

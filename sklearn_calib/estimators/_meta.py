@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 from skorch.dataset import Dataset
 from torch import nn
 
+from .._validation import check_number
 from ..losses import resolve_loss
 from ..losses._base import GammaWeighted
 from ._augment import MixedTarget
@@ -187,6 +188,11 @@ class MetaNetClassifier(NetClassifier):
 
     train_step_capturable = True
 
+    #: ``meta_optimizer__*`` parameters route to the regulariser's Adam (skorch's prefixes);
+    #: ``meta_optimizer_`` is a component to persist like the network's optimiser.
+    prefixes_ = [*NetClassifier.prefixes_, "meta_optimizer"]
+    cuda_dependent_attributes_ = [*NetClassifier.cuda_dependent_attributes_, "meta_optimizer_"]
+
     _parameter_constraints = {
         **NetClassifier._parameter_constraints,
         "regularizer": [StrOptions(set(_REGULARIZERS))],
@@ -251,6 +257,8 @@ class MetaNetClassifier(NetClassifier):
 
     def _check_params(self):
         super()._check_params()
+        if "lr" in self.get_params_for("meta_optimizer"):
+            check_number("meta_optimizer__lr", self.meta_optimizer__lr, low=0, low_open=True)
         if isinstance(self.train_split, numbers.Real) and (
             self.train_split + self.meta_fraction >= 1
         ):
@@ -301,24 +309,37 @@ class MetaNetClassifier(NetClassifier):
         if isinstance(current, _REGULARIZERS[self.regularizer]) and current.matches(head):
             if isinstance(current, GammaNet):
                 current.tau = self.tau
-            lr = self.meta_lr * current.lr_scale()
+            params = self._meta_optimizer_params(current)
             for group in self.meta_optimizer_.param_groups:
-                if isinstance(group["lr"], torch.Tensor):
-                    group["lr"].fill_(lr)
-                else:
-                    group["lr"] = lr
+                for name, value in params.items():
+                    if isinstance(group.get(name), torch.Tensor):
+                        group[name].fill_(value)
+                    else:
+                        group[name] = value
         else:
             with self._current_init_context("regularizer"):
                 self.meta_regularizer_ = build_regularizer(self.regularizer, head, self.tau)
                 self.meta_optimizer_ = self._meta_optimizer(self.meta_regularizer_)
 
+    def initialize_virtual_params(self):
+        """Let ``set_params(meta_optimizer__*=...)`` on a fitted net wait for the next fit."""
+        super().initialize_virtual_params()
+        self._register_virtual_param("meta_optimizer__*")  # stored as the attribute
+        return self
+
+    def _meta_optimizer_params(self, regularizer):
+        """Adam's keyword arguments: ``meta_optimizer__*``, lr ``meta_lr * lr_scale()`` if unset."""
+        params = self.get_params_for("meta_optimizer")
+        params.setdefault("lr", self.meta_lr * regularizer.lr_scale())
+        return params
+
     def _meta_optimizer(self, regularizer):
-        """Adam on the regulariser (lr ``meta_lr * lr_scale()``); on CUDA fused, capturable."""
-        lr = self.meta_lr * regularizer.lr_scale()
+        """Adam on the regulariser (see :meth:`_meta_optimizer_params`); on CUDA fused, capturable."""
+        params = self._meta_optimizer_params(regularizer)
         if self.device_.type == "cuda":
-            lr = torch.tensor(lr, dtype=torch.float32, device=self.device_)
-            return torch.optim.Adam(regularizer.parameters(), lr=lr, fused=True, capturable=True)
-        return torch.optim.Adam(regularizer.parameters(), lr=lr)
+            params["lr"] = torch.tensor(params["lr"], dtype=torch.float32, device=self.device_)
+            params = {"fused": True, "capturable": True, **params}
+        return torch.optim.Adam(regularizer.parameters(), **params)
 
     # ------------------------------------------------------------------ fitting
 
