@@ -45,6 +45,10 @@ class GammaNet(nn.Module):
         Temperature; gamma is ``|x~ W| / tau``.
     """
 
+    #: The default meta step: at most about 0.01 of gamma per Adam step (see
+    #: MetaNetClassifier's ``meta_lr``).
+    default_meta_lr = 1e-2
+
     def __init__(self, in_features, n_heads, tau=0.01):
         super().__init__()
         scale = 1.0 / math.sqrt(in_features)
@@ -133,6 +137,9 @@ class ElementwiseL2(nn.Module):
     bias_shape : tuple of int or None
         Shape of the head's bias, ``(K,)``, or None for a head without bias.
     """
+
+    #: The default meta step: Adam's learning rate 1e-3 on the coefficients (Bohdal et al.).
+    default_meta_lr = 1e-3
 
     def __init__(self, weight_shape, bias_shape):
         super().__init__()

@@ -12,6 +12,11 @@ Golebiowski 2024):
 4. its gradient with respect to the regulariser's parameters only, and one step of the
    regulariser's optimiser.
 
+Step 4's gradient is the exact hypergradient of ``phi -> L_meta(theta - lr grad_theta
+L_train(theta, phi))`` with theta the head (tests/test_meta.py checks it against central
+differences). Only the head takes the virtual step (see MetaNetClassifier's Notes for why
+and for how far that is from a virtual step of the whole network).
+
 Everything stays on the device: no host synchronisation, static shapes, so the step can
 be captured in a CUDA graph. :class:`MetaBatches` cuts the meta-validation batches from
 tensors on the device by a position counter that is itself a device tensor.
