@@ -49,8 +49,7 @@ def small_meta(**params):
 @pytest.fixture(scope="module")
 def fitted(digits):
     X_train, _, y_train, _ = digits
-    # a larger meta step than the default, so that gamma visibly learns in 6 short epochs
-    return small_meta(max_epochs=6, meta_lr=0.01).fit(X_train, y_train)
+    return small_meta(max_epochs=6).fit(X_train, y_train)
 
 
 # ------------------------------------------------------------------ meta objectives
@@ -376,6 +375,21 @@ def test_learned_gamma_stays_sensible_and_calibrates_like_focal_loss(digits):
     assert meta.history[-1, "meta_loss"] < meta.history[0, "meta_loss"]
 
 
+def test_default_gamma_moves_and_spreads(digits):
+    # issue 18: at the former default (a step of 1e-3 of gamma) gamma stayed within 0.005
+    # of 1 with a standard deviation below 0.001; the default meta step must move it
+    X_train, _, y_train, _ = digits
+    histories = []
+    for _ in range(2):
+        net = MetaNetClassifier(max_epochs=10, batch_size=64, random_state=0)
+        histories.append(net.fit(X_train, y_train).history)
+    std, mean = np.asarray(histories[0][:, "gamma_std"]), histories[0][:, "gamma_mean"]
+    assert std[-1] > 1e-2 and std[-1] > 5 * std[0], std
+    assert np.ptp(mean) > 0.05 and np.all(np.asarray(mean) < 3), mean
+    for key in ("gamma_mean", "gamma_std", "meta_loss"):
+        assert histories[0][:, key] == histories[1][:, key]
+
+
 def test_meta_regularizer_has_gradients_after_fit(fitted):
     for param in fitted.meta_regularizer_.parameters():
         assert torch.isfinite(param.grad).all() and param.grad.abs().sum() > 0
@@ -495,10 +509,15 @@ def test_refit_is_identical(digits):
 def test_meta_optimizer_parameters_route_to_the_regularizers_adam(digits):
     X_train, _, y_train, _ = digits
     X, y = X_train[:400], y_train[:400]
+    # meta_lr=None: 1e-2 of gamma per step for the gamma-Net, Adam's 1e-3 for the L2
     default = small_meta(max_epochs=1).fit(X, y)
-    regularizer = default.meta_regularizer_
-    expected = default.meta_lr * regularizer.lr_scale()
+    expected = 1e-2 * default.meta_regularizer_.lr_scale()
     assert default.meta_optimizer_.param_groups[0]["lr"] == pytest.approx(expected)
+    l2 = small_meta(max_epochs=1, regularizer="l2").fit(X, y)
+    assert l2.meta_optimizer_.param_groups[0]["lr"] == 1e-3
+    chosen = small_meta(max_epochs=1, meta_lr=0.5).fit(X, y)
+    expected = 0.5 * chosen.meta_regularizer_.lr_scale()
+    assert chosen.meta_optimizer_.param_groups[0]["lr"] == pytest.approx(expected)
     # the paper's literal setting: Adam's learning rate on the gamma-Net's parameters
     net = small_meta(max_epochs=1, meta_optimizer__lr=1e-3, meta_optimizer__betas=(0.5, 0.99))
     assert clone(net).get_params()["meta_optimizer__lr"] == 1e-3
