@@ -169,8 +169,8 @@ class MetaNetClassifier(NetClassifier):
     with the virtual step's learning rate and with the training loss, while Adam's second
     moment remembers the earlier, larger gradients. On that MLP the one-step meta-gradient
     of SECE (bandwidth 0.01 or wider) and of CE + 0.5 DECE mostly lowers gamma, also while
-    the network is overconfident, a short-horizon bias of one-step lookahead; DECE raised
-    it (mean 0.80 to 1.08).
+    the network is overconfident, a short-horizon bias of one-step lookahead; DECE kept
+    it near 1 (mean 0.80 to 1.08).
 
     *What the virtual step updates.* The classifier head only, as in Bohdal et al.'s code
     and Wang and Golebiowski's: the backbone's features are computed once per batch
