@@ -21,7 +21,7 @@ deviation (validation part) and mean meta loss (SECE on the meta batches).
 Usage (from the repository root)::
 
     PYTHONPATH=. python benchmarks/speed/bench_meta.py [--device auto] [--module resnet20] \\
-        [--dataset fashion_mnist] [--epochs 5] [--n-train 55000] [--meta-lr 1e-3]
+        [--dataset fashion_mnist] [--epochs 5] [--n-train 55000] [--meta-lr 1e-2]
 
 Small on a CPU: ``--dataset digits --module mlp --epochs 3`` or ``--n-train 1000 --n-test
 500 --epochs 2``.
@@ -104,7 +104,7 @@ def main():
     parser.add_argument("--cuda-graphs", choices=["auto", "on", "off"], default="auto")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--meta-lr", type=float, default=1e-3, help="gamma-Net step, in units of gamma"
+        "--meta-lr", type=float, default=None, help="gamma-Net step in units of gamma (1e-2)"
     )
     parser.add_argument("--data-home", default=None, help="folder of the Fashion-MNIST files")
     args = parser.parse_args()
