@@ -268,6 +268,8 @@ def summary(out):
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for path in sorted(Path(out).glob("*.json")):
+        if path.name == "probe.json":
+            continue
         record = json.loads(path.read_text())
         history, args = record["history"], record["args"]
         last = history[-1]
