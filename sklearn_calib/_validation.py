@@ -57,6 +57,28 @@ def check_number(name, value, *, low, high=None, low_open=False, allow_inf=False
     return float(value)
 
 
+def check_confidence_level(confidence_level):
+    """Return ``confidence_level`` as a float after checking it lies in (0, 1).
+
+    Parameters
+    ----------
+    confidence_level : float
+        Coverage of an interval.
+
+    Returns
+    -------
+    confidence_level : float
+    """
+    message = f"Expected `confidence_level` to be a number in (0, 1), got {confidence_level!r}."
+    try:
+        value = check_number("confidence_level", confidence_level, low=0, low_open=True)
+    except ValueError:
+        raise ValueError(message) from None
+    if value >= 1:
+        raise ValueError(message)
+    return value
+
+
 def check_n_bins(n_bins):
     """Return ``n_bins`` as an int after checking it is an integer >= 1.
 

@@ -7,12 +7,61 @@ diagram is drawn.
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from .metrics import expected_calibration_error, reliability_diagram
+from ._validation import check_probabilities, resolve_classes
+from .metrics import (
+    expected_calibration_error,
+    reliability_diagram,
+    smooth_reliability_diagram,
+)
 
 __all__ = ["ReliabilityDisplay"]
 
 #: gid of the accuracy bars, by which a diagram finds the diagrams already on its axes.
 _ACCURACY_GID = "sklearn_calib-reliability-accuracy"
+#: Bar keywords the diagram sets itself (geometry), so a caller may not pass them.
+_OWN_BAR_KEYWORDS = {"x", "y", "xy", "height", "width", "bottom", "align", "bounds", "angle"}
+#: Keywords of ``Axes.bar`` beyond the Rectangle properties, and line aliases that
+#: scikit-learn's CalibrationDisplay users pass (``c`` for the colour).
+_EXTRA_BAR_KEYWORDS = {"tick_label", "xerr", "yerr", "ecolor", "capsize", "error_kw", "log"}
+_LINE_ALIASES = {"c": "color"}
+
+
+def _bar_keywords(kwargs):
+    """Return the keywords for the accuracy bars, or raise naming the valid ones."""
+    from matplotlib.artist import ArtistInspector
+    from matplotlib.patches import Rectangle
+
+    inspector = ArtistInspector(Rectangle)
+    aliases = {alias for names in inspector.aliasd.values() for alias in names}
+    valid = set(inspector.get_setters()) | aliases | _EXTRA_BAR_KEYWORDS | set(_LINE_ALIASES)
+    valid -= _OWN_BAR_KEYWORDS | {"figure"}
+    unknown = sorted(set(kwargs) - valid)
+    if unknown:
+        raise TypeError(
+            f"ReliabilityDisplay got unexpected keyword argument(s) {unknown}; extra keywords "
+            f"style the accuracy bars (matplotlib's Axes.bar), valid ones are "
+            f"{sorted(valid)}."
+        )
+    return {_LINE_ALIASES.get(name, name): value for name, value in kwargs.items()}
+
+
+def _positive_class_problem(y_true, y_prob, labels, pos_label):
+    """Reorder a binary problem's columns so that ``pos_label`` is the positive (second)."""
+    proba = check_probabilities(y_prob)
+    y = np.asarray(y_true)
+    if proba.shape[1] != 2:
+        raise ValueError(
+            f"Expected a binary problem for `pos_label`, got {proba.shape[1]} classes; leave "
+            "`pos_label=None` for the top-label diagram."
+        )
+    classes = resolve_classes(y.ravel() if y.ndim == 2 else y, labels, 2)
+    matches = np.flatnonzero(classes == pos_label)
+    if matches.shape[0] != 1:
+        raise ValueError(
+            f"Expected `pos_label` to be one of the classes {classes.tolist()}, got {pos_label!r}."
+        )
+    order = [1, 0] if matches[0] == 0 else [0, 1]
+    return proba[:, order], classes[order]
 
 
 def _pyplot():
@@ -47,11 +96,25 @@ class ReliabilityDisplay:
         Expected calibration error shown in the legend; not shown when None.
     estimator_name : str, default=None
         Name shown in the legend.
+    accuracy_low, accuracy_high : ndarray of shape (n_bins,), default=None
+        Per-bin interval of the accuracy (Clopper-Pearson), drawn as error bars.
+    smooth : :class:`~sklearn.utils.Bunch`, default=None
+        A :func:`~sklearn_calib.scoring.smooth_reliability_diagram`, drawn as a line
+        (with its band, if it has one).
+    pos_label : int, float, bool or str, default=None
+        The positive class of a positive-class diagram (axis labels say so); None for
+        the top-label diagram.
 
     Attributes
     ----------
     bars_ : matplotlib BarContainer
         Accuracy bars (height 0 for an empty bin).
+    errorbar_ : matplotlib ErrorbarContainer or None
+        The accuracy intervals, if any.
+    smooth_line_ : matplotlib Line2D or None
+        The smooth reliability curve, if any.
+    smooth_band_ : matplotlib PolyCollection or None
+        Its bootstrap band, if any.
     gap_bars_ : matplotlib BarContainer
         Bars from each bin's accuracy to its mean confidence (the calibration gap).
     line_ : matplotlib Line2D or None
@@ -76,13 +139,30 @@ class ReliabilityDisplay:
     1.0
     """
 
-    def __init__(self, edges, count, mean_confidence, accuracy, *, ece=None, estimator_name=None):
+    def __init__(
+        self,
+        edges,
+        count,
+        mean_confidence,
+        accuracy,
+        *,
+        ece=None,
+        estimator_name=None,
+        accuracy_low=None,
+        accuracy_high=None,
+        smooth=None,
+        pos_label=None,
+    ):
         self.edges = edges
         self.count = count
         self.mean_confidence = mean_confidence
         self.accuracy = accuracy
         self.ece = ece
         self.estimator_name = estimator_name
+        self.accuracy_low = accuracy_low
+        self.accuracy_high = accuracy_high
+        self.smooth = smooth
+        self.pos_label = pos_label
 
     def plot(self, *, ax=None, hist_ax=None, name=None, ref_line=True, **kwargs):
         """Draw the diagram.
@@ -102,12 +182,17 @@ class ReliabilityDisplay:
         ref_line : bool, default=True
             Whether to draw the diagonal of perfect calibration.
         **kwargs : dict
-            Passed to ``ax.bar`` for the accuracy bars.
+            Style of the accuracy bars, passed to matplotlib's ``Axes.bar`` (Rectangle
+            properties such as ``color``, ``alpha``, ``edgecolor``, ``linewidth``,
+            ``hatch``, ``label``; ``c`` is read as ``color``, as for
+            scikit-learn's line). Any other name raises a TypeError listing the valid
+            ones.
 
         Returns
         -------
         display : ReliabilityDisplay
         """
+        bar_keywords = _bar_keywords(kwargs)
         edges = np.asarray(self.edges, dtype=np.float64)
         if (
             edges.ndim != 1
@@ -151,7 +236,7 @@ class ReliabilityDisplay:
             "edgecolor": "black",
             "label": label,
             "gid": _ACCURACY_GID,
-            **kwargs,
+            **bar_keywords,
         }
         self.bars_ = ax.bar(left, accuracy, width=width, align="edge", **bar_kwargs)
         self.gap_bars_ = ax.bar(
@@ -166,12 +251,46 @@ class ReliabilityDisplay:
             hatch="//",
             label="_nolegend_" if earlier else "Gap to confidence",
         )
+        # a darker shade of the bars' colour keeps the smooth curve visible over them
+        colour = tuple(0.55 * np.asarray(self.bars_.patches[0].get_facecolor()[:3]))
+        self.errorbar_ = None
+        if self.accuracy_low is not None:
+            filled = np.asarray(self.count) > 0
+            centre = np.asarray(self.mean_confidence)[filled]
+            value = np.asarray(self.accuracy)[filled]
+            spread = [
+                value - np.asarray(self.accuracy_low)[filled],
+                np.asarray(self.accuracy_high)[filled] - value,
+            ]
+            self.errorbar_ = ax.errorbar(
+                centre, value, yerr=spread, fmt="none", ecolor="black", capsize=3, zorder=3
+            )
+        self.smooth_line_ = self.smooth_band_ = None
+        if self.smooth is not None:
+            (self.smooth_line_,) = ax.plot(
+                self.smooth.mesh,
+                self.smooth.accuracy,
+                color=colour,
+                linewidth=2,
+                label=f"Smoothed (h = {self.smooth.bandwidth:.3g})",
+            )
+            if "low" in self.smooth:
+                self.smooth_band_ = ax.fill_between(
+                    self.smooth.mesh, self.smooth.low, self.smooth.high, color=colour, alpha=0.25
+                )
         self.line_ = None
         if ref_line and not earlier:
             (self.line_,) = ax.plot([0, 1], [0, 1], "k--", label="Perfectly calibrated")
-        ax.set(xlim=(0, 1), ylim=(0, 1), ylabel="Accuracy")
+        positive = self.pos_label is not None
+        y_label = "Accuracy"
+        if positive:
+            y_label = f"Fraction of positives (Positive class: {self.pos_label})"
+        ax.set(xlim=(0, 1), ylim=(0, 1), ylabel=y_label)
         ax.legend(loc="upper left")
 
+        x_label = "Confidence"
+        if positive:
+            x_label = f"Mean predicted probability (Positive class: {self.pos_label})"
         self.hist_bars_ = None
         if hist_ax is not None:
             total = np.sum(self.count)
@@ -183,9 +302,9 @@ class ReliabilityDisplay:
                 color="tab:gray",
                 edgecolor="black",
             )
-            hist_ax.set(xlim=(0, 1), xlabel="Confidence", ylabel="Fraction of samples")
+            hist_ax.set(xlim=(0, 1), xlabel=x_label, ylabel="Fraction of samples")
         else:
-            ax.set(xlabel="Confidence")
+            ax.set(xlabel=x_label)
         self.ax_ = ax
         self.hist_ax_ = hist_ax
         self.figure_ = ax.figure
@@ -199,6 +318,10 @@ class ReliabilityDisplay:
         *,
         n_bins=15,
         strategy="uniform",
+        pos_label=None,
+        confidence_level=None,
+        smooth=False,
+        random_state=None,
         labels=None,
         sample_weight=None,
         name=None,
@@ -219,6 +342,19 @@ class ReliabilityDisplay:
             Number of bins.
         strategy : {"uniform", "quantile"}, default="uniform"
             Equal-width or equal-mass bins; the legend's ECE uses the same bins.
+        pos_label : int, float, bool or str, default=None
+            For a binary problem, draw the positive-class diagram of this class (its
+            predicted probability against the fraction of samples of that class), as
+            scikit-learn's ``CalibrationDisplay``; None draws the top-label diagram
+            (confidence against accuracy).
+        confidence_level : float, default=None
+            When given (in (0, 1)), draw each bin's Clopper-Pearson interval of the
+            accuracy and, with ``smooth=True``, the smooth curve's bootstrap band.
+        smooth : bool, default=False
+            Also draw the smooth reliability curve
+            (:func:`~sklearn_calib.scoring.smooth_reliability_diagram`).
+        random_state : int, RandomState instance or None, default=None
+            Seeds the bootstrap band.
         labels : array-like of shape (n_classes,), default=None
             The class of each column of ``y_prob``.
         sample_weight : array-like of shape (n_samples,), default=None
@@ -231,23 +367,64 @@ class ReliabilityDisplay:
         Returns
         -------
         display : ReliabilityDisplay
+
+        References
+        ----------
+        .. [1] C. Guo, G. Pleiss, Y. Sun and K. Q. Weinberger, "On Calibration of Modern
+           Neural Networks", International Conference on Machine Learning, 2017.
+        .. [2] J. Błasiok and P. Nakkiran, "Smooth ECE: Principled Reliability Diagrams
+           via Kernel Smoothing", International Conference on Learning Representations,
+           2024.
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")
+        >>> import numpy as np
+        >>> from sklearn_calib.plotting import ReliabilityDisplay
+        >>> rng = np.random.default_rng(0)
+        >>> p = rng.random(500)
+        >>> y = np.where(rng.random(500) < p, "spam", "ham")
+        >>> display = ReliabilityDisplay.from_predictions(
+        ...     y, p, n_bins=5, pos_label="spam", confidence_level=0.95, smooth=True,
+        ...     random_state=0)
+        >>> display.ax_.get_ylabel()
+        'Fraction of positives (Positive class: spam)'
+        >>> bool(np.all(display.accuracy_low <= display.accuracy))
+        True
         """
+        _bar_keywords(kwargs)
+        if not isinstance(smooth, (bool, np.bool_)):
+            raise ValueError(f"Expected `smooth` to be a bool, got {smooth!r}.")
+        convention = "top_label"
+        if pos_label is not None:
+            y_prob, labels = _positive_class_problem(y_true, y_prob, labels, pos_label)
+            convention = "positive_class"
+        options = {
+            "convention": convention,
+            "labels": labels,
+            "sample_weight": sample_weight,
+        }
         diagram = reliability_diagram(
             y_true,
             y_prob,
             n_bins=n_bins,
             strategy=strategy,
-            labels=labels,
-            sample_weight=sample_weight,
+            confidence_level=confidence_level,
+            **options,
         )
         ece = expected_calibration_error(
-            y_true,
-            y_prob,
-            n_bins=n_bins,
-            strategy=strategy,
-            labels=labels,
-            sample_weight=sample_weight,
+            y_true, y_prob, n_bins=n_bins, strategy=strategy, **options
         )
+        curve = None
+        if smooth:
+            curve = smooth_reliability_diagram(
+                y_true,
+                y_prob,
+                confidence_level=confidence_level,
+                random_state=random_state,
+                **options,
+            )
         display = cls(
             diagram.edges,
             diagram.count,
@@ -255,6 +432,10 @@ class ReliabilityDisplay:
             diagram.accuracy,
             ece=ece,
             estimator_name=name,
+            accuracy_low=diagram.get("accuracy_low"),
+            accuracy_high=diagram.get("accuracy_high"),
+            smooth=curve,
+            pos_label=pos_label,
         )
         return display.plot(ax=ax, hist_ax=hist_ax, ref_line=ref_line, **kwargs)
 
@@ -267,6 +448,10 @@ class ReliabilityDisplay:
         *,
         n_bins=15,
         strategy="uniform",
+        pos_label=None,
+        confidence_level=None,
+        smooth=False,
+        random_state=None,
         sample_weight=None,
         name=None,
         ax=None,
@@ -289,6 +474,8 @@ class ReliabilityDisplay:
             Number of bins.
         strategy : {"uniform", "quantile"}, default="uniform"
             Equal-width or equal-mass bins.
+        pos_label, confidence_level, smooth, random_state
+            See :meth:`from_predictions`; ``pos_label`` is one of ``estimator.classes_``.
         sample_weight : array-like of shape (n_samples,), default=None
             Sample weights.
         name : str, default=None
@@ -322,6 +509,10 @@ class ReliabilityDisplay:
             estimator.predict_proba(X),
             n_bins=n_bins,
             strategy=strategy,
+            pos_label=pos_label,
+            confidence_level=confidence_level,
+            smooth=smooth,
+            random_state=random_state,
             labels=estimator.classes_,
             sample_weight=sample_weight,
             name=type(estimator).__name__ if name is None else name,

@@ -1,16 +1,19 @@
 """Calibration metrics and their scikit-learn scorers.
 
 The metric functions (numpy) live in :mod:`sklearn_calib.metrics` and are re-exported
-here. Each scorer is what ``make_scorer(metric, response_method="predict_proba",
-greater_is_better=False)`` builds, so it returns the negated metric, with one addition:
-it passes the fitted estimator's ``classes_`` as ``labels=``, so a cross-validation fold
-that lacks a class is still scored against the right columns, whatever the label type.
+here, with the statistics of calibration (bootstrap intervals, tests, decompositions, the
+calibration report). Each scorer is what
+``make_scorer(metric, response_method="predict_proba", greater_is_better=False)`` builds,
+so it returns the negated metric, with one addition: it passes the fitted estimator's
+``classes_`` as ``labels=``, so a cross-validation fold that lacks a class is still scored
+against the right columns, whatever the label type.
 Use them by name through :func:`get_scorer`::
 
     GridSearchCV(LogisticRegression(), {"C": [0.1, 1]}, scoring=get_scorer("neg_ece"))
 """
 
 import copy
+import inspect
 
 from sklearn.metrics import get_scorer as _sklearn_get_scorer
 from sklearn.metrics import get_scorer_names as _sklearn_get_scorer_names
@@ -18,23 +21,39 @@ from sklearn.metrics._scorer import _Scorer
 
 from .metrics import (
     NLL_EPS,
+    CalibrationTestResult,
     adaptive_calibration_error,
     brier_score,
+    calibration_decomposition,
+    calibration_error_ci,
+    calibration_report,
+    calibration_test,
     classwise_calibration_error,
+    debiased_calibration_error,
     differentiable_calibration_error,
     expected_calibration_error,
     maximum_calibration_error,
     negative_log_likelihood,
+    refinement_loss,
     reliability_diagram,
     smooth_calibration_error,
+    smooth_ece,
+    smooth_reliability_diagram,
     top_label_accuracy,
+    top_label_calibration_error,
 )
 
 __all__ = [
     "NLL_EPS",
+    "CalibrationTestResult",
     "adaptive_calibration_error",
     "brier_score",
+    "calibration_decomposition",
+    "calibration_error_ci",
+    "calibration_report",
+    "calibration_test",
     "classwise_calibration_error",
+    "debiased_calibration_error",
     "differentiable_calibration_error",
     "expected_calibration_error",
     "get_scorer",
@@ -42,9 +61,13 @@ __all__ = [
     "make_calibration_scorer",
     "maximum_calibration_error",
     "negative_log_likelihood",
+    "refinement_loss",
     "reliability_diagram",
     "smooth_calibration_error",
+    "smooth_ece",
+    "smooth_reliability_diagram",
     "top_label_accuracy",
+    "top_label_calibration_error",
 ]
 
 
@@ -72,7 +95,8 @@ def make_calibration_scorer(score_func, **kwargs):
     score_func : callable
         ``score_func(y_true, y_prob, labels=..., **kwargs)`` returning an error.
     **kwargs
-        Fixed keyword arguments for ``score_func`` (for example ``n_bins=10``).
+        Fixed keyword arguments for ``score_func`` (for example ``n_bins=10``); a name
+        that ``score_func`` does not take raises a ValueError listing those it takes.
 
     Returns
     -------
@@ -92,7 +116,25 @@ def make_calibration_scorer(score_func, **kwargs):
     >>> scorer(model, X, y) == -expected_calibration_error(y, model.predict_proba(X), n_bins=10)
     True
     """
+    _check_keywords(score_func, kwargs)
     return _CalibrationScorer(score_func, -1, kwargs, response_method="predict_proba")
+
+
+def _check_keywords(score_func, kwargs):
+    """Reject keyword arguments ``score_func`` does not take, naming those it takes."""
+    if not callable(score_func):
+        raise ValueError(f"Expected `score_func` to be a metric function, got {score_func!r}.")
+    parameters = inspect.signature(score_func).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return
+    named = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    valid = [p.name for p in parameters if p.kind in named][2:]
+    unknown = sorted(set(kwargs) - set(valid))
+    if unknown:
+        raise ValueError(
+            f"{getattr(score_func, '__name__', score_func)!r} takes no argument(s) {unknown}; "
+            f"its options are {valid}."
+        )
 
 
 _SCORERS = {
@@ -101,8 +143,13 @@ _SCORERS = {
     "neg_adaptive_ece": make_calibration_scorer(adaptive_calibration_error),
     "neg_classwise_ece": make_calibration_scorer(classwise_calibration_error),
     "neg_sece": make_calibration_scorer(smooth_calibration_error),
+    "neg_smooth_ece": make_calibration_scorer(smooth_ece),
+    "neg_top_label_ece": make_calibration_scorer(top_label_calibration_error),
+    "neg_debiased_ce": make_calibration_scorer(debiased_calibration_error),
     "neg_brier": make_calibration_scorer(brier_score),
     "neg_nll": make_calibration_scorer(negative_log_likelihood),
+    "neg_refinement_log_loss": make_calibration_scorer(refinement_loss, score="log_loss"),
+    "neg_refinement_brier": make_calibration_scorer(refinement_loss, score="brier"),
 }
 
 
@@ -110,7 +157,11 @@ def get_scorer(scoring):
     """Return a scorer by name: one of ours, else scikit-learn's ``get_scorer(scoring)``.
 
     Our names: ``neg_ece``, ``neg_mce``, ``neg_adaptive_ece``, ``neg_classwise_ece``,
-    ``neg_sece``, ``neg_brier``, ``neg_nll``. scikit-learn's model selection does not know
+    ``neg_sece``, ``neg_smooth_ece`` (smECE), ``neg_top_label_ece`` (Gupta & Ramdas),
+    ``neg_debiased_ce`` (Kumar et al.'s debiased L2 error), ``neg_brier``, ``neg_nll``,
+    and ``neg_refinement_log_loss`` / ``neg_refinement_brier`` (:func:`refinement_loss`:
+    the score left after temperature scaling, to select a network by what post-hoc
+    calibration cannot fix). scikit-learn's model selection does not know
     these names as strings, so pass the returned objects, alone or as the values of a
     dict: ``scoring={"ece": get_scorer("neg_ece"), "acc": "accuracy"}``.
 

@@ -214,10 +214,10 @@ def test_report_shows_the_temperature_of_temperature_scaled_rows_only():
     assert rows["model+TS"]["accuracy"] == pytest.approx(2 / 3, abs=5e-5)
 
 
-def readme_snippet(section):
+def readme_snippet(section, level="##"):
     """The first Python code block after the README heading ``section``."""
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    text = readme.split(f"## {section}\n", 1)[1]
+    text = readme.split(f"{level} {section}\n", 1)[1]
     return re.search(r"```python\n(.*?)```", text, re.S).group(1)
 
 
@@ -233,6 +233,29 @@ def test_readme_quickstart_runs():
     assert search.best_score_ < 0
     assert 0 < expected_calibration_error(y_test, search.predict_proba(X_test)) < 0.1
     plt.close("all")
+
+
+def test_readme_logits_and_labels_runs(capsys):
+    namespace = {}
+    exec(
+        readme_snippet("I have logits and labels: is my model calibrated, and how sure is that?"),
+        namespace,
+    )
+    labels, proba, ci = namespace["labels"], namespace["proba"], namespace["ci"]
+    printed = capsys.readouterr().out
+    assert printed.startswith("Calibration report: 10000 samples, 10 classes")
+    assert ci.low <= ci.estimate <= ci.high
+    assert ci.estimate == expected_calibration_error(labels, proba)
+    assert f"ECE {ci.estimate:.4f}" in printed
+
+
+def test_readme_refinement_selection_runs(capsys):
+    namespace = {}
+    exec(readme_snippet("Select by refinement, then calibrate", level="###"), namespace)
+    network = namespace["calibrated"].estimators_[0]
+    recorded = network.history[:, "valid_refinement"]
+    assert all(value < 0 for value in recorded) and len(recorded) < 30
+    assert float(capsys.readouterr().out.splitlines()[-1]) < 0.2
 
 
 def test_readme_neural_network_quickstart_runs(capsys):

@@ -3,12 +3,18 @@ import sys
 import matplotlib
 import numpy as np
 import pytest
+from scipy.stats import binomtest
+from sklearn.calibration import calibration_curve
 from sklearn.datasets import load_digits
 from sklearn.exceptions import NotFittedError
 from sklearn.naive_bayes import GaussianNB
 
 from sklearn_calib.plotting import ReliabilityDisplay
-from sklearn_calib.scoring import expected_calibration_error, reliability_diagram
+from sklearn_calib.scoring import (
+    expected_calibration_error,
+    reliability_diagram,
+    smooth_reliability_diagram,
+)
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -102,3 +108,80 @@ def test_missing_matplotlib_gives_a_clear_import_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
     with pytest.raises(ImportError, match="pip install matplotlib"):
         ReliabilityDisplay.from_predictions([0, 1], [0.2, 0.9])
+
+
+def test_unknown_keywords_are_rejected_with_the_valid_names():
+    # issue 17, item 12: unknown names reached matplotlib's bars and failed deep inside
+    with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\) \['marker'\].*'color'"):
+        ReliabilityDisplay.from_predictions([0, 1, 1], [0.2, 0.7, 0.6], marker="o")
+    with pytest.raises(TypeError, match=r"\['width'\]"):
+        ReliabilityDisplay.from_predictions([0, 1, 1], [0.2, 0.7, 0.6], width=0.1)
+    assert plt.get_fignums() == []  # rejected before a figure is made
+    # a line's colour keyword, as scikit-learn's CalibrationDisplay takes it, colours the bars
+    display = ReliabilityDisplay.from_predictions([0, 1, 1], [0.2, 0.7, 0.6], c="tab:green")
+    green = matplotlib.colors.to_rgb("tab:green")
+    assert all(patch.get_facecolor()[:3] == green for patch in display.bars_.patches)
+    display = ReliabilityDisplay.from_predictions([0, 1, 1], [0.2, 0.7, 0.6], lw=3, hatch="x")
+    assert display.bars_.patches[0].get_linewidth() == 3
+
+
+def test_pos_label_draws_scikit_learns_calibration_curve():
+    X, y = load_digits(return_X_y=True)
+    names = np.where(y < 5, "ham", "spam")
+    estimator = GaussianNB().fit(X[:600], names[:600])
+    X_test, y_test = X[600:1200], names[600:1200]
+    for pos_label in ("spam", "ham"):
+        display = ReliabilityDisplay.from_estimator(
+            estimator, X_test, y_test, n_bins=10, pos_label=pos_label
+        )
+        column = list(estimator.classes_).index(pos_label)
+        prob_true, prob_pred = calibration_curve(
+            y_test, estimator.predict_proba(X_test)[:, column], n_bins=10, pos_label=pos_label
+        )
+        filled = display.count > 0
+        np.testing.assert_allclose(display.accuracy[filled], prob_true)
+        np.testing.assert_allclose(display.mean_confidence[filled], prob_pred)
+        assert display.pos_label == pos_label
+        assert display.ax_.get_ylabel() == f"Fraction of positives (Positive class: {pos_label})"
+        assert pos_label in display.hist_ax_.get_xlabel()
+    with pytest.raises(ValueError, match=r"`pos_label` to be one of the classes \['ham', 'spam'\]"):
+        ReliabilityDisplay.from_estimator(estimator, X_test, y_test, pos_label="eggs")
+    with pytest.raises(ValueError, match="binary problem for `pos_label`"):
+        ReliabilityDisplay.from_predictions([0, 1, 2], np.eye(3), pos_label=1)
+
+
+def test_clopper_pearson_error_bars_and_the_smooth_curve_with_its_band():
+    rng = np.random.default_rng(1)
+    p = rng.random(400)
+    y = (rng.random(400) < p**1.5).astype(int)
+    display = ReliabilityDisplay.from_predictions(
+        y, p, n_bins=8, pos_label=1, confidence_level=0.9, smooth=True, random_state=0
+    )
+    diagram = reliability_diagram(y, p, n_bins=8, convention="positive_class")
+    for b in np.flatnonzero(diagram.count > 0):
+        count = int(diagram.count[b])
+        successes = int(round(diagram.accuracy[b] * count))
+        exact = binomtest(successes, count).proportion_ci(confidence_level=0.9, method="exact")
+        assert display.accuracy_low[b] == pytest.approx(exact.low, abs=1e-9)
+        assert display.accuracy_high[b] == pytest.approx(exact.high, abs=1e-9)
+    assert display.errorbar_ is not None
+    curve = smooth_reliability_diagram(
+        y, p, convention="positive_class", confidence_level=0.9, random_state=0
+    )
+    np.testing.assert_allclose(display.smooth_line_.get_ydata(), curve.accuracy)
+    assert display.smooth_band_ is not None
+    assert "Smoothed" in display.ax_.get_legend_handles_labels()[1][0]
+    # unit weights give the unweighted intervals (Kish's effective size is the count)
+    weighted = reliability_diagram(
+        y,
+        p,
+        n_bins=8,
+        convention="positive_class",
+        confidence_level=0.9,
+        sample_weight=np.full(400, 0.3),
+    )
+    np.testing.assert_allclose(weighted.accuracy_low, display.accuracy_low)
+    without = ReliabilityDisplay.from_predictions(y, p, n_bins=8)
+    assert without.errorbar_ is None and without.smooth_line_ is None
+    with pytest.raises(ValueError, match="`smooth` to be a bool"):
+        ReliabilityDisplay.from_predictions(y, p, smooth="yes")

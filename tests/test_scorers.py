@@ -1,3 +1,5 @@
+import functools
+
 import numpy as np
 import pytest
 from sklearn.base import clone
@@ -19,13 +21,17 @@ from sklearn_calib.scoring import (
     adaptive_calibration_error,
     brier_score,
     classwise_calibration_error,
+    debiased_calibration_error,
     expected_calibration_error,
     get_scorer,
     get_scorer_names,
     make_calibration_scorer,
     maximum_calibration_error,
     negative_log_likelihood,
+    refinement_loss,
     smooth_calibration_error,
+    smooth_ece,
+    top_label_calibration_error,
 )
 
 METRICS = {
@@ -36,6 +42,11 @@ METRICS = {
     "neg_sece": smooth_calibration_error,
     "neg_brier": brier_score,
     "neg_nll": negative_log_likelihood,
+    "neg_smooth_ece": smooth_ece,
+    "neg_top_label_ece": top_label_calibration_error,
+    "neg_debiased_ce": debiased_calibration_error,
+    "neg_refinement_log_loss": functools.partial(refinement_loss, score="log_loss"),
+    "neg_refinement_brier": functools.partial(refinement_loss, score="brier"),
 }
 
 
@@ -169,3 +180,16 @@ def test_get_scorer_falls_back_to_scikit_learn(digits_450):
     assert get_scorer("neg_ece") is not get_scorer("neg_ece")
     names = get_scorer_names()
     assert set(METRICS) <= set(names) and "accuracy" in names
+
+
+def test_make_calibration_scorer_rejects_unknown_keywords_when_built():
+    # a misspelt option used to fail only when the scorer ran, deep inside cross-validation
+    with pytest.raises(ValueError, match=r"takes no argument\(s\) \['n_bin'\].*'n_bins'"):
+        make_calibration_scorer(expected_calibration_error, n_bin=10)
+    with pytest.raises(ValueError, match="`score_func` to be a metric function"):
+        make_calibration_scorer("neg_ece")
+
+    def any_options(y_true, y_prob, **kwargs):
+        return 0.0
+
+    assert make_calibration_scorer(any_options, anything=1) is not None

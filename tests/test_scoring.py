@@ -6,7 +6,7 @@ import torch
 from sklearn.metrics import brier_score_loss, log_loss
 from torchmetrics.functional.classification import multiclass_calibration_error
 
-from sklearn_calib.metrics import _metrics
+from sklearn_calib.metrics import _metrics, _smooth
 from sklearn_calib.scoring import (
     adaptive_calibration_error,
     brier_score,
@@ -281,7 +281,7 @@ def brute_sece(y, proba, h, include_self, weight):
     kernel = np.exp(-((r[:, None] - r[None, :]) ** 2) / (2 * h * h)) * weight
     if not include_self:
         np.fill_diagonal(kernel, 0.0)
-    sacc = kernel @ c / (kernel.sum(axis=1) + 1e-12)
+    sacc = kernel @ c / (kernel.sum(axis=1) + 1e-12 * weight.mean())
     return np.sum(weight * np.abs(sacc - r)) / weight.sum()
 
 
@@ -291,15 +291,15 @@ def test_sece_matches_the_all_pairs_formula_in_small_blocks(monkeypatch, include
     proba, y = random_proba(700, 4, 8)
     weight = np.random.default_rng(9).random(700)
     expected = brute_sece(y, proba, bandwidth, include_self, weight)
-    got = smooth_calibration_error(
-        y, proba, bandwidth=bandwidth, include_self=include_self, sample_weight=weight
-    )
+    options = {"bandwidth": bandwidth, "include_self": include_self, "sample_weight": weight}
+    got = smooth_calibration_error(y, proba, method="exact", **options)
     assert got == pytest.approx(expected, abs=1e-12)
-    monkeypatch.setattr(_metrics, "_BLOCK_ELEMENTS", 500)
-    got = smooth_calibration_error(
-        y, proba, bandwidth=bandwidth, include_self=include_self, sample_weight=weight
-    )
+    monkeypatch.setattr(_smooth, "_BLOCK_ELEMENTS", 500)
+    got = smooth_calibration_error(y, proba, method="exact", **options)
     assert got == pytest.approx(expected, abs=1e-12)
+    # the binned sums stay within their guaranteed 1e-6 of the exact ones
+    binned = smooth_calibration_error(y, proba, method="binned", **options)
+    assert binned == pytest.approx(expected, abs=1e-6)
 
 
 def brute_dece(y, proba, n_bins=15, t_a=100.0, t_b=0.01):
@@ -481,3 +481,48 @@ def test_sece_limits_of_the_bandwidth():
     assert smooth_calibration_error(y, proba, bandwidth=1e6) == pytest.approx(
         np.mean(np.abs(c.mean() - r)), abs=1e-9
     )
+
+
+def test_positive_class_convention_bins_the_positive_column():
+    rng = np.random.default_rng(17)
+    p = rng.random(1000)
+    y = np.where(rng.random(1000) < p**1.5, "spam", "ham")
+    index = np.searchsorted(np.linspace(0, 1, 11)[1:-1], p)
+    positive = y == "spam"
+    gaps = [
+        (index == b).mean() * abs(positive[index == b].mean() - p[index == b].mean())
+        for b in np.unique(index)
+    ]
+    options = {"n_bins": 10, "convention": "positive_class"}
+    assert expected_calibration_error(y, p, **options) == pytest.approx(sum(gaps), abs=1e-12)
+    assert maximum_calibration_error(y, p, **options) == pytest.approx(
+        max(gaps / np.bincount(index)[np.unique(index)] * 1000), abs=1e-12
+    )
+    # two columns: the second is the positive class, whatever the label type
+    two = np.column_stack([1 - p, p])
+    assert expected_calibration_error(y, two, **options) == expected_calibration_error(
+        y, p, **options
+    )
+    diagram = reliability_diagram(y, p, **options)
+    np.testing.assert_allclose(
+        diagram.accuracy[diagram.count > 0],
+        [positive[index == b].mean() for b in np.unique(index)],
+    )
+    # top-label folds both tails onto [0.5, 1]: a different number
+    assert expected_calibration_error(y, p, n_bins=10) != pytest.approx(sum(gaps))
+    assert adaptive_calibration_error(y, p, convention="positive_class") == (
+        expected_calibration_error(y, p, strategy="quantile", convention="positive_class")
+    )
+
+
+def test_positive_class_convention_needs_two_classes():
+    with pytest.raises(ValueError, match="binary problem .* got 3 classes"):
+        expected_calibration_error(Y, P, convention="positive_class")
+    with pytest.raises(ValueError, match="`convention` to be one of"):
+        reliability_diagram(Y, P, convention="binary")
+
+
+@pytest.mark.parametrize("level", [0.0, 1.0, 1.5, "0.9", np.nan])
+def test_reliability_intervals_reject_a_bad_confidence_level(level):
+    with pytest.raises(ValueError, match=r"`confidence_level` to be a number in \(0, 1\)"):
+        reliability_diagram(Y, P, confidence_level=level)

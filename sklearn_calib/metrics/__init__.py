@@ -1,12 +1,22 @@
-"""Calibration metrics computed with numpy from predicted probabilities.
+"""Calibration metrics computed with numpy, and the statistics of calibration.
 
 The metric functions (``_metrics``) bin with the library's one bin rule (``_binning``:
-``(lower, upper]`` on the bin edges, 0 in the first bin). :mod:`sklearn_calib.scoring`
-re-exports them with their scikit-learn scorers. :data:`REPORT_METRICS` is the one list
-of the metrics a calibration report shows (``_report``), and :func:`metric_values`
-computes them for one set of predictions.
+``(lower, upper]`` on the bin edges, 0 in the first bin); the kernel-smoothed errors,
+SECE and smECE, are in ``_smooth``. The statistics of calibration: bootstrap intervals
+(``_bootstrap``, over the resampling plans of ``_resampling``), tests
+(``_hypothesis_tests``), the debiased and top-label errors (``_debiased``,
+``_top_label``), decompositions (``_decomposition``), the smooth reliability diagram
+(``_smooth_diagram``) and the calibration report (``_calibration_report``).
+:mod:`sklearn_calib.scoring` re-exports them with their scikit-learn scorers.
+:data:`REPORT_METRICS` is the one list of the metrics the main job's table shows
+(``_report``), and :func:`metric_values` computes them for one set of predictions.
 """
 
+from ._bootstrap import calibration_error_ci
+from ._calibration_report import calibration_report
+from ._debiased import debiased_calibration_error
+from ._decomposition import calibration_decomposition, refinement_loss
+from ._hypothesis_tests import CalibrationTestResult, calibration_test
 from ._metrics import (
     NLL_EPS,
     adaptive_calibration_error,
@@ -17,24 +27,36 @@ from ._metrics import (
     maximum_calibration_error,
     negative_log_likelihood,
     reliability_diagram,
-    smooth_calibration_error,
     top_label_accuracy,
 )
 from ._report import REPORT_METRICS, ReportMetric, metric_values
+from ._smooth import smooth_calibration_error, smooth_ece
+from ._smooth_diagram import smooth_reliability_diagram
+from ._top_label import top_label_calibration_error
 
 __all__ = [
     "NLL_EPS",
     "REPORT_METRICS",
+    "CalibrationTestResult",
     "ReportMetric",
     "adaptive_calibration_error",
     "brier_score",
+    "calibration_decomposition",
+    "calibration_error_ci",
+    "calibration_report",
+    "calibration_test",
     "classwise_calibration_error",
+    "debiased_calibration_error",
     "differentiable_calibration_error",
     "expected_calibration_error",
     "maximum_calibration_error",
     "metric_values",
     "negative_log_likelihood",
+    "refinement_loss",
     "reliability_diagram",
     "smooth_calibration_error",
+    "smooth_ece",
+    "smooth_reliability_diagram",
     "top_label_accuracy",
+    "top_label_calibration_error",
 ]

@@ -2,7 +2,8 @@
 
 Every function validates its input with ``check_classification_inputs`` of
 :mod:`sklearn_calib._validation` and bins with the one rule of
-:mod:`sklearn_calib.metrics._binning`. Sums are accumulated in
+:mod:`sklearn_calib.metrics._binning`. The kernel-smoothed errors (SECE, smECE) live in
+:mod:`sklearn_calib.metrics._smooth`. Sums are accumulated in
 float64 whatever the input precision, and no function makes a temporary of the input's
 full ``(n_samples, n_classes)`` size: per-class work runs over blocks of rows.
 """
@@ -17,22 +18,21 @@ from sklearn.utils import Bunch
 from .._validation import (
     ROW_SUM_TOLERANCE,
     check_classification_inputs,
+    check_confidence_level,
     check_n_bins,
     check_number,
 )
 from ._binning import assign_bins, bin_sums, quantile_bin_edges, uniform_bin_edges
+from ._intervals import clopper_pearson
 
 #: Probabilities are clipped to ``[NLL_EPS, 1]`` before the logarithm of the NLL, so a
 #: probability of 0 for the true class costs ``-log(1e-15) = 34.5`` instead of infinity.
 NLL_EPS = 1e-15
 
-#: Added to the kernel sums of SECE, so that a sample without any
-#: neighbour (possible with ``include_self=False``) gets a smoothed accuracy of 0.
+#: Added to the kernel sums of SECE (times the mean sample weight), so that a sample
+#: without any neighbour (possible with ``include_self=False``) gets a smoothed accuracy
+#: of 0.
 SECE_EPS = 1e-12
-
-#: Smallest ``x`` for which ``exp(-x)`` is exactly 0 in float64 (rounded up): a Gaussian
-#: kernel term vanishes exactly once ``|u - v| > sqrt(2 * 746) * h``, about 38.6 h.
-_EXP_UNDERFLOW = 746.0
 
 #: Number of elements of one block when a computation runs over blocks of rows.
 _BLOCK_ELEMENTS = 1 << 20
@@ -42,6 +42,9 @@ _TOP_LABEL_ROWS = 1 << 18
 
 _STRATEGIES = ("uniform", "quantile")
 _NORMS = ("l1", "l2", "max")
+#: What a sample is judged on: its top-label confidence against whether the prediction is
+#: right, or (binary problems) the positive-class probability against ``y == positive``.
+CONVENTIONS = ("top_label", "positive_class")
 
 
 def _check_option(value, name, options):
@@ -102,6 +105,38 @@ def _confidence_and_correct(proba, y_index):
     return confidence, correct
 
 
+def scores_and_outcomes(proba, y_index, convention="top_label"):
+    """Return the score each sample is judged on and whether its event happened.
+
+    Parameters
+    ----------
+    proba : ndarray of shape (n_samples, n_classes)
+        Validated probabilities.
+    y_index : ndarray of shape (n_samples,)
+        Column of each sample's true class.
+    convention : {"top_label", "positive_class"}, default="top_label"
+        ``"top_label"``: the row maximum and whether ``argmax`` is the true class.
+        ``"positive_class"`` (two columns only): the second column (the positive class,
+        ``labels[1]``) and whether the true class is that class.
+
+    Returns
+    -------
+    score : ndarray of shape (n_samples,)
+        In the input's precision.
+    outcome : ndarray of shape (n_samples,), dtype bool
+    """
+    _check_option(convention, "convention", CONVENTIONS)
+    if convention == "top_label":
+        return _confidence_and_correct(proba, y_index)
+    if proba.shape[1] != 2:
+        raise ValueError(
+            "Expected a binary problem (2 classes) for convention='positive_class', got "
+            f"{proba.shape[1]} classes; use convention='top_label' or "
+            "classwise_calibration_error for more classes."
+        )
+    return np.ascontiguousarray(proba[:, 1]), y_index == 1
+
+
 def _weighted_mean(values, sample_weight):
     if sample_weight is None:
         return float(np.mean(values, dtype=np.float64))
@@ -128,34 +163,58 @@ def _calibration_error_from_bins(counts, confidence_sums, accuracy_sums, norm):
     return gap.max(axis=-1)
 
 
-def _top_label_bins(y_index, proba, sample_weight, n_bins, strategy):
-    """Bin edges and per-bin count, confidence sum and accuracy sum of the top label.
+def binned_sums(score, outcome, sample_weight, n_bins, strategy):
+    """Bin edges and per-bin count, score sum and outcome sum.
 
-    The confidences come from whole-array calls (one parallel torch call each; many small
-    ones stall when other processes hold the cores); the bins are then filled block by
-    block (``_TOP_LABEL_ROWS`` values at a time), so their temporaries stay small and in
-    cache.
+    The bins are filled block by block (``_TOP_LABEL_ROWS`` values at a time), so their
+    temporaries stay small and in cache.
+
+    Parameters
+    ----------
+    score : ndarray of shape (n_samples,)
+        Scores in [0, 1], from :func:`scores_and_outcomes`.
+    outcome : ndarray of shape (n_samples,)
+        Whether each sample's event happened.
+    sample_weight : ndarray of shape (n_samples,) or None
+        Sample weights.
+    n_bins : int
+        Number of bins.
+    strategy : {"uniform", "quantile"}
+        Equal-width or equal-mass bins.
+
+    Returns
+    -------
+    edges : ndarray of shape (n_bins + 1,)
+    counts, score_sums, outcome_sums : ndarray of shape (n_bins,)
+        Weighted, in float64.
     """
-    confidence, correct = _confidence_and_correct(proba, y_index)
     if strategy == "quantile":
-        edges = quantile_bin_edges(confidence, n_bins, sample_weight)
+        edges = quantile_bin_edges(score, n_bins, sample_weight)
     else:
         edges = uniform_bin_edges(n_bins)
-    counts, confidence_sums, accuracy_sums = np.zeros(n_bins), np.zeros(n_bins), np.zeros(n_bins)
-    for start in range(0, proba.shape[0], _TOP_LABEL_ROWS):
+    counts, score_sums, outcome_sums = np.zeros(n_bins), np.zeros(n_bins), np.zeros(n_bins)
+    for start in range(0, score.shape[0], _TOP_LABEL_ROWS):
         rows = slice(start, start + _TOP_LABEL_ROWS)
         weight = None if sample_weight is None else sample_weight[rows]
-        block_counts, (block_confidence, block_accuracy) = bin_sums(
-            assign_bins(confidence[rows], edges), n_bins, [confidence[rows], correct[rows]], weight
+        block_counts, (block_score, block_outcome) = bin_sums(
+            assign_bins(score[rows], edges), n_bins, [score[rows], outcome[rows]], weight
         )
         counts += block_counts
-        confidence_sums += block_confidence
-        accuracy_sums += block_accuracy
-    return edges, counts, confidence_sums, accuracy_sums
+        score_sums += block_score
+        outcome_sums += block_outcome
+    return edges, counts, score_sums, outcome_sums
 
 
 def expected_calibration_error(
-    y_true, y_prob, *, n_bins=15, strategy="uniform", norm="l1", labels=None, sample_weight=None
+    y_true,
+    y_prob,
+    *,
+    n_bins=15,
+    strategy="uniform",
+    norm="l1",
+    convention="top_label",
+    labels=None,
+    sample_weight=None,
 ):
     """Expected calibration error (ECE) of the top-label confidence.
 
@@ -163,7 +222,8 @@ def expected_calibration_error(
     ``(lower, upper]`` with 0 in the first bin; the error is
     ``sum_b (n_b / N) |acc_b - conf_b|`` over the non-empty bins (``"l1"``), its
     root-mean-square form (``"l2"``) or the largest gap (``"max"``, the MCE). A binary
-    problem given as 1-D positive-class probabilities is scored on ``max(p, 1 - p)``.
+    problem given as 1-D positive-class probabilities is scored on ``max(p, 1 - p)``
+    unless ``convention="positive_class"``.
 
     Parameters
     ----------
@@ -178,6 +238,14 @@ def expected_calibration_error(
         :func:`adaptive_calibration_error`).
     norm : {"l1", "l2", "max"}, default="l1"
         How the per-bin gaps are combined.
+    convention : {"top_label", "positive_class"}, default="top_label"
+        What is binned. ``"top_label"``: each sample's confidence ``max_k p_k`` against
+        whether its prediction is right; for a binary problem that is
+        ``max(p, 1 - p)``, so both tails fold onto [0.5, 1]. ``"positive_class"`` (binary
+        problems only, as torchmetrics' and netcal's binary ECE and scikit-learn's
+        ``calibration_curve``): the positive-class probability (second column,
+        ``labels[1]``) against ``y == labels[1]``. The two differ whenever the model errs
+        differently on the two classes.
     labels : array-like of shape (n_classes,), default=None
         The class of each column of ``y_prob``; needed when ``y_true`` lacks a class and
         its labels are not the column indices.
@@ -197,6 +265,17 @@ def expected_calibration_error(
     ...           [0.5, 0.2, 0.3], [0.1, 0.1, 0.8]]
     >>> round(expected_calibration_error(y_true, y_prob, n_bins=5), 4)
     0.14
+
+    A binary model too sure of the negative class and not sure enough of the positive
+    one: the top-label bins put both kinds of prediction at confidence 0.8, where the
+    errors cancel; the positive-class bins keep them apart.
+
+    >>> y = [1, 1, 1, 1, 1, 1, 1, 0, 0, 0]
+    >>> p = [0.8, 0.8, 0.8, 0.8, 0.8, 0.2, 0.2, 0.2, 0.2, 0.2]
+    >>> round(expected_calibration_error(y, p, n_bins=5), 4)
+    0.0
+    >>> round(expected_calibration_error(y, p, n_bins=5, convention="positive_class"), 4)
+    0.2
     """
     n_bins = check_n_bins(n_bins)
     _check_option(strategy, "strategy", _STRATEGIES)
@@ -204,14 +283,22 @@ def expected_calibration_error(
     y_index, proba, sample_weight = check_classification_inputs(
         y_true, y_prob, labels=labels, sample_weight=sample_weight
     )
-    _, counts, confidence_sums, accuracy_sums = _top_label_bins(
-        y_index, proba, sample_weight, n_bins, strategy
+    score, outcome = scores_and_outcomes(proba, y_index, convention)
+    _, counts, confidence_sums, accuracy_sums = binned_sums(
+        score, outcome, sample_weight, n_bins, strategy
     )
     return float(_calibration_error_from_bins(counts, confidence_sums, accuracy_sums, norm))
 
 
 def maximum_calibration_error(
-    y_true, y_prob, *, n_bins=15, strategy="uniform", labels=None, sample_weight=None
+    y_true,
+    y_prob,
+    *,
+    n_bins=15,
+    strategy="uniform",
+    convention="top_label",
+    labels=None,
+    sample_weight=None,
 ):
     """Maximum calibration error (MCE): the largest ``|acc_b - conf_b|`` over non-empty bins.
 
@@ -227,6 +314,8 @@ def maximum_calibration_error(
         Number of bins.
     strategy : {"uniform", "quantile"}, default="uniform"
         Equal-width or equal-mass bins.
+    convention : {"top_label", "positive_class"}, default="top_label"
+        What is binned; see :func:`expected_calibration_error`.
     labels : array-like of shape (n_classes,), default=None
         The class of each column of ``y_prob``.
     sample_weight : array-like of shape (n_samples,), default=None
@@ -251,13 +340,14 @@ def maximum_calibration_error(
         n_bins=n_bins,
         strategy=strategy,
         norm="max",
+        convention=convention,
         labels=labels,
         sample_weight=sample_weight,
     )
 
 
 def adaptive_calibration_error(
-    y_true, y_prob, *, n_bins=15, norm="l1", labels=None, sample_weight=None
+    y_true, y_prob, *, n_bins=15, norm="l1", convention="top_label", labels=None, sample_weight=None
 ):
     """Adaptive calibration error (AdaECE / ACE): ECE over equal-mass bins.
 
@@ -281,6 +371,8 @@ def adaptive_calibration_error(
         Number of bins.
     norm : {"l1", "l2", "max"}, default="l1"
         How the per-bin gaps are combined.
+    convention : {"top_label", "positive_class"}, default="top_label"
+        What is binned; see :func:`expected_calibration_error`.
     labels : array-like of shape (n_classes,), default=None
         The class of each column of ``y_prob``.
     sample_weight : array-like of shape (n_samples,), default=None
@@ -305,6 +397,7 @@ def adaptive_calibration_error(
         n_bins=n_bins,
         strategy="quantile",
         norm=norm,
+        convention=convention,
         labels=labels,
         sample_weight=sample_weight,
     )
@@ -376,112 +469,6 @@ def classwise_calibration_error(
         counts.reshape(shape), confidence_sums.reshape(shape), accuracy_sums.reshape(shape), norm
     )
     return float(per_class.mean())
-
-
-def _kernel_sums(confidence, correct, weight, bandwidth, include_self):
-    """Return ``sum_j w_j K(r_i, r_j) c_j`` and ``sum_j w_j K(r_i, r_j)`` for every i.
-
-    ``confidence`` is sorted, so each block of rows only meets the columns within the
-    distance beyond which the float64 kernel is exactly 0; blocks hold about
-    ``_BLOCK_ELEMENTS`` kernel entries (one row at least), which bounds the memory.
-    """
-    n = confidence.shape[0]
-    reach = bandwidth * np.sqrt(2.0 * _EXP_UNDERFLOW)
-    first = np.searchsorted(confidence, confidence - reach, side="left")
-    stop = np.searchsorted(confidence, confidence + reach, side="right")
-    # dividing (not multiplying by 1 / (2 h^2)) keeps a tiny bandwidth from making 0 * inf
-    width = np.sqrt(2.0) * bandwidth
-    numerator = np.empty(n)
-    denominator = np.empty(n)
-    start = 0
-    while start < n:
-        # Rows [start, end) meet columns [first[start], stop[end - 1]); grow the block
-        # while rows * columns stays within the budget (both factors grow with end).
-        most_rows = _BLOCK_ELEMENTS // (stop[start] - first[start]) + 1
-        candidates = np.arange(start, min(n, start + most_rows))
-        size = (candidates - start + 1) * (stop[candidates] - first[start])
-        end = start + max(1, int(np.searchsorted(size, _BLOCK_ELEMENTS, side="right")))
-        lo, hi = first[start], stop[end - 1]
-        kernel = confidence[start:end, None] - confidence[None, lo:hi]
-        kernel /= width
-        with np.errstate(over="ignore"):  # an infinite square is a kernel value of 0
-            np.square(kernel, out=kernel)
-        np.negative(kernel, out=kernel)
-        np.exp(kernel, out=kernel)
-        if not include_self:
-            rows = np.arange(end - start)
-            kernel[rows, rows + start - lo] = 0.0
-        if weight is not None:
-            kernel *= weight[lo:hi]
-        numerator[start:end] = kernel @ correct[lo:hi]
-        denominator[start:end] = kernel.sum(axis=1)
-        start = end
-    return numerator, denominator
-
-
-def smooth_calibration_error(
-    y_true, y_prob, *, bandwidth=0.01, include_self=True, labels=None, sample_weight=None
-):
-    """Smooth expected calibration error (SECE, Wang et al. 2023).
-
-    A Gaussian kernel ``K(u, v) = exp(-(u - v)^2 / (2 h^2))`` on the top-label
-    confidences ``r`` estimates the accuracy at each sample's confidence,
-    ``SACC_i = sum_j K(r_i, r_j) c_j / (sum_j K(r_i, r_j) + 1e-12)``, and
-    ``SECE = mean_i |SACC_i - r_i|``. The sums are exact over all pairs, computed in
-    float64 over blocks of sorted confidences, so memory stays bounded; pairs farther
-    apart than about 38.6 h are skipped because their kernel value is exactly 0 in
-    float64. Time is O(n^2) at worst.
-
-    ``include_self=True`` (default) keeps ``j = i`` in the sums, as the kernel estimate of
-    the paper's eq. (12) does: every sample then has a positive kernel mass, the result
-    is a continuous function of the inputs, a vanishing bandwidth gives
-    ``mean |c_i - r_i|`` as the paper states, and integer sample weights equal repeated
-    rows. ``include_self=False`` is the leave-one-out estimate: less biased towards each
-    sample's own outcome, but a sample with no neighbour within the kernel's reach gets
-    ``SACC_i = 0``.
-
-    Parameters
-    ----------
-    y_true : array-like of shape (n_samples,)
-        True labels of any type.
-    y_prob : array-like of shape (n_samples, n_classes) or (n_samples,)
-        Predicted probabilities; 1-D means the positive class of a binary problem.
-    bandwidth : float, default=0.01
-        Kernel bandwidth ``h`` (the paper's choice).
-    include_self : bool, default=True
-        Whether a sample counts in its own accuracy estimate.
-    labels : array-like of shape (n_classes,), default=None
-        The class of each column of ``y_prob``.
-    sample_weight : array-like of shape (n_samples,), default=None
-        Sample weights, applied to the neighbours in the kernel sums and to the mean.
-
-    Returns
-    -------
-    error : float
-
-    Examples
-    --------
-    >>> from sklearn_calib.scoring import smooth_calibration_error
-    >>> y_true = [0, 1, 1, 0, 2]
-    >>> y_prob = [[0.9, 0.05, 0.05], [0.2, 0.7, 0.1], [0.6, 0.3, 0.1],
-    ...           [0.5, 0.2, 0.3], [0.1, 0.1, 0.8]]
-    >>> round(smooth_calibration_error(y_true, y_prob), 4)
-    0.34
-    """
-    bandwidth = check_number("bandwidth", bandwidth, low=0, low_open=True)
-    if not isinstance(include_self, (bool, np.bool_)):
-        raise ValueError(f"Expected `include_self` to be a bool, got {include_self!r}.")
-    y_index, proba, sample_weight = check_classification_inputs(
-        y_true, y_prob, labels=labels, sample_weight=sample_weight
-    )
-    confidence, correct = _confidence_and_correct(proba, y_index)
-    order = np.argsort(confidence, kind="stable")
-    confidence = confidence[order].astype(np.float64)
-    correct = correct[order].astype(np.float64)
-    weight = None if sample_weight is None else sample_weight[order]
-    numerator, denominator = _kernel_sums(confidence, correct, weight, bandwidth, include_self)
-    smoothed_accuracy = numerator / (denominator + SECE_EPS)
-    return _weighted_mean(np.abs(smoothed_accuracy - confidence), weight)
 
 
 def differentiable_calibration_error(
@@ -674,7 +661,15 @@ def top_label_accuracy(y_true, y_prob, *, labels=None, sample_weight=None):
 
 
 def reliability_diagram(
-    y_true, y_prob, *, n_bins=15, strategy="uniform", labels=None, sample_weight=None
+    y_true,
+    y_prob,
+    *,
+    n_bins=15,
+    strategy="uniform",
+    convention="top_label",
+    confidence_level=None,
+    labels=None,
+    sample_weight=None,
 ):
     """Per-bin data of a reliability diagram of the top-label confidence.
 
@@ -692,6 +687,14 @@ def reliability_diagram(
         Number of bins.
     strategy : {"uniform", "quantile"}, default="uniform"
         Equal-width or equal-mass bins.
+    convention : {"top_label", "positive_class"}, default="top_label"
+        What is binned; see :func:`expected_calibration_error`. With
+        ``"positive_class"``, ``mean_confidence`` is the mean positive-class probability
+        and ``accuracy`` the fraction of positives.
+    confidence_level : float, default=None
+        When given (in (0, 1)), each bin's accuracy gets its Clopper-Pearson interval
+        (exact for a binomial count; with ``sample_weight``, on Kish's effective size
+        ``(sum w)^2 / sum w^2`` of the bin).
     labels : array-like of shape (n_classes,), default=None
         The class of each column of ``y_prob``.
     sample_weight : array-like of shape (n_samples,), default=None
@@ -701,8 +704,14 @@ def reliability_diagram(
     -------
     diagram : :class:`~sklearn.utils.Bunch`
         ``edges`` (n_bins + 1,), and per bin (n_bins,): ``count``, ``mean_confidence``
-        and ``accuracy``. For an empty bin ``count`` is 0 and ``mean_confidence`` and
-        ``accuracy`` are NaN (undefined, and skipped by matplotlib).
+        and ``accuracy``; with ``confidence_level`` also ``accuracy_low`` and
+        ``accuracy_high``. For an empty bin ``count`` is 0 and the other entries are NaN
+        (undefined, and skipped by matplotlib).
+
+    References
+    ----------
+    .. [1] C. J. Clopper and E. S. Pearson, "The use of confidence or fiducial limits
+       illustrated in the case of the binomial", Biometrika 26(4), 1934.
 
     Examples
     --------
@@ -715,20 +724,35 @@ def reliability_diagram(
     array([0., 0., 2., 2., 1.])
     >>> diagram.accuracy
     array([nan, nan, 0.5, 1. , 1. ])
+    >>> diagram = reliability_diagram(y_true, y_prob, n_bins=5, confidence_level=0.9)
+    >>> diagram.accuracy_low.round(3)
+    array([  nan,   nan, 0.025, 0.224, 0.05 ])
     """
     n_bins = check_n_bins(n_bins)
     _check_option(strategy, "strategy", _STRATEGIES)
+    if confidence_level is not None:
+        confidence_level = check_confidence_level(confidence_level)
     y_index, proba, sample_weight = check_classification_inputs(
         y_true, y_prob, labels=labels, sample_weight=sample_weight
     )
-    edges, counts, confidence_sums, accuracy_sums = _top_label_bins(
-        y_index, proba, sample_weight, n_bins, strategy
+    score, outcome = scores_and_outcomes(proba, y_index, convention)
+    edges, counts, confidence_sums, accuracy_sums = binned_sums(
+        score, outcome, sample_weight, n_bins, strategy
     )
     nonempty = counts > 0
     safe = np.where(nonempty, counts, 1.0)
-    return Bunch(
+    diagram = Bunch(
         edges=edges,
         count=counts,
         mean_confidence=np.where(nonempty, confidence_sums / safe, np.nan),
         accuracy=np.where(nonempty, accuracy_sums / safe, np.nan),
     )
+    if confidence_level is not None:
+        trials = counts
+        if sample_weight is not None:
+            squares = np.bincount(assign_bins(score, edges), sample_weight**2, minlength=n_bins)
+            trials = np.where(nonempty, counts**2 / np.where(nonempty, squares, 1.0), 0.0)
+        diagram.accuracy_low, diagram.accuracy_high = clopper_pearson(
+            np.where(nonempty, diagram.accuracy, 0.0) * trials, trials, confidence_level
+        )
+    return diagram

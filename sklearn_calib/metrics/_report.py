@@ -9,9 +9,9 @@ from ._metrics import (
     expected_calibration_error,
     maximum_calibration_error,
     negative_log_likelihood,
-    smooth_calibration_error,
     top_label_accuracy,
 )
+from ._smooth import smooth_calibration_error
 
 
 class ReportMetric(NamedTuple):

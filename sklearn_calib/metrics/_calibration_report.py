@@ -1,0 +1,259 @@
+"""A one-call summary of calibration: errors with intervals, tests, decompositions."""
+
+import numbers
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+from .._validation import check_classification_inputs, check_n_bins
+from ._bootstrap import CI_METHODS, calibration_error_ci
+from ._debiased import debiased_calibration_error
+from ._decomposition import calibration_decomposition
+from ._hypothesis_tests import calibration_test
+from ._metrics import (
+    _check_option,
+    adaptive_calibration_error,
+    classwise_calibration_error,
+    expected_calibration_error,
+)
+from ._smooth import smooth_ece
+
+#: Report rows: key, label, metric and whether it takes ``n_bins`` and ``convention``.
+_ERRORS = (
+    ("ece", "ECE", expected_calibration_error, True, True),
+    ("adaptive_ece", "adaptive ECE", adaptive_calibration_error, True, True),
+    ("classwise_ece", "classwise ECE", classwise_calibration_error, True, False),
+    ("smooth_ece", "smECE", smooth_ece, False, True),
+    ("debiased_ce", "debiased L2 CE", debiased_calibration_error, True, True),
+)
+_TESTS = (
+    ("spiegelhalter", "Spiegelhalter"),
+    ("ks", "Kolmogorov-Smirnov"),
+    ("kuiper", "Kuiper"),
+)
+#: Decomposition rows: key, label, score, recalibration.
+_DECOMPOSITIONS = (
+    ("brier", "Brier (isotonic, CORP)", "brier", "isotonic"),
+    ("log_loss", "log loss (temperature)", "log_loss", "temperature"),
+)
+_DECOMPOSITION_COLUMNS = ("score", "miscalibration", "discrimination", "uncertainty")
+
+
+def _format(report, digits):
+    """Plain-text tables of a report dictionary."""
+    level = report["confidence_level"]
+    header = (
+        f"Calibration report: {report['n_samples']} samples, {report['n_classes']} classes, "
+        f"{report['convention'].replace('_', '-')} convention, {report['n_bins']} bins"
+    )
+    intervals = (
+        f"intervals: {100 * level:g} % {report['ci_method']} bootstrap, "
+        f"{report['n_resamples']} replicates"
+    )
+    lines = [header, intervals, ""]
+    width = 26
+    cell = digits + 7
+
+    def row(label, values):
+        return f"{label:<{width}}" + "".join(f"  {value:>{cell - 2}}" for value in values)
+
+    def number(value):
+        return f"{value:.{digits}f}"
+
+    lines.append(row("calibration error", ["estimate", "low", "high"]))
+    for key, label, *_ in _ERRORS:
+        entry = report["errors"][key]
+        if key == "smooth_ece":
+            label = f"{label} (h = {entry['bandwidth']:.3g})"
+        lines.append(row(label, [number(entry[part]) for part in ("estimate", "low", "high")]))
+    lines += ["", row("test of calibration", ["statistic", "p-value"])]
+    for key, label in _TESTS:
+        entry = report["tests"][key]
+        lines.append(row(label, [number(entry["statistic"]), f"{entry['pvalue']:.3g}"]))
+    lines += ["", row("decomposition", ["score", "MCB", "DSC", "UNC"])]
+    for key, label, *_ in _DECOMPOSITIONS:
+        entry = report["decomposition"][key]
+        lines.append(row(label, [number(entry[part]) for part in _DECOMPOSITION_COLUMNS]))
+    lines.append("(score = MCB - DSC + UNC; MCB is what the recalibration removes)")
+    return "\n".join(lines)
+
+
+def calibration_report(
+    y_true,
+    y_prob,
+    *,
+    n_bins=15,
+    convention="top_label",
+    confidence_level=0.95,
+    n_resamples=1000,
+    ci_method="percentile",
+    random_state=None,
+    labels=None,
+    sample_weight=None,
+    output_dict=False,
+    digits=4,
+):
+    """Report how calibrated the predictions are, how sure that is, and what it costs.
+
+    Like scikit-learn's ``classification_report``, one call gives a readable text (or a
+    dictionary with ``output_dict=True``) of
+
+    - the calibration errors with bootstrap intervals (:func:`calibration_error_ci`): ECE,
+      adaptive ECE, classwise ECE, smECE (automatic bandwidth) and the debiased L2 error;
+    - the tests of calibration (:func:`calibration_test`): Spiegelhalter (two-sided),
+      Kolmogorov-Smirnov and Kuiper, with p-values;
+    - the decompositions (:func:`calibration_decomposition`) of the Brier score by
+      isotonic recalibration (CORP; class by class beyond two classes) and of the log loss
+      by temperature scaling: ``score = MCB - DSC + UNC``, the miscalibration MCB being
+      what recalibration removes.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        True labels of any type.
+    y_prob : array-like of shape (n_samples, n_classes) or (n_samples,)
+        Predicted probabilities; 1-D means the positive class of a binary problem.
+    n_bins : int, default=15
+        Bins of the binned errors.
+    convention : {"top_label", "positive_class"}, default="top_label"
+        What the errors and tests judge; see :func:`expected_calibration_error`.
+    confidence_level : float, default=0.95
+        Coverage of the intervals.
+    n_resamples : int, default=1000
+        Bootstrap replicates per interval.
+    ci_method : {"percentile", "bca"}, default="percentile"
+        How the intervals are read off the replicates.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the resampling (one generator for all intervals).
+    labels : array-like of shape (n_classes,), default=None
+        The class of each column of ``y_prob``.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Sample weights.
+    output_dict : bool, default=False
+        Return a dictionary instead of text.
+    digits : int, default=4
+        Decimals of the text.
+
+    Returns
+    -------
+    report : str or dict
+        The text, or ``{"n_samples", "n_classes", "n_bins", "convention",
+        "confidence_level", "ci_method", "n_resamples",
+        "errors": {name: {"estimate", "low", "high"}},
+        "tests": {name: {"statistic", "pvalue"}}, "decomposition": {"brier" | "log_loss":
+        {"score", "miscalibration", "discrimination", "uncertainty", "refinement"}}}``;
+        the smECE entry also holds its ``bandwidth``, the log-loss decomposition its
+        ``temperature``.
+
+    See Also
+    --------
+    calibration_error_ci, calibration_test, calibration_decomposition
+
+    References
+    ----------
+    .. [1] J. Błasiok and P. Nakkiran, "Smooth ECE: Principled Reliability Diagrams via
+       Kernel Smoothing", International Conference on Learning Representations, 2024.
+    .. [2] A. Kumar, P. Liang and T. Ma, "Verified Uncertainty Calibration", Advances in
+       Neural Information Processing Systems 32, 2019.
+    .. [3] T. Dimitriadis, T. Gneiting and A. I. Jordan, "Stable reliability diagrams for
+       probabilistic classifiers", Proceedings of the National Academy of Sciences 118(8),
+       2021.
+    .. [4] E. Berta, D. Holzmüller, M. I. Jordan and F. Bach, "Rethinking Early Stopping:
+       Refine, Then Calibrate", arXiv:2501.19195, 2025.
+
+    Examples
+    --------
+    An overconfident model: its probabilities are sharper than the truth it was drawn
+    from.
+
+    >>> import numpy as np
+    >>> from sklearn_calib.scoring import calibration_report
+    >>> rng = np.random.default_rng(0)
+    >>> logits = rng.normal(size=(2000, 3)) * 3
+    >>> proba = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    >>> truth = np.exp(logits / 2) / np.exp(logits / 2).sum(axis=1, keepdims=True)
+    >>> y = (truth.cumsum(axis=1) < rng.random((2000, 1))).sum(axis=1)
+    >>> print(calibration_report(y, proba, n_resamples=200, random_state=0))
+    Calibration report: 2000 samples, 3 classes, top-label convention, 15 bins
+    intervals: 95 % percentile bootstrap, 200 replicates
+    <BLANKLINE>
+    calibration error            estimate        low       high
+    ECE                            0.1459     0.1259     0.1642
+    adaptive ECE                   0.1422     0.1286     0.1597
+    classwise ECE                  0.0962     0.0846     0.1091
+    smECE (h = 0.144)              0.1435     0.1258     0.1656
+    debiased L2 CE                 0.1533     0.1375     0.1779
+    <BLANKLINE>
+    test of calibration         statistic    p-value
+    Spiegelhalter                 24.0724  4.86e-128
+    Kolmogorov-Smirnov            18.4491   1.06e-75
+    Kuiper                        18.8126   2.38e-78
+    <BLANKLINE>
+    decomposition                   score        MCB        DSC        UNC
+    Brier (isotonic, CORP)         0.4572     0.0441     0.2528     0.6659
+    log loss (temperature)         0.8400     0.1252     0.3827     1.0975
+    (score = MCB - DSC + UNC; MCB is what the recalibration removes)
+    >>> report = calibration_report(y, proba, n_resamples=200, random_state=0,
+    ...                             output_dict=True)
+    >>> sorted(report["errors"])
+    ['adaptive_ece', 'classwise_ece', 'debiased_ce', 'ece', 'smooth_ece']
+    >>> round(report["decomposition"]["log_loss"]["temperature"], 2)
+    1.98
+    """
+    n_bins = check_n_bins(n_bins)
+    _check_option(ci_method, "ci_method", CI_METHODS)
+    if not isinstance(output_dict, (bool, np.bool_)):
+        raise ValueError(f"Expected `output_dict` to be a bool, got {output_dict!r}.")
+    if isinstance(digits, (bool, np.bool_)) or not isinstance(digits, numbers.Integral):
+        raise ValueError(f"Expected `digits` to be an integer >= 0, got {digits!r}.")
+    if digits < 0:
+        raise ValueError(f"Expected `digits` to be an integer >= 0, got {digits!r}.")
+    _, proba, _ = check_classification_inputs(
+        y_true, y_prob, labels=labels, sample_weight=sample_weight
+    )
+    rng = check_random_state(random_state)
+    common = {"labels": labels, "sample_weight": sample_weight}
+    errors = {}
+    for key, _, metric, binned, conventional in _ERRORS:
+        options = dict(common)
+        if binned:
+            options["n_bins"] = n_bins
+        if conventional:
+            options["convention"] = convention
+        interval = calibration_error_ci(
+            metric,
+            y_true,
+            y_prob,
+            n_resamples=n_resamples,
+            confidence_level=confidence_level,
+            method=ci_method,
+            random_state=rng,
+            **options,
+        )
+        errors[key] = {part: interval[part] for part in ("estimate", "low", "high")}
+    _, errors["smooth_ece"]["bandwidth"] = smooth_ece(
+        y_true, y_prob, return_bandwidth=True, convention=convention, **common
+    )
+    tests = {}
+    for key, _ in _TESTS:
+        statistic, pvalue = calibration_test(
+            y_true, y_prob, method=key, convention=convention, **common
+        )
+        tests[key] = {"statistic": statistic, "pvalue": pvalue}
+    decomposition = {}
+    for key, _, score, method in _DECOMPOSITIONS:
+        parts = calibration_decomposition(y_true, y_prob, score=score, method=method, **common)
+        decomposition[key] = dict(parts)
+    report = {
+        "n_samples": proba.shape[0],
+        "n_classes": proba.shape[1],
+        "n_bins": n_bins,
+        "convention": convention,
+        "confidence_level": float(confidence_level),
+        "ci_method": ci_method,
+        "n_resamples": n_resamples,
+        "errors": errors,
+        "tests": tests,
+        "decomposition": decomposition,
+    }
+    return report if output_dict else _format(report, digits)

@@ -1,0 +1,178 @@
+"""Tests of the null hypothesis "the scores are calibrated": Spiegelhalter, KS and Kuiper."""
+
+from collections import namedtuple
+
+import numpy as np
+from scipy.stats import norm
+
+from .._validation import check_classification_inputs
+from ._metrics import _check_option, scores_and_outcomes
+
+CalibrationTestResult = namedtuple("CalibrationTestResult", ["statistic", "pvalue"])
+CalibrationTestResult.__doc__ = """Result of :func:`calibration_test` (unpacks as a tuple).
+
+Attributes
+----------
+statistic : float
+    The test statistic.
+pvalue : float
+    Its p-value under the null hypothesis of calibration.
+"""
+
+_METHODS = ("spiegelhalter", "ks", "kuiper")
+_ALTERNATIVES = ("two-sided", "greater", "less")
+#: Below this statistic the survival functions are 1 - (theta series of the CDF); above,
+#: their own series (both converge in a few terms there and keep tiny p-values exact).
+_SERIES_SWITCH = 1.0
+
+
+def _brownian_max_sf(x):
+    """``P(max_{[0, 1]} |B| > x)`` for a standard Brownian motion ``B``."""
+    if x <= 0:
+        return 1.0
+    if x < _SERIES_SWITCH:
+        k = np.arange(0, 40)
+        odd = 2 * k + 1
+        terms = (-1.0) ** k / odd * np.exp(-(odd**2) * np.pi**2 / (8 * x * x))
+        return float(min(1.0, max(0.0, 1.0 - 4 / np.pi * terms.sum())))
+    odd = 2 * np.arange(0, 40) + 1
+    return float(4 * np.sum((-1.0) ** np.arange(0, 40) * norm.sf(odd * x)))
+
+
+def _brownian_range_sf(x):
+    """``P(max_{[0, 1]} B - min_{[0, 1]} B > x)`` for a standard Brownian motion ``B``."""
+    if x <= 0:
+        return 1.0
+    if x < _SERIES_SWITCH:
+        half = np.arange(0, 40) + 0.5
+        terms = (8 / (x * x) + 2 / (half**2 * np.pi**2)) * np.exp(-2 * half**2 * np.pi**2 / (x * x))
+        return float(min(1.0, max(0.0, 1.0 - terms.sum())))
+    k = np.arange(1, 60)
+    return float(min(1.0, 8 * np.sum((-1.0) ** (k - 1) * k * norm.sf(k * x))))
+
+
+def _cumulative_differences(score, outcome, weight):
+    """Weighted partial sums of ``outcome - score`` in score order, at each distinct score."""
+    order = np.argsort(score, kind="stable")
+    score, outcome, weight = score[order], outcome[order], weight[order]
+    partial = np.cumsum(weight * (outcome - score))
+    last_of_tie = np.append(score[1:] != score[:-1], True)
+    return partial[last_of_tie]
+
+
+def calibration_test(
+    y_true,
+    y_prob,
+    *,
+    method="spiegelhalter",
+    alternative="two-sided",
+    convention="top_label",
+    labels=None,
+    sample_weight=None,
+):
+    """Test the null hypothesis that the predicted probabilities are calibrated.
+
+    Each sample's score ``s`` (top-label confidence) is a probability for its outcome
+    ``y`` (correctness); under the null, ``E[y | s] = s``.
+
+    - ``"spiegelhalter"`` (Spiegelhalter 1986): ``Z = sum w (y - s)(1 - 2s) /
+      sqrt(sum w^2 (1 - 2s)^2 s (1 - s))``, standard normal under the null (it tests the
+      Brier score against its expectation). ``alternative`` picks the tail:
+      ``"two-sided"`` (default), ``"greater"`` (``P(N > Z)``, MAPIE's
+      ``spiegelhalter_p_value``) or ``"less"``.
+    - ``"ks"`` and ``"kuiper"`` (Arrieta-Ibarra et al. 2022, Tygert 2023): the partial
+      sums ``C`` of ``w (y - s)`` in increasing order of ``s``, scaled by
+      ``sigma = sqrt(sum w^2 s (1 - s))``, behave like a standard Brownian motion on
+      [0, 1]; KS is ``max |C| / sigma`` and Kuiper ``(max C - min C) / sigma``, with the
+      p-values of the maximum and of the range of the Brownian motion (asymptotic).
+      Tied scores enter the partial sums together (MAPIE breaks ties by a random jitter
+      instead; without ties the two agree).
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        True labels of any type.
+    y_prob : array-like of shape (n_samples, n_classes) or (n_samples,)
+        Predicted probabilities; 1-D means the positive class of a binary problem.
+    method : {"spiegelhalter", "ks", "kuiper"}, default="spiegelhalter"
+        The test.
+    alternative : {"two-sided", "greater", "less"}, default="two-sided"
+        The tail of Spiegelhalter's test; KS and Kuiper only take ``"two-sided"``.
+    convention : {"top_label", "positive_class"}, default="top_label"
+        What is tested; see :func:`expected_calibration_error`.
+    labels : array-like of shape (n_classes,), default=None
+        The class of each column of ``y_prob``.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Sample weights (their scale does not matter).
+
+    Returns
+    -------
+    result : CalibrationTestResult
+        ``(statistic, pvalue)``, a named tuple.
+
+    References
+    ----------
+    .. [1] D. J. Spiegelhalter, "Probabilistic prediction in patient management and
+       clinical trials", Statistics in Medicine 5(5), 1986.
+    .. [2] I. Arrieta-Ibarra, P. Gujral, J. Tannen, M. Tygert and C. Xu, "Metrics of
+       calibration for probabilistic predictions", Journal of Machine Learning Research
+       23, 2022.
+    .. [3] M. Tygert, "Calibration of P-values for calibration and for deviation of a
+       subpopulation from the full population", Advances in Computational Mathematics
+       49, 2023.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_calib.scoring import calibration_test
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.random(5000)
+    >>> y = rng.random(5000) < p ** 1.2  # slightly overconfident in the positive class
+    >>> statistic, pvalue = calibration_test(y, p, method="kuiper",
+    ...                                      convention="positive_class")
+    >>> bool(pvalue < 0.01)
+    True
+    """
+    _check_option(method, "method", _METHODS)
+    _check_option(alternative, "alternative", _ALTERNATIVES)
+    if method != "spiegelhalter" and alternative != "two-sided":
+        raise ValueError(
+            f"Expected `alternative='two-sided'` for method={method!r} (only Spiegelhalter's "
+            f"test has one-sided forms), got {alternative!r}."
+        )
+    y_index, proba, sample_weight = check_classification_inputs(
+        y_true, y_prob, labels=labels, sample_weight=sample_weight
+    )
+    score, outcome = scores_and_outcomes(proba, y_index, convention)
+    score = score.astype(np.float64)
+    outcome = outcome.astype(np.float64)
+    weight = np.ones_like(score) if sample_weight is None else sample_weight / sample_weight.max()
+    variance = score * (1.0 - score)
+    if method == "spiegelhalter":
+        spread = np.sum(weight**2 * (1.0 - 2.0 * score) ** 2 * variance)
+        if spread <= 0:
+            raise ValueError(
+                "Spiegelhalter's statistic is undefined: every weighted score is 0, 1/2 or 1, "
+                "so the Brier score has no variance under the null; use method='ks'."
+            )
+        statistic = float(
+            np.sum(weight * (outcome - score) * (1.0 - 2.0 * score)) / np.sqrt(spread)
+        )
+        tails = {
+            "two-sided": 2.0 * norm.sf(abs(statistic)),
+            "greater": norm.sf(statistic),
+            "less": norm.cdf(statistic),
+        }
+        return CalibrationTestResult(statistic, float(min(1.0, tails[alternative])))
+    spread = np.sum(weight**2 * variance)
+    if spread <= 0:
+        raise ValueError(
+            "The cumulative-difference statistics are undefined: every weighted score is 0 "
+            "or 1, so the outcomes have no variance under the null."
+        )
+    partial = _cumulative_differences(score, outcome, weight) / np.sqrt(spread)
+    if method == "ks":
+        statistic = float(np.abs(partial).max())
+        return CalibrationTestResult(statistic, _brownian_max_sf(statistic))
+    statistic = float(partial.max() - partial.min())
+    return CalibrationTestResult(statistic, _brownian_range_sf(statistic))

@@ -1,0 +1,137 @@
+"""The smooth reliability diagram: kernel regression of the outcomes on the scores."""
+
+import numpy as np
+from sklearn.utils import Bunch, check_random_state
+
+from .._validation import check_classification_inputs
+from ._metrics import scores_and_outcomes
+from ._resampling import ResamplingPlan, bootstrap_sums, check_interval_options
+from ._smooth import (
+    _check_smece_bandwidth,
+    _grid_statistics,
+    _smece_grid_size,
+    _SmoothECE,
+    interpolate_on_mesh,
+    linear_binning,
+    reflected_smoothing,
+)
+
+#: Points of the diagram's mesh on [0, 1].
+MESH_POINTS = 200
+#: Added to the smoothed weight (times the mean weight) before dividing, as smECE does.
+_DENSITY_EPS = 1e-4
+
+
+def _curves(sums, bandwidth, mesh, eps):
+    """Smoothed outcome rate and density on the mesh from grid sums (..., 2, n_points)."""
+    smoothed = interpolate_on_mesh(reflected_smoothing(sums, bandwidth), mesh)
+    density, outcome = smoothed[..., 0, :], smoothed[..., 1, :]
+    return outcome / (density + eps), density
+
+
+def smooth_reliability_diagram(
+    y_true,
+    y_prob,
+    *,
+    bandwidth="auto",
+    convention="top_label",
+    confidence_level=None,
+    n_resamples=1000,
+    random_state=None,
+    labels=None,
+    sample_weight=None,
+):
+    """Smooth reliability diagram (Błasiok & Nakkiran 2024), with a bootstrap band.
+
+    The outcomes (correctness) are regressed on the scores (confidences) with the
+    reflected Gaussian kernel of :func:`smooth_ece`, at its bandwidth:
+    ``accuracy(t) = sum_i w_i K_h(t, s_i) y_i / (sum_i w_i K_h(t, s_i) + 1e-4 w_bar)``
+    on 200 mesh points of [0, 1]. Unlike a binned diagram it needs no bin choice, and
+    the distance of the curve from the diagonal, weighted by the density, is the smECE.
+    With ``confidence_level``, a pointwise percentile band comes from bootstrap
+    replicates of the kernel sums (rows resampled as in :func:`calibration_error_ci`,
+    the bandwidth held fixed).
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        True labels of any type.
+    y_prob : array-like of shape (n_samples, n_classes) or (n_samples,)
+        Predicted probabilities; 1-D means the positive class of a binary problem.
+    bandwidth : "auto" or float, default="auto"
+        Kernel bandwidth; "auto" is smECE's fixed point.
+    convention : {"top_label", "positive_class"}, default="top_label"
+        What is smoothed; see :func:`expected_calibration_error`.
+    confidence_level : float, default=None
+        Coverage of the pointwise band, in (0, 1); no band when None.
+    n_resamples : int, default=1000
+        Bootstrap replicates of the band.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the resampling.
+    labels : array-like of shape (n_classes,), default=None
+        The class of each column of ``y_prob``.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Sample weights.
+
+    Returns
+    -------
+    diagram : :class:`~sklearn.utils.Bunch`
+        ``mesh`` (200,), ``accuracy`` (200,) the smoothed outcome rate, ``density``
+        (200,) the kernel density of the scores (mean 1 on the mesh), ``bandwidth``, and
+        with ``confidence_level`` the band ``low`` and ``high`` (200,).
+
+    References
+    ----------
+    .. [1] J. Błasiok and P. Nakkiran, "Smooth ECE: Principled Reliability Diagrams via
+       Kernel Smoothing", International Conference on Learning Representations, 2024.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_calib.scoring import smooth_reliability_diagram
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.random(3000)
+    >>> y = rng.random(3000) < p
+    >>> diagram = smooth_reliability_diagram(y, p, convention="positive_class",
+    ...                                      confidence_level=0.9, random_state=0)
+    >>> middle = np.abs(diagram.mesh - 0.5).argmin()
+    >>> bool(diagram.low[middle] <= 0.5 <= diagram.high[middle])
+    True
+    """
+    bandwidth = _check_smece_bandwidth(bandwidth)
+    if confidence_level is not None:
+        n_resamples, confidence_level = check_interval_options(n_resamples, confidence_level)
+    y_index, proba, sample_weight = check_classification_inputs(
+        y_true, y_prob, labels=labels, sample_weight=sample_weight
+    )
+    score, outcome = scores_and_outcomes(proba, y_index, convention)
+    smece = _SmoothECE(score, outcome, sample_weight)
+    if bandwidth == "auto":
+        bandwidth = smece.fixed_point()
+    n_points = _smece_grid_size(bandwidth)
+    index, frac = linear_binning(smece.score, n_points)
+    columns = [smece.weight, smece.weight * outcome]
+    n_rows = score.shape[0]
+    mesh = np.linspace(0.0, 1.0, MESH_POINTS)
+
+    def accumulate(group, n_groups):
+        return _grid_statistics(index, frac, columns, n_points, group, n_groups)
+
+    def curves(sums):
+        sums = sums.reshape(sums.shape[:-1] + (2, n_points))
+        eps = _DENSITY_EPS * sums[..., 0, :].sum(axis=-1) / n_rows
+        return _curves(sums, bandwidth, mesh, eps[..., None])
+
+    plan = ResamplingPlan(n_rows, 2 * n_points, accumulate, curves)
+    no_groups = np.zeros(n_rows, dtype=np.intp)
+    accuracy, density = curves(plan.accumulate(no_groups, 1)[0])
+    diagram = Bunch(
+        mesh=mesh, accuracy=accuracy, density=density / density.mean(), bandwidth=bandwidth
+    )
+    if confidence_level is not None:
+        rng = check_random_state(random_state)
+        _, replicate_sums = bootstrap_sums(plan, n_resamples, rng)
+        replicate_accuracy, _ = curves(replicate_sums)
+        tail = (1.0 - confidence_level) / 2.0
+        diagram.low, diagram.high = np.quantile(replicate_accuracy, [tail, 1.0 - tail], axis=0)
+    return diagram

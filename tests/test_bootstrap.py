@@ -1,0 +1,218 @@
+"""Bootstrap intervals: the resampling plans, coverage, BCa, and argument checks."""
+
+import numpy as np
+import pytest
+
+from sklearn_calib.metrics import _bootstrap, _resampling
+from sklearn_calib.scoring import (
+    adaptive_calibration_error,
+    brier_score,
+    calibration_error_ci,
+    classwise_calibration_error,
+    debiased_calibration_error,
+    differentiable_calibration_error,
+    expected_calibration_error,
+    maximum_calibration_error,
+    negative_log_likelihood,
+    smooth_calibration_error,
+    smooth_ece,
+    top_label_accuracy,
+    top_label_calibration_error,
+)
+
+
+def multiclass_data(n, k, seed, sharpen=1.5):
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(size=(n, k)) * 2
+    truth = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    proba = np.exp(logits * sharpen) / np.exp(logits * sharpen).sum(axis=1, keepdims=True)
+    return (truth.cumsum(axis=1) < rng.random((n, 1))).sum(axis=1).clip(0, k - 1), proba
+
+
+PLANNED = [
+    (expected_calibration_error, {}),
+    (expected_calibration_error, {"norm": "l2", "strategy": "quantile", "n_bins": 7}),
+    (maximum_calibration_error, {"n_bins": 10}),
+    (adaptive_calibration_error, {"norm": "max"}),
+    (classwise_calibration_error, {"n_bins": 5}),
+    (top_label_calibration_error, {"average": "macro", "strategy": "quantile"}),
+    (debiased_calibration_error, {"strategy": "uniform"}),
+    (smooth_ece, {}),
+    (smooth_ece, {"bandwidth": 0.003}),
+    (brier_score, {}),
+    (negative_log_likelihood, {}),
+    (top_label_accuracy, {}),
+]
+
+
+@pytest.mark.parametrize("metric, options", PLANNED)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_plans_reproduce_their_metric(metric, options, weighted):
+    y, proba = multiclass_data(3000, 4, 1)
+    weight = np.random.default_rng(2).random(3000) if weighted else None
+    plan = _bootstrap._PLANS[metric](y, proba, sample_weight=weight, **options)
+    one_group = plan.accumulate(np.zeros(3000, dtype=np.intp), 1)
+    expected = metric(y, proba, sample_weight=weight, **options)
+    assert plan.value(one_group)[0] == pytest.approx(expected, abs=1e-12)
+    # any split into groups sums to the same
+    groups = np.random.default_rng(3).integers(0, 7, 3000)
+    assert plan.value(plan.accumulate(groups, 7).sum(axis=0)) == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    "metric, options",
+    [
+        (expected_calibration_error, {"convention": "positive_class"}),
+        (classwise_calibration_error, {}),
+        (top_label_calibration_error, {}),
+        (brier_score, {}),
+    ],
+)
+def test_small_samples_get_the_exact_bootstrap_of_rows(metric, options):
+    rng = np.random.default_rng(4)
+    p = rng.random(300)
+    y = (rng.random(300) < p**1.4).astype(int)
+    result = calibration_error_ci(metric, y, p, n_resamples=50, random_state=5, **options)
+    # the same draws: one group per row, so each replicate is the metric on resampled rows
+    counts = _resampling.resampled_counts(np.random.RandomState(5), 50, 300)
+    expected = [metric(y, p, sample_weight=c, **options) for c in counts]
+    np.testing.assert_allclose(result.replicates, expected, atol=1e-12)
+
+
+def test_group_resampling_spreads_like_row_resampling_on_large_samples():
+    y, proba = multiclass_data(30_000, 3, 6)
+    grouped = calibration_error_ci(
+        expected_calibration_error, y, proba, n_resamples=300, random_state=0
+    )
+    rows = [
+        expected_calibration_error(y, proba, sample_weight=c)
+        for c in _resampling.resampled_counts(np.random.RandomState(1), 300, 30_000)
+    ]
+    assert np.std(grouped.replicates) == pytest.approx(np.std(rows), rel=0.2)
+    assert np.mean(grouped.replicates) == pytest.approx(np.mean(rows), rel=0.05)
+
+
+@pytest.mark.parametrize("method", ["percentile", "bca"])
+@pytest.mark.parametrize(
+    "metric", [expected_calibration_error, classwise_calibration_error, smooth_ece]
+)
+def test_the_interval_covers_the_estimate(method, metric):
+    for seed in range(3):
+        y, proba = multiclass_data(4000, 3, 10 + seed, sharpen=2.0)
+        result = calibration_error_ci(
+            metric, y, proba, method=method, n_resamples=300, random_state=seed
+        )
+        assert result.low <= result.estimate <= result.high
+        assert result.estimate == metric(y, proba)
+        assert result.replicates.shape == (300,) and result.method == method
+
+
+def true_binned_ece_of_squared_link(n_bins):
+    """Population ECE of p ~ U(0, 1), y ~ Bernoulli(p^2) with equal-width bins."""
+    middle = (np.arange(n_bins) + 0.5) / n_bins
+    return np.sum((middle - middle**2 - 1 / (12 * n_bins**2)) / n_bins)
+
+
+@pytest.mark.parametrize("method", ["percentile", "bca"])
+def test_coverage_near_nominal_for_a_known_miscalibration(method):
+    truth = true_binned_ece_of_squared_link(10)
+    rng = np.random.default_rng(20)
+    covered = []
+    for seed in range(100):
+        p = rng.random(4000)
+        y = rng.random(4000) < p**2
+        result = calibration_error_ci(
+            expected_calibration_error,
+            y,
+            p,
+            n_bins=10,
+            convention="positive_class",
+            n_resamples=200,
+            confidence_level=0.9,
+            method=method,
+            random_state=seed,
+        )
+        covered.append(result.low <= truth <= result.high)
+    assert 0.8 <= np.mean(covered) <= 0.98
+
+
+def test_coverage_near_nominal_on_calibrated_data():
+    # the binary Brier score (both columns) of calibrated p ~ U(0, 1): 2 E[p (1 - p)] = 1/3
+    rng = np.random.default_rng(21)
+    covered = []
+    for seed in range(150):
+        p = rng.random(500)
+        y = rng.random(500) < p
+        result = calibration_error_ci(
+            brier_score, y, p, n_resamples=200, confidence_level=0.9, random_state=seed
+        )
+        covered.append(result.low <= 1 / 3 <= result.high)
+    assert 0.83 <= np.mean(covered) <= 0.96
+
+
+def test_metrics_without_plan_resample_rows_through_weights():
+    y, proba = multiclass_data(200, 3, 30)
+    for metric in (smooth_calibration_error, differentiable_calibration_error):
+        result = calibration_error_ci(
+            metric, y, proba, n_resamples=20, method="bca", random_state=0
+        )
+        counts = _resampling.resampled_counts(np.random.RandomState(0), 20, 200)
+        expected = [metric(y, proba, sample_weight=c) for c in counts]
+        np.testing.assert_allclose(result.replicates, expected, rtol=1e-12)
+        assert result.low <= result.high
+
+    def mean_confidence(y_true, y_prob, *, sample_weight=None, power=1):
+        return float(np.average(np.max(y_prob, axis=1) ** power, weights=sample_weight))
+
+    result = calibration_error_ci(mean_confidence, y, proba, power=2, random_state=0)
+    assert result.estimate == mean_confidence(y, proba, power=2)
+
+
+def test_ci_is_reproducible_and_weights_pass_through():
+    y, proba = multiclass_data(1000, 3, 31)
+    weight = np.random.default_rng(32).random(1000)
+    first = calibration_error_ci(
+        expected_calibration_error, y, proba, sample_weight=weight, random_state=3
+    )
+    second = calibration_error_ci(
+        expected_calibration_error, y, proba, sample_weight=weight, random_state=3
+    )
+    np.testing.assert_array_equal(first.replicates, second.replicates)
+    assert first.estimate == expected_calibration_error(y, proba, sample_weight=weight)
+
+
+def test_bca_warns_when_every_replicate_exceeds_the_estimate():
+    # calibrated data: the plug-in ECE is pure noise, and each replicate adds more
+    rng = np.random.default_rng(33)
+    p = rng.random(20_000)
+    y = rng.random(20_000) < p
+    with pytest.warns(UserWarning, match="bias correction is extreme"):
+        calibration_error_ci(
+            classwise_calibration_error, y, p, n_bins=30, method="bca", random_state=0
+        )
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"n_resamples": 5}, "`n_resamples` to be an integer >= 10"),
+        ({"n_resamples": 100.0}, "`n_resamples` to be an integer >= 10"),
+        ({"confidence_level": 1.0}, r"`confidence_level` to be a number in \(0, 1\)"),
+        ({"confidence_level": "95%"}, r"`confidence_level` to be a number in \(0, 1\)"),
+        ({"method": "basic"}, "`method` to be one of"),
+        ({"n_bin": 10}, r"takes no argument\(s\) \['n_bin'\].*'n_bins'"),
+    ],
+)
+def test_bad_arguments_raise(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        calibration_error_ci(expected_calibration_error, [0, 1, 1], [0.2, 0.7, 0.6], **kwargs)
+
+
+def test_a_metric_without_sample_weight_is_rejected():
+    def no_weights(y_true, y_prob):
+        return 0.0
+
+    with pytest.raises(ValueError, match=r"takes no argument\(s\) \['sample_weight'\]"):
+        calibration_error_ci(no_weights, [0, 1], [0.2, 0.7])
+    with pytest.raises(ValueError, match="`metric` to be a metric function"):
+        calibration_error_ci("ece", [0, 1], [0.2, 0.7])
