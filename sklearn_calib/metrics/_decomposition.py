@@ -60,6 +60,10 @@ def _isotonic_recalibration(proba, y_index, weight, score):
 
 #: The inverse temperature is searched in [1 / MAX_TEMPERATURE, MAX_TEMPERATURE].
 MAX_TEMPERATURE = 1e4
+#: Probabilities are floored here before their logarithm becomes the logits (as the
+#: calibrators' ``input="probabilities"`` do): a 1-D positive-class input loses about
+#: 1e-16 in ``1 - p``, which must not matter.
+LOGIT_FLOOR = 1e-12
 _TEMPERATURE_RTOL = 1e-12
 _TEMPERATURE_STEPS = 200
 
@@ -113,7 +117,7 @@ def _inverse_temperature(log_proba, y_index, weight):
 def _temperature_recalibration(proba, y_index, weight):
     """Temperature scaling fitted on the same data, mixed with 1 / (n + 1) uniform mass."""
     n_samples, n_classes = proba.shape
-    log_proba = np.log(np.maximum(proba.astype(np.float64), NLL_EPS))
+    log_proba = np.log(np.maximum(proba.astype(np.float64), LOGIT_FLOOR))
     beta = _inverse_temperature(log_proba, y_index, weight)
     scaled = beta * (log_proba - log_proba.max(axis=1, keepdims=True))
     recalibrated = np.exp(scaled)
@@ -143,7 +147,7 @@ def calibration_decomposition(
       two classes has no isotonic recalibration: use ``method="temperature"``.
     - ``method="temperature"`` is the calibration/refinement split of Berta et al.
       (2025): ``g`` is temperature scaling fitted (NLL) on the same data (the logits are
-      ``log max(p, 1e-15)``, the temperature is searched in [1e-4, 1e4]), its output
+      ``log max(p, 1e-12)``, the temperature is searched in [1e-4, 1e4]), its output
       mixed with the uniform distribution at weight ``1 / (n + 1)`` as they do, so the
       log loss stays finite. The refinement is what post-hoc calibration cannot fix; selecting a
       network by it and calibrating afterwards is their refine-then-calibrate recipe
