@@ -158,3 +158,17 @@ def test_refinement_scorer_in_skorch_epoch_scoring_and_early_stopping(digits):
     recorded = net.history[:, "valid_refinement"]
     assert len(recorded) == len(net.history) and all(value < 0 for value in recorded)
     assert any(net.history[:, "valid_refinement_best"])
+
+
+def test_temperature_split_at_the_bounds_of_the_search():
+    # scores that separate the classes: the NLL falls as the temperature does, down to the
+    # bound, where the refinement is (to rounding) the infimum, the mixing's cost
+    y = np.array([0, 0, 1, 1])
+    p = np.array([0.3, 0.4, 0.6, 0.7])
+    parts = calibration_decomposition(y, p, score="log_loss", method="temperature")
+    assert parts.temperature == pytest.approx(1e-4)
+    assert parts.refinement == pytest.approx(-np.log(1 - 1 / 5 + 1 / 10), abs=1e-9)
+    # scores that favour the wrong class: the best temperature is the largest
+    flipped = calibration_decomposition(y, 1 - p, score="log_loss", method="temperature")
+    assert flipped.temperature == pytest.approx(1e4)
+    assert flipped.refinement == pytest.approx(np.log(2), abs=1e-3)

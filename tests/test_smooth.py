@@ -183,3 +183,15 @@ def test_smooth_reliability_band_covers_the_population_curve_near_nominal():
         covered.append((band.low <= population) & (population <= band.high))
     coverage = np.mean(covered, axis=0)[20:180]
     assert 0.75 <= coverage.mean() <= 0.99
+
+
+def test_smooth_reliability_diagram_bad_options():
+    y, p = binary_data(50, 14, DISTORTIONS[0])
+    with pytest.raises(ValueError, match=r"`confidence_level` to be a number in \(0, 1\)"):
+        smooth_reliability_diagram(y, p, confidence_level=95)
+    with pytest.raises(ValueError, match="`n_resamples` to be an integer >= 10"):
+        smooth_reliability_diagram(y, p, confidence_level=0.9, n_resamples=3)
+    with pytest.raises(ValueError, match="'auto' or a number"):
+        smooth_reliability_diagram(y, p, bandwidth="silverman")
+    diagram = smooth_reliability_diagram(y, p, bandwidth=0.1)
+    assert diagram.bandwidth == 0.1 and "low" not in diagram

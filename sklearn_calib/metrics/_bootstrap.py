@@ -9,7 +9,7 @@ from scipy.stats import norm
 from sklearn.utils import Bunch, check_random_state
 
 from .._validation import check_classification_inputs
-from ._binning import assign_bins, quantile_bin_edges, uniform_bin_edges
+from ._binning import assign_bins, uniform_bin_edges
 from ._debiased import debiased_calibration_error, debiased_plan
 from ._decomposition import per_sample_score
 from ._metrics import (
@@ -17,6 +17,7 @@ from ._metrics import (
     _check_option,
     _row_blocks,
     adaptive_calibration_error,
+    bin_edges,
     brier_score,
     classwise_calibration_error,
     expected_calibration_error,
@@ -58,10 +59,7 @@ def _binned_plan(
         y_true, y_prob, labels=labels, sample_weight=sample_weight
     )
     score, outcome = scores_and_outcomes(proba, y_index, convention)
-    if strategy == "quantile":
-        edges = quantile_bin_edges(score, n_bins, sample_weight)
-    else:
-        edges = uniform_bin_edges(n_bins)
+    edges = bin_edges(score, n_bins, strategy, sample_weight)
     cell = assign_bins(score, edges)
     weight = np.ones(score.shape[0]) if sample_weight is None else sample_weight
     columns = [weight, weight * score, weight * outcome]

@@ -3,8 +3,8 @@
 import numpy as np
 
 from .._validation import check_classification_inputs, check_n_bins
-from ._binning import assign_bins, quantile_bin_edges, uniform_bin_edges
-from ._metrics import _STRATEGIES, _check_option, scores_and_outcomes
+from ._binning import assign_bins
+from ._metrics import _STRATEGIES, _check_option, bin_edges, scores_and_outcomes
 from ._resampling import ResamplingPlan, cell_sums
 
 
@@ -35,10 +35,7 @@ def _debiased_bins(y_true, y_prob, n_bins, strategy, convention, labels, sample_
         y_true, y_prob, labels=labels, sample_weight=sample_weight
     )
     score, outcome = scores_and_outcomes(proba, y_index, convention)
-    if strategy == "quantile":
-        edges = quantile_bin_edges(score, n_bins, sample_weight)
-    else:
-        edges = uniform_bin_edges(n_bins)
+    edges = bin_edges(score, n_bins, strategy, sample_weight)
     weight = np.ones(score.shape[0]) if sample_weight is None else sample_weight
     columns = [
         weight,

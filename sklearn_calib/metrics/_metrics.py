@@ -163,6 +163,13 @@ def _calibration_error_from_bins(counts, confidence_sums, accuracy_sums, norm):
     return gap.max(axis=-1)
 
 
+def bin_edges(score, n_bins, strategy, sample_weight=None):
+    """Edges of ``n_bins`` equal-width (``"uniform"``) or equal-mass (``"quantile"``) bins."""
+    if strategy == "quantile":
+        return quantile_bin_edges(score, n_bins, sample_weight)
+    return uniform_bin_edges(n_bins)
+
+
 def binned_sums(score, outcome, sample_weight, n_bins, strategy):
     """Bin edges and per-bin count, score sum and outcome sum.
 
@@ -188,10 +195,7 @@ def binned_sums(score, outcome, sample_weight, n_bins, strategy):
     counts, score_sums, outcome_sums : ndarray of shape (n_bins,)
         Weighted, in float64.
     """
-    if strategy == "quantile":
-        edges = quantile_bin_edges(score, n_bins, sample_weight)
-    else:
-        edges = uniform_bin_edges(n_bins)
+    edges = bin_edges(score, n_bins, strategy, sample_weight)
     counts, score_sums, outcome_sums = np.zeros(n_bins), np.zeros(n_bins), np.zeros(n_bins)
     for start in range(0, score.shape[0], _TOP_LABEL_ROWS):
         rows = slice(start, start + _TOP_LABEL_ROWS)

@@ -363,9 +363,18 @@ class _SmoothECE:
     def __init__(self, score, outcome, weight):
         self.score = score.astype(np.float64)
         self.weight = np.ones_like(self.score) if weight is None else weight
-        self.residual = self.weight * (self.score - outcome)
+        self.outcome = self.weight * outcome
+        self.residual = self.weight * self.score - self.outcome
         self.density_eps = _SMECE_DENSITY_EPS * float(self.weight.mean())
         self._grids = {}
+
+    @classmethod
+    def from_predictions(cls, y_true, y_prob, convention, labels, sample_weight):
+        """Validate the inputs and judge each sample's score against its outcome."""
+        y_index, proba, sample_weight = check_classification_inputs(
+            y_true, y_prob, labels=labels, sample_weight=sample_weight
+        )
+        return cls(*scores_and_outcomes(proba, y_index, convention), sample_weight)
 
     def grid_sums(self, n_points):
         if n_points not in self._grids:
@@ -379,8 +388,10 @@ class _SmoothECE:
         sums = self.grid_sums(_smece_grid_size(bandwidth))
         return float(_smece_from_grid(sums, bandwidth, self.density_eps))
 
-    def fixed_point(self):
-        """The bandwidth ``h`` at which ``h`` meets ``smECE_h``, by bisection on [0, 1]."""
+    def resolve(self, bandwidth):
+        """The bandwidth itself, or for "auto" the fixed point ``h = smECE_h``."""
+        if bandwidth != "auto":
+            return bandwidth
 
         def below(h):  # h is still below the fixed point
             return h < _SMECE_MIN_BANDWIDTH or h < self(h)
@@ -395,6 +406,26 @@ class _SmoothECE:
             else:
                 high = middle
         return high
+
+    def plan(self, bandwidth, columns, evaluate):
+        """Resampling plan of ``evaluate`` on the grid sums of ``columns`` (weight first).
+
+        ``evaluate(sums, eps)`` gets the sums as ``(..., len(columns), n_points)`` and the
+        density's epsilon of each replicate (it follows the replicate's mean weight).
+        """
+        n_points = _smece_grid_size(bandwidth)
+        index, frac = linear_binning(self.score, n_points)
+        n_rows = self.score.shape[0]
+
+        def accumulate(group, n_groups):
+            return _grid_statistics(index, frac, columns, n_points, group, n_groups)
+
+        def value(sums):
+            sums = sums.reshape(sums.shape[:-1] + (len(columns), n_points))
+            eps = _SMECE_DENSITY_EPS * sums[..., 0, :].sum(axis=-1) / n_rows
+            return evaluate(sums, eps[..., None])
+
+        return ResamplingPlan(n_rows, len(columns) * n_points, accumulate, value)
 
 
 def _check_smece_bandwidth(bandwidth):
@@ -483,41 +514,27 @@ def smooth_ece(
     bandwidth = _check_smece_bandwidth(bandwidth)
     if not isinstance(return_bandwidth, (bool, np.bool_)):
         raise ValueError(f"Expected `return_bandwidth` to be a bool, got {return_bandwidth!r}.")
-    y_index, proba, sample_weight = check_classification_inputs(
-        y_true, y_prob, labels=labels, sample_weight=sample_weight
-    )
-    score, outcome = scores_and_outcomes(proba, y_index, convention)
-    smece = _SmoothECE(score, outcome, sample_weight)
-    if bandwidth == "auto":
-        bandwidth = smece.fixed_point()
+    smece = _SmoothECE.from_predictions(y_true, y_prob, convention, labels, sample_weight)
+    bandwidth = smece.resolve(bandwidth)
     error = smece(bandwidth)
     return (error, bandwidth) if return_bandwidth else error
 
 
-def smooth_ece_plan(y_true, y_prob, *, labels=None, sample_weight=None, **kwargs):
+def smooth_ece_plan(
+    y_true,
+    y_prob,
+    *,
+    bandwidth="auto",
+    return_bandwidth=False,
+    convention="top_label",
+    labels=None,
+    sample_weight=None,
+):
     """Resampling plan of :func:`smooth_ece`: grid sums at the full sample's bandwidth."""
-    kwargs.pop("return_bandwidth", None)
-    convention = kwargs.pop("convention", "top_label")
-    bandwidth = _check_smece_bandwidth(kwargs.pop("bandwidth", "auto"))
-    y_index, proba, sample_weight = check_classification_inputs(
-        y_true, y_prob, labels=labels, sample_weight=sample_weight
-    )
-    score, outcome = scores_and_outcomes(proba, y_index, convention)
-    smece = _SmoothECE(score, outcome, sample_weight)
-    if bandwidth == "auto":
-        bandwidth = smece.fixed_point()
-    n_points = _smece_grid_size(bandwidth)
-    index, frac = linear_binning(smece.score, n_points)
-    columns = [smece.weight, smece.residual]
-    n_rows = score.shape[0]
+    smece = _SmoothECE.from_predictions(y_true, y_prob, convention, labels, sample_weight)
+    bandwidth = smece.resolve(_check_smece_bandwidth(bandwidth))
 
-    def accumulate(group, n_groups):
-        return _grid_statistics(index, frac, columns, n_points, group, n_groups)
+    def evaluate(sums, eps):
+        return _smece_from_grid(sums, bandwidth, eps)
 
-    def value(sums):
-        sums = sums.reshape(sums.shape[:-1] + (2, n_points))
-        # the density's epsilon follows the replicate's mean weight
-        eps = _SMECE_DENSITY_EPS * sums[..., 0, :].sum(axis=-1) / n_rows
-        return _smece_from_grid(sums, bandwidth, eps[..., None])
-
-    return ResamplingPlan(n_rows, 2 * n_points, accumulate, value)
+    return smece.plan(bandwidth, [smece.weight, smece.residual], evaluate)

@@ -3,30 +3,16 @@
 import numpy as np
 from sklearn.utils import Bunch, check_random_state
 
-from .._validation import check_classification_inputs
-from ._metrics import scores_and_outcomes
-from ._resampling import ResamplingPlan, bootstrap_sums, check_interval_options
+from ._resampling import bootstrap_sums, check_interval_options
 from ._smooth import (
     _check_smece_bandwidth,
-    _grid_statistics,
-    _smece_grid_size,
     _SmoothECE,
     interpolate_on_mesh,
-    linear_binning,
     reflected_smoothing,
 )
 
 #: Points of the diagram's mesh on [0, 1].
 MESH_POINTS = 200
-#: Added to the smoothed weight (times the mean weight) before dividing, as smECE does.
-_DENSITY_EPS = 1e-4
-
-
-def _curves(sums, bandwidth, mesh, eps):
-    """Smoothed outcome rate and density on the mesh from grid sums (..., 2, n_points)."""
-    smoothed = interpolate_on_mesh(reflected_smoothing(sums, bandwidth), mesh)
-    density, outcome = smoothed[..., 0, :], smoothed[..., 1, :]
-    return outcome / (density + eps), density
 
 
 def smooth_reliability_diagram(
@@ -101,37 +87,25 @@ def smooth_reliability_diagram(
     bandwidth = _check_smece_bandwidth(bandwidth)
     if confidence_level is not None:
         n_resamples, confidence_level = check_interval_options(n_resamples, confidence_level)
-    y_index, proba, sample_weight = check_classification_inputs(
-        y_true, y_prob, labels=labels, sample_weight=sample_weight
-    )
-    score, outcome = scores_and_outcomes(proba, y_index, convention)
-    smece = _SmoothECE(score, outcome, sample_weight)
-    if bandwidth == "auto":
-        bandwidth = smece.fixed_point()
-    n_points = _smece_grid_size(bandwidth)
-    index, frac = linear_binning(smece.score, n_points)
-    columns = [smece.weight, smece.weight * outcome]
-    n_rows = score.shape[0]
+    smece = _SmoothECE.from_predictions(y_true, y_prob, convention, labels, sample_weight)
+    bandwidth = smece.resolve(bandwidth)
     mesh = np.linspace(0.0, 1.0, MESH_POINTS)
 
-    def accumulate(group, n_groups):
-        return _grid_statistics(index, frac, columns, n_points, group, n_groups)
+    def curves(sums, eps):
+        smoothed = interpolate_on_mesh(reflected_smoothing(sums, bandwidth), mesh)
+        density, outcome = smoothed[..., 0, :], smoothed[..., 1, :]
+        return outcome / (density + eps), density
 
-    def curves(sums):
-        sums = sums.reshape(sums.shape[:-1] + (2, n_points))
-        eps = _DENSITY_EPS * sums[..., 0, :].sum(axis=-1) / n_rows
-        return _curves(sums, bandwidth, mesh, eps[..., None])
-
-    plan = ResamplingPlan(n_rows, 2 * n_points, accumulate, curves)
-    no_groups = np.zeros(n_rows, dtype=np.intp)
-    accuracy, density = curves(plan.accumulate(no_groups, 1)[0])
+    plan = smece.plan(bandwidth, [smece.weight, smece.outcome], curves)
+    no_groups = np.zeros(plan.n_rows, dtype=np.intp)
+    accuracy, density = plan.value(plan.accumulate(no_groups, 1)[0])
     diagram = Bunch(
         mesh=mesh, accuracy=accuracy, density=density / density.mean(), bandwidth=bandwidth
     )
     if confidence_level is not None:
         rng = check_random_state(random_state)
         _, replicate_sums = bootstrap_sums(plan, n_resamples, rng)
-        replicate_accuracy, _ = curves(replicate_sums)
+        replicate_accuracy, _ = plan.value(replicate_sums)
         tail = (1.0 - confidence_level) / 2.0
         diagram.low, diagram.high = np.quantile(replicate_accuracy, [tail, 1.0 - tail], axis=0)
     return diagram
