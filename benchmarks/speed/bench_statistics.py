@@ -12,7 +12,13 @@ half the logits' scale), in one run:
 - smECE (``smooth_ece``, automatic bandwidth) against ``relplot.smECE`` on the same
   confidences and correctness (target: no slower), and its bootstrap interval;
 - SECE (``smooth_calibration_error``): the binned path at ``--n`` rows, and binned
-  against exact at ``--exact-n`` rows (the exact sums are quadratic).
+  against exact at ``--exact-n`` rows (the exact sums are quadratic);
+- the Kuiper test (``calibration_test``) against MAPIE's statistic and p-value, the CORP
+  decomposition of the Brier score (``calibration_decomposition``) against
+  ``model-diagnostics``' ``decompose`` (both on the top-label confidences and
+  correctness), and the temperature split of the log loss against ``probmetrics``
+  (on the probabilities);
+- one ``calibration_report`` (``--resamples`` replicates per interval) against one ECE.
 
 Every timing is the best of ``--repeat`` runs (wall clock); ratios are against the
 baseline named in the same row, measured in the same run.
@@ -26,7 +32,10 @@ import time
 import numpy as np
 
 from sklearn_calib import (
+    calibration_decomposition,
     calibration_error_ci,
+    calibration_report,
+    calibration_test,
     debiased_calibration_error,
     expected_calibration_error,
     smooth_calibration_error,
@@ -80,6 +89,10 @@ def main(argv=None):
 
     import calibration as kumar
     import relplot
+    import torch
+    from mapie.metrics import calibration as mapie
+    from model_diagnostics.scoring import SquaredError, decompose
+    from probmetrics.metrics import Metrics
 
     proba, labels = make_probabilities(args.n, args.k, args.seed)
     confidence = proba.max(axis=1).astype(np.float64)
@@ -208,6 +221,82 @@ def main(argv=None):
             (f"SECE binned, {args.n} rows", binned_time, None, f"{binned:.10f}"),
         ]
     )
+    print("\n-- tests and decompositions (ratio: / the reference package on the same input)")
+    mapie_time, (mapie_statistic, mapie_pvalue) = best_time(
+        lambda: (
+            mapie.kuiper_statistic(correct, confidence),
+            mapie.kuiper_p_value(correct, confidence),
+        ),
+        args.repeat,
+    )
+    test_time, test = best_time(
+        lambda: calibration_test(correct, confidence, method="kuiper", convention="positive_class"),
+        args.repeat,
+    )
+    corp_reference_time, corp_reference = best_time(
+        lambda: decompose(correct, confidence, scoring_function=SquaredError()).to_dicts()[0],
+        args.repeat,
+    )
+    # our Brier score sums both columns of a binary problem: twice the positive one
+    corp_time, corp = best_time(
+        lambda: calibration_decomposition(correct, confidence, score="brier"), args.repeat
+    )
+    split_names = ["refinement_logloss_ts-mix_all", "calib-err_logloss_ts-mix_all"]
+    split_reference_time, split_reference = best_time(
+        lambda: Metrics.from_names(split_names).compute_all_from_labels_probs(
+            torch.as_tensor(labels), torch.as_tensor(proba, dtype=torch.float64)
+        ),
+        1,
+    )
+    split_time, split = best_time(
+        lambda: calibration_decomposition(labels, proba, score="log_loss", method="temperature"),
+        args.repeat,
+    )
+    show(
+        [
+            (
+                "MAPIE kuiper_statistic + kuiper_p_value",
+                mapie_time,
+                None,
+                f"{mapie_statistic:.6f}, p = {mapie_pvalue:.3g}",
+            ),
+            (
+                "calibration_test(method='kuiper')",
+                test_time,
+                mapie_time,
+                f"{test.statistic:.6f}, p = {test.pvalue:.3g}",
+            ),
+            (
+                "model-diagnostics decompose (Brier)",
+                corp_reference_time,
+                None,
+                f"MCB {2 * corp_reference['miscalibration']:.8f}",
+            ),
+            (
+                "calibration_decomposition (Brier, CORP)",
+                corp_time,
+                corp_reference_time,
+                f"MCB {corp.miscalibration:.8f}",
+            ),
+            (
+                "probmetrics temperature split (log loss)",
+                split_reference_time,
+                None,
+                f"refinement {float(split_reference[split_names[0]]):.8f}",
+            ),
+            (
+                "calibration_decomposition (temperature)",
+                split_time,
+                split_reference_time,
+                f"refinement {split.refinement:.8f}",
+            ),
+        ]
+    )
+    report_time, _ = best_time(
+        lambda: calibration_report(labels, proba, n_resamples=args.resamples, random_state=0), 1
+    )
+    show([(f"calibration_report, x{args.resamples}", report_time, ece_time, "ratio: / one ECE")])
+
     print(
         f"\ntargets: CI <= 20x one ECE: {ci_time / ece_time:.1f}x; smECE no slower than "
         f"relplot: {ours_time / relplot_time:.2f}x; smECE equal to relplot: "
