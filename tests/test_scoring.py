@@ -526,3 +526,22 @@ def test_positive_class_convention_needs_two_classes():
 def test_reliability_intervals_reject_a_bad_confidence_level(level):
     with pytest.raises(ValueError, match=r"`confidence_level` to be a number in \(0, 1\)"):
         reliability_diagram(Y, P, confidence_level=level)
+
+
+def test_positive_class_convention_equals_torchmetrics_and_netcal_binary_ece():
+    from netcal.metrics import ECE
+    from torchmetrics.functional.classification import binary_calibration_error
+
+    rng = np.random.default_rng(23)
+    p = rng.random(3000)
+    y = (rng.random(3000) < p**1.5).astype(int)
+    ours = expected_calibration_error(y, p, n_bins=10, convention="positive_class")
+    theirs = binary_calibration_error(torch.as_tensor(p), torch.as_tensor(y), n_bins=10)
+    assert ours == pytest.approx(float(theirs), abs=1e-12)
+    assert ours == pytest.approx(ECE(bins=10).measure(p, y), abs=1e-12)
+    worst = binary_calibration_error(torch.as_tensor(p), torch.as_tensor(y), n_bins=10, norm="max")
+    assert maximum_calibration_error(y, p, n_bins=10, convention="positive_class") == pytest.approx(
+        float(worst), abs=1e-12
+    )
+    # the top-label default folds both tails onto [0.5, 1]: another number on this model
+    assert abs(expected_calibration_error(y, p, n_bins=10) - ours) > 0.05
