@@ -316,6 +316,11 @@ def calibration_error_ci(
         ``replicates`` (ndarray of shape (n_resamples,)), ``confidence_level`` and
         ``method``.
 
+    See Also
+    --------
+    calibration_report : Intervals of several errors, tests and decompositions at once.
+    smooth_reliability_diagram : A bootstrap band around the smooth reliability curve.
+
     References
     ----------
     .. [1] B. Efron and R. J. Tibshirani, "An Introduction to the Bootstrap", Chapman &

@@ -255,6 +255,10 @@ def refinement_loss(
     -------
     loss : float
 
+    See Also
+    --------
+    calibration_decomposition : The whole decomposition, refinement included.
+
     References
     ----------
     .. [1] E. Berta, D. Holzmüller, M. I. Jordan and F. Bach, "Rethinking Early Stopping:

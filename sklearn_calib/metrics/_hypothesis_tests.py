@@ -110,6 +110,11 @@ def calibration_test(
     result : CalibrationTestResult
         ``(statistic, pvalue)``, a named tuple.
 
+    See Also
+    --------
+    calibration_error_ci : How large the miscalibration is, with an interval.
+    calibration_report : The tests with the errors and decompositions.
+
     References
     ----------
     .. [1] D. J. Spiegelhalter, "Probabilistic prediction in patient management and

@@ -261,6 +261,21 @@ def expected_calibration_error(
     error : float
         In [0, 1].
 
+    See Also
+    --------
+    calibration_error_ci : A bootstrap interval of this (or any) calibration error.
+    debiased_calibration_error : Kumar et al.'s debiased L2 error.
+    top_label_calibration_error : Gupta & Ramdas' error, binned per predicted class.
+    smooth_ece : Błasiok & Nakkiran's binning-free smooth ECE.
+
+    References
+    ----------
+    .. [1] M. P. Naeini, G. F. Cooper and M. Hauskrecht, "Obtaining Well Calibrated
+       Probabilities Using Bayesian Binning", AAAI Conference on Artificial
+       Intelligence, 2015.
+    .. [2] C. Guo, G. Pleiss, Y. Sun and K. Q. Weinberger, "On Calibration of Modern
+       Neural Networks", International Conference on Machine Learning, 2017.
+
     Examples
     --------
     >>> from sklearn_calib.scoring import expected_calibration_error
@@ -711,6 +726,11 @@ def reliability_diagram(
         and ``accuracy``; with ``confidence_level`` also ``accuracy_low`` and
         ``accuracy_high``. For an empty bin ``count`` is 0 and the other entries are NaN
         (undefined, and skipped by matplotlib).
+
+    See Also
+    --------
+    smooth_reliability_diagram : The binning-free curve, with a bootstrap band.
+    sklearn_calib.plotting.ReliabilityDisplay : Draws this diagram.
 
     References
     ----------

@@ -66,6 +66,11 @@ def smooth_reliability_diagram(
         (200,) the kernel density of the scores (mean 1 on the mesh), ``bandwidth``, and
         with ``confidence_level`` the band ``low`` and ``high`` (200,).
 
+    See Also
+    --------
+    smooth_ece : The smooth ECE of this curve.
+    reliability_diagram : The binned diagram, with Clopper-Pearson intervals.
+
     References
     ----------
     .. [1] J. Błasiok and P. Nakkiran, "Smooth ECE: Principled Reliability Diagrams via
