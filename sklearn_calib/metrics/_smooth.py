@@ -1,4 +1,4 @@
-"""Kernel-smoothed calibration errors: SECE (Wang et al.) and smECE (Błasiok & Nakkiran).
+"""Kernel-smoothed calibration errors: SECE (Wang and Golebiowski) and smECE (Błasiok & Nakkiran).
 
 SECE smooths the outcomes with a Gaussian kernel centred on each sample's score; its sums
 run over all pairs, exactly (blocks of sorted scores) or, for large inputs, through
@@ -198,7 +198,7 @@ def smooth_calibration_error(
     labels=None,
     sample_weight=None,
 ):
-    """Smooth expected calibration error (SECE, Wang et al. 2023).
+    """Smooth expected calibration error (SECE, Wang and Golebiowski 2024).
 
     A Gaussian kernel ``K(u, v) = exp(-(u - v)^2 / (2 h^2))`` on the top-label
     confidences ``r`` estimates the accuracy at each sample's confidence,
@@ -254,8 +254,8 @@ def smooth_calibration_error(
 
     References
     ----------
-    .. [1] D. Wang, B. Feng and X. Zhang, "Meta-Calibration Regularized Neural Networks",
-       arXiv:2303.15057, 2023.
+    .. [1] C. Wang and J. Golebiowski, "Towards Unbiased Calibration using
+       Meta-Regularization", Transactions on Machine Learning Research, 2024.
     .. [2] M. P. Wand, "Fast Computation of Multivariate Kernel Estimators", Journal of
        Computational and Graphical Statistics 3(4), 1994 (linear binning).
 
