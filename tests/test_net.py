@@ -762,3 +762,53 @@ def test_epoch_callbacks_keep_the_fast_path():
     batch_scheduler = LRScheduler(policy="CyclicLR", base_lr=0.01, max_lr=0.1, step_every="batch")
     assert not needs_live_batches([("lr", epoch_scheduler), ("bar", ProgressBar())])
     assert needs_live_batches([("lr", batch_scheduler)])
+
+
+# ----------------------------------------------------------------- routed optimiser values
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"lr": -1.0},
+        {"optimizer__lr": -1.0},
+        {"optimizer__lr": float("nan")},
+        {"optimizer__lr": float("inf")},
+        {"optimizer__param_groups__0__lr": -1.0},
+        {"optimizer__momentum": -1.0},
+    ],
+    ids=repr,
+)
+@pytest.mark.parametrize("path", ["fit", "partial_fit", "warm_start", "fit_loop"])
+def test_routed_optimizer_values_are_checked_on_every_path(digits, params, path):
+    """Issue 17: a bad value set on a fitted net never reaches its optimiser."""
+    X, y = digits[0][:200], digits[2][:200]
+    net = small_net(max_epochs=1, optimizer="sgd", lr=0.05)
+    if path != "fit":
+        net.fit(X, y)
+    before = {k: v for k, v in net.optimizer_.param_groups[0].items() if k != "params"} if (
+        path != "fit"
+    ) else None
+    name = next(iter(params))
+    net.set_params(**params)
+    with pytest.raises(ValueError, match=name.split("__")[-1]):
+        if path == "fit":
+            net.fit(X, y)
+        elif path == "partial_fit":
+            net.partial_fit(X, y)
+        elif path == "warm_start":
+            net.set_params(warm_start=True).fit(X, y)
+        else:
+            net.fit_loop(X, y, epochs=1)
+    if before is not None:
+        group = {k: v for k, v in net.optimizer_.param_groups[0].items() if k != "params"}
+        assert group == before
+        assert len(net.history) == 1
+
+
+def test_a_negative_learning_rate_in_a_param_group_is_rejected_at_fit(digits):
+    X, y = digits[0][:200], digits[2][:200]
+    net = small_net(max_epochs=1, optimizer__param_groups=[("*", {"lr": -1.0})])
+    with pytest.raises(ValueError, match=r"lr.*-1\.0"):
+        net.fit(X, y)
+    assert not net.__sklearn_is_fitted__()
