@@ -31,6 +31,7 @@ from sklearn_calib.estimators import (
     REFERENCE_PAIRING,
     MixedTarget,
     NetClassifier,
+    _cuda_graph,
     _training,
 )
 from sklearn_calib.estimators._augment import mixup, random_crop, random_flip
@@ -508,7 +509,7 @@ def test_gradient_clipping_matches_torch_on_ordinary_gradients():
 def test_static_batch_copies_keep_structure_and_layout():
     X = torch.randn(4, 3, 5, 5).contiguous(memory_format=torch.channels_last)
     target = MixedTarget(torch.arange(4), torch.arange(4).flip(0), torch.tensor(0.3))
-    static = _training._static_copy((X, target))
+    static = _cuda_graph._static_copy((X, target))
     assert type(static) is tuple and isinstance(static[1], MixedTarget)
     assert static[0].is_contiguous(memory_format=torch.channels_last)
     assert static[0].data_ptr() != X.data_ptr()
@@ -516,7 +517,7 @@ def test_static_batch_copies_keep_structure_and_layout():
         torch.randn(4, 3, 5, 5),
         MixedTarget(torch.ones(4, dtype=torch.long), target.y_a, torch.tensor(0.9)),
     )
-    _training._copy_into(static, new)
+    _cuda_graph._copy_into(static, new)
     assert torch.equal(static[0], new[0]) and torch.equal(static[1].y_a, new[1].y_a)
     assert static[1].lam.item() == pytest.approx(0.9)
 
