@@ -191,6 +191,13 @@ class MetaNetClassifier(NetClassifier):
     inference pass over the validation part and one more host synchronisation per epoch.
     skorch's ``save_params`` does not save the regulariser; pickling does.
 
+    Sample and class weights (``fit(X, y, sample_weight=...)``, ``class_weight``) weigh
+    the regularised training loss, in the virtual step of the head as in the real
+    update, and the recorded validation loss; the meta objective on the
+    meta-validation part is not weighted. :meth:`train_step_single` is where the meta
+    step plugs into NetClassifier's training loop: it runs once per training batch,
+    before the network's gradients are computed.
+
     References
     ----------
     C. Wang and J. Golebiowski, "Towards Unbiased Calibration using

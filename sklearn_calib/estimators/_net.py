@@ -464,7 +464,7 @@ default=None
         for key, value in params.items():
             if "__" in key:
                 self._params_to_validate.add(key)
-            setattr(self, key, value)
+        vars(self).update(params)  # a network or loss instance is a parameter like any other
         return self
 
     def _param_values(self):
@@ -713,16 +713,16 @@ default=None
             if fresh:
                 self.device_ = resolve_device(self.device)
             checkpoint = None
-            if fresh and self.checkpoint_dir is not None:
+            if fresh and epochs is None and self.checkpoint_dir is not None:
                 checkpoint = FitCheckpoint.for_fit(self, data.X, data.y_index)
             self.checkpoint_path_ = checkpoint.path if checkpoint is not None else None
             epochs = epochs or self.max_epochs
-            start, length = (0, self.max_epochs) if fresh else (len(self.history), epochs)
+            start, length = (0, epochs) if fresh else (len(self.history), epochs)
             with torch.random.fork_rng(devices=self._cuda_devices(), device_type="cuda"):
                 if fresh:
                     self._initialize_seeded()
                     remaining = checkpoint.resume(self) if checkpoint is not None else None
-                    epochs = self.max_epochs if remaining is None else remaining
+                    epochs = epochs if remaining is None else remaining
                 generators = self._generators(self.rng_state_)
                 if not fresh:
                     self._update_parts()
