@@ -1462,19 +1462,20 @@ default=None
             state["history_"] = history_from_list(state["history_"])
         if state.get("rng_state_") is not None:
             state["rng_state_"] = to_torch_tree(state["rng_state_"])
-        for name, parameter in inspect.signature(type(self).__init__).parameters.items():
-            if parameter.default is not parameter.empty:
-                state.setdefault(name, parameter.default)
-        self.__dict__.update(state)
-        if not state.get("initialized_"):
-            return
-        if "built_params_" not in state:  # saved by an earlier version
-            params = {
+        legacy = state.pop("_built_params", None)  # saved by an earlier version
+        if state.get("initialized_") and "built_params_" not in state:
+            state["built_params_"] = legacy or {
                 name: value
                 for name, value in state.items()
                 if not (name.endswith("_") or name.startswith("_"))
             }
-            self.built_params_ = state.pop("_built_params", None) or params
+        for cls in type(self).__mro__[: type(self).__mro__.index(NetClassifier) + 1]:
+            for name, parameter in inspect.signature(cls.__init__).parameters.items():
+                if parameter.default is not parameter.empty:
+                    state.setdefault(name, parameter.default)
+        self.__dict__.update(state)
+        if not state.get("initialized_"):
+            return
         requested = self.__dict__["device"]
         self.device_ = self._loading_device(state.get("device_"))
         moved = (
