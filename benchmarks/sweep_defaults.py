@@ -31,7 +31,7 @@ GRIDS = {
     "adam": (3e-4, 1e-3, 3e-3, 1e-2, 3e-2),
     "sgd": (0.01, 0.03, 0.1, 0.3, 1.0),
 }
-REPORTED_EPOCHS = (1, 3, 5, 10)
+REPORTED_EPOCHS = (1, 3, 5, 10, 20, 30)
 
 
 class TestAccuracy(Callback):
@@ -52,7 +52,7 @@ def datasets(n_train, n_test, data_home):
     digits = train_test_split(X, y, test_size=0.25, random_state=0, stratify=y)
     X_train, y_train, X_test, y_test = load_fashion_mnist(data_home=data_home, return_X_y=True)
     fashion = (X_train[:n_train], X_test[:n_test], y_train[:n_train], y_test[:n_test])
-    return {"digits": digits, f"fashion-mnist {n_train}": fashion}
+    return {"digits": digits, "fashion-mnist": fashion}
 
 
 def run(data, network, optimizer, lr, epochs, seed):
@@ -76,20 +76,23 @@ def main():
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--n-train", type=int, default=3000)
     parser.add_argument("--n-test", type=int, default=2000)
+    parser.add_argument("--datasets", nargs="+", default=["digits", "fashion-mnist"])
     parser.add_argument("--networks", nargs="+", default=["mlp", "cnn"])
     parser.add_argument("--optimizers", nargs="+", default=list(GRIDS))
+    parser.add_argument("--lrs", type=float, nargs="+", help="learning rates (default: a grid)")
     parser.add_argument("--data-home", default=None, help="folder of the Fashion-MNIST files")
     args = parser.parse_args()
     reported = [e for e in REPORTED_EPOCHS if e < args.epochs] + [args.epochs]
     header = " ".join(f"{'ep ' + str(e):>6}" for e in reported)
     print(f"{'data':>20} {'net':>4} {'optim':>6} {'lr':>7} {header} {'cpu s':>7}", flush=True)
     results = {}
+    data_sets = datasets(args.n_train, args.n_test, args.data_home)
     for (name, data), network, optimizer in itertools.product(
-        datasets(args.n_train, args.n_test, args.data_home).items(),
+        [(name, data_sets[name]) for name in args.datasets],
         args.networks,
         args.optimizers,
     ):
-        for lr in GRIDS[optimizer]:
+        for lr in args.lrs or GRIDS[optimizer]:
             runs = [run(data, network, optimizer, lr, args.epochs, s) for s in args.seeds]
             accuracy = np.mean([acc for acc, _ in runs], axis=0)
             cpu = np.mean([seconds for _, seconds in runs])
@@ -105,7 +108,7 @@ def main():
                 lr: np.mean(
                     [acc[epoch - 1] for key, acc in results.items() if key[2:] == (optimizer, lr)]
                 )
-                for lr in GRIDS[optimizer]
+                for lr in args.lrs or GRIDS[optimizer]
             }
             best = max(means, key=means.get)
             table = ", ".join(f"{lr:g}: {100 * m:.1f}" for lr, m in means.items())

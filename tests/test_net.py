@@ -963,3 +963,21 @@ def test_custom_module_width_mismatches_name_both_numbers(digits):
         NetClassifier(RGBNet, max_epochs=1).fit(X.reshape(-1, 1, 8, 8), y)
     net = NetClassifier(WideInput(10), max_epochs=1, random_state=0)
     assert net.fit(X[:, :32], y).predict_proba(X[:5, :32]).shape == (5, 10)
+
+
+# ----------------------------------------------------------------- defaults
+
+
+def test_defaults_train_well_and_each_optimizer_has_its_learning_rate(digits):
+    from sklearn_calib.estimators import DEFAULT_LRS
+
+    X_train, X_test, y_train, y_test = digits
+    net = NetClassifier(random_state=0).fit(X_train, y_train)  # every parameter its default
+    assert isinstance(net.optimizer_, torch.optim.AdamW) and len(net.history) == 20
+    assert net.optimizer_.param_groups[0]["lr"] == DEFAULT_LRS[torch.optim.AdamW] == 3e-3
+    assert net.score(X_test, y_test) > 0.95
+    for name, cls in (("sgd", torch.optim.SGD), ("adam", torch.optim.Adam)):
+        fitted = small_net(optimizer=name, lr=None, max_epochs=1).fit(X_train[:100], y_train[:100])
+        assert fitted.optimizer_.param_groups[0]["lr"] == DEFAULT_LRS[cls]
+    recipe = small_net(optimizer="sgd", recipe="seed001", lr=None, max_epochs=1)
+    assert recipe.fit(X_train[:100], y_train[:100]).history[0, "lr"] == 0.1  # the recipe's
