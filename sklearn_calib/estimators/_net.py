@@ -1078,7 +1078,8 @@ default=None
                         if training
                         else step_fn(batch, **fit_params)
                     )
-                losses.append(step["loss"].detach().float())
+                # a copy: a replayed CUDA graph returns the same output tensor every step
+                losses.append(step["loss"].detach().float().clone())
                 if not training:
                     accuracies.append(_accuracy(step["y_pred"], target))
                 sizes.append(size)
@@ -1093,8 +1094,9 @@ default=None
                         callback.on_batch_end(self, batch=None, training=True)
         history.record(f"{prefix}_batch_count", len(sizes))
         values = torch.stack(losses + accuracies).tolist() if sizes else []
+        values, accuracies = values[: len(sizes)], values[len(sizes) :]
         if not run.live and not training:
-            for loss, acc, size in zip(values, values[len(sizes) :], sizes, strict=False):
+            for loss, acc, size in zip(values, accuracies, sizes, strict=True):
                 history.new_batch()
                 history.record_batch("valid_loss", loss)
                 history.record_batch("valid_acc", acc)
