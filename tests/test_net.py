@@ -872,6 +872,40 @@ def test_no_public_method_trains_outside_the_one_loop(digits, monkeypatch):
     assert epochs.count(True) == 2 + 2 + 3 + 2 == len(net.history)
 
 
+@pytest.mark.parametrize("cls", [NetClassifier, MetaNetClassifier])
+def test_no_public_method_still_inherited_from_skorch_trains(cls):
+    """A public skorch method the class does not override holds no training code of its own:
+    it calls no training method, runs no backward pass and steps no optimiser."""
+    import ast
+    import inspect
+    import textwrap
+
+    from skorch import NeuralNet
+
+    training = {"fit", "partial_fit", "fit_loop", "run_single_epoch", "train_step"}
+    training |= {"train_step_single", "backward", "step"}
+
+    def calls(function):
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+        return {
+            node.func.attr
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        }
+
+    assert calls(NeuralNet.fit_loop) & training  # the scan finds skorch's own loop
+    inherited = {}
+    for name in dir(cls):
+        owner = next((k for k in cls.__mro__ if name in vars(k)), None)
+        function = vars(owner).get(name) if owner is not None else None
+        if not name.startswith("_") and owner.__module__.startswith("skorch."):
+            if inspect.isfunction(function):
+                inherited[name] = calls(function)
+    assert {"evaluation_step", "get_split_datasets", "notify"} <= set(inherited)
+    assert not {"fit", "partial_fit", "fit_loop", "run_single_epoch"} & set(inherited)
+    assert {name: sorted(c & training) for name, c in inherited.items() if c & training} == {}
+
+
 def test_nonfinite_guard_and_transaction_cover_fit_loop(digits):
     from sklearn_calib.estimators import NonFiniteLossError
 
