@@ -79,6 +79,11 @@ def network_params(args):
     return {"hidden_units": tuple(args.hidden_units)} if args.network == "mlp" else {}
 
 
+def later_epochs(durations):
+    """Mean epoch time without the first (warm-up) epoch, or the only epoch's."""
+    return durations[1:].mean() if len(durations) > 1 else durations[0]
+
+
 def load_data(n_train, n_test, data_home):
     X_train, y_train, X_test, y_test = load_fashion_mnist(data_home=data_home, return_X_y=True)
     mean, std = X_train.mean(), X_train.std()
@@ -220,16 +225,16 @@ def main():
     print(f"{'trainer':>13} {'first epoch':>12} {'mean later':>11} {'ratio':>7} {'test acc':>9}")
     reference = results.get("net")
     for label, durations, accuracy, _ in results.values():
-        later = durations[1:].mean() if len(durations) > 1 else durations[0]
-        ratio = ""
-        if reference is not None:
-            ref = reference[1][1:].mean() if len(reference[1]) > 1 else reference[1][0]
-            ratio = f"{later / ref:.2f}x"
+        later = later_epochs(durations)
+        ratio = f"{later / later_epochs(reference[1]):.2f}x" if reference is not None else ""
         print(
             f"{label:>13} {durations[0]:>11.2f}s {later:>10.2f}s {ratio:>7} {100 * accuracy:>8.2f}%"
         )
     if reference is not None:
         print("ratio: mean later-epoch time of the trainer / NetClassifier's (higher = slower)")
+    if reference is not None and "loop" in results:
+        overhead = later_epochs(reference[1]) / later_epochs(results["loop"][1])
+        print(f"NetClassifier / hand loop (mean later-epoch time): {overhead:.2f}")
 
 
 if __name__ == "__main__":
