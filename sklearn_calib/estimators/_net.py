@@ -853,22 +853,26 @@ default=None
         Call it inside ``torch.random.fork_rng``: it sets torch's global generator, whose
         state after the weights' initialisation starts ``rng_state_``.
         """
-        seeds = check_random_state(self.random_state).randint(0, 2**31 - 1, size=4)
-        torch.default_generator.manual_seed(int(seeds[0]))
+        seeds = self._seeds()
+        torch.default_generator.manual_seed(seeds[0])
         cuda = self._cuda_devices()
         if cuda:
             with torch.cuda.device(cuda[0]):
-                torch.cuda.manual_seed(int(seeds[0]))
+                torch.cuda.manual_seed(seeds[0])
         self.initialize()
-        generator = torch.Generator(device=self.device_).manual_seed(int(seeds[1]))
+        generator = torch.Generator(device=self.device_).manual_seed(seeds[1])
         self.rng_state_ = {
             "device_type": self.device_.type,
             "torch": torch.get_rng_state(),
             "cuda": torch.cuda.get_rng_state(self.device_) if cuda else None,
             "generator": generator.get_state(),
-            "numpy": np.random.default_rng(int(seeds[2])).bit_generator.state,
-            "split_seed": int(seeds[3]),
+            "numpy": np.random.default_rng(seeds[2]).bit_generator.state,
+            "split_seed": seeds[3],
         }
+
+    def _seeds(self):
+        """Seeds from ``random_state``: torch's global generator, the batch order, numpy, split."""
+        return check_random_state(self.random_state).randint(0, 2**31 - 1, size=4).tolist()
 
     def _generators(self, state):
         """Set torch's global generator from ``state`` and return the run's generators.
@@ -879,13 +883,13 @@ default=None
         """
         generator = torch.Generator(device=self.device_)
         if state["device_type"] != self.device_.type:
-            seeds = check_random_state(self.random_state).randint(0, 2**31 - 1, size=4)
-            torch.default_generator.manual_seed(int(seeds[0]))
-            generator.manual_seed(int(seeds[1]))
+            seeds = self._seeds()
+            torch.default_generator.manual_seed(seeds[0])
+            generator.manual_seed(seeds[1])
             return {
                 "generator": generator,
-                "numpy": np.random.default_rng(int(seeds[2])),
-                "split_seed": int(seeds[3]),
+                "numpy": np.random.default_rng(seeds[2]),
+                "split_seed": seeds[3],
             }
         torch.set_rng_state(state["torch"])
         cuda = self._cuda_devices()
