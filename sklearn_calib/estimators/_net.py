@@ -275,7 +275,12 @@ default=None
     :meth:`train_step`, then over the validation batches with :meth:`validation_step`,
     ``on_epoch_end``, and ``on_train_end``), with the recipe's schedule, augmentation,
     mixup, the seeded generators, the non-finite guard and, for a fresh ``fit``, the
-    checkpoint. Subclasses change training through :meth:`train_step_single` (forward,
+    checkpoint. These three are part of the epoch rather than skorch callbacks: the
+    schedule sets each step's learning rate in :meth:`run_single_epoch` (a per-batch
+    callback would cost a host synchronisation per batch and stop the CUDA graph
+    replay), the guard checks the epoch's losses there, on the device, and the
+    checkpoint is written after ``on_epoch_end`` also when a callback stops training
+    or fails. Subclasses change training through :meth:`train_step_single` (forward,
     loss and backward of a batch) or :meth:`train_step` (the whole update): they
     receive ``(X_batch, target)`` on the device, ``target`` a class-index tensor, a
     :class:`WeightedTarget` or a :class:`MixedTarget`. Set ``train_step_capturable =
