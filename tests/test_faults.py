@@ -301,7 +301,7 @@ def test_fit_again_with_the_same_checkpoint_dir_resumes(digits, tmp_path):
     # A checkpoint written after epoch 2 of a 4-epoch fit: make one by hand from the
     # 2-epoch fit's state, under the name of the 4-epoch fit.
     second = small_net(max_epochs=4, mixup_alpha=0.2, checkpoint_dir=tmp_path)
-    second._validate_training_data(X_train, y_train, continuing=False, classes=None)
+    second._training_data(X_train, y_train, None, None, reset=True)
     checkpoint = FitCheckpoint.for_fit(second, X_train, y_train)
     checkpoint.save(first)
     with warnings.catch_warnings():

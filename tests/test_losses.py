@@ -679,3 +679,63 @@ def test_uncertainty_weights_reject_bad_input():
         uncertainty_weights([0, 1], [[0.5, 0.9], [0.2, 0.8]], gamma=2)
     with pytest.raises(ValueError, match="gamma"):
         uncertainty_weights([0, 1], [[0.5, 0.5], [0.2, 0.8]], gamma="x")
+
+
+# ----------------------------------------------------------------- sample weights
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_integer_sample_weights_equal_repeated_samples(name, reduction):
+    """Each loss, its value and its gradient: weight w_i is sample i repeated w_i times."""
+    logits, target = _random_batch(n=9, k=4, seed=3)
+    weight = torch.tensor([0, 1, 2, 3, 1, 0, 2, 1, 4], dtype=torch.float64)
+    repeats = weight.long()
+    loss = get_loss(name, **{**ROUTED.get(name, {}), "reduction": reduction})
+    weighted_logits = logits.clone().requires_grad_(True)
+    weighted = loss(weighted_logits, target, sample_weight=weight)
+    repeated_logits = logits.clone().requires_grad_(True)
+    repeated = loss(
+        repeated_logits.repeat_interleave(repeats, 0), target.repeat_interleave(repeats)
+    )
+    if reduction == "none":
+        if name != "mmce":  # MMCE's batch term differs between the two batches
+            torch.testing.assert_close(weighted, weight * loss(logits, target))
+        weighted, repeated = weighted.sum(), repeated.sum()
+    torch.testing.assert_close(weighted, repeated)
+    weighted.backward()
+    repeated.backward()
+    torch.testing.assert_close(weighted_logits.grad, repeated_logits.grad)
+
+
+def test_sample_weights_with_per_sample_gamma_and_zero_total():
+    logits, target = _random_batch(n=6, k=3, seed=4)
+    gamma = torch.linspace(0.5, 3.0, 6, dtype=torch.float64)
+    weight = torch.tensor([2.0, 0.0, 1.0, 1.0, 3.0, 0.5], dtype=torch.float64)
+    loss = FocalLoss(reduction="none")
+    per_sample = loss(logits, target, gamma=gamma)
+    weighted = FocalLoss()(logits, target, sample_weight=weight, gamma=gamma)
+    torch.testing.assert_close(weighted, (weight * per_sample).sum() / weight.sum())
+    zero = FocalLoss()(logits, target, sample_weight=torch.zeros(6, dtype=torch.float64))
+    assert zero.item() == 0.0
+    with pytest.raises(ValueError, match=r"`sample_weight` of shape \(6,\).*got \(5,\)"):
+        FocalLoss()(logits, target, sample_weight=torch.ones(5))
+    with pytest.raises(ValueError, match="`sample_weight` to be a torch tensor"):
+        FocalLoss()(logits, target, sample_weight=[1.0] * 6)
+
+
+def test_weighted_mmce_counts_pairs_with_the_product_of_weights():
+    probs = torch.softmax(ZB, 1)
+    weight = torch.tensor([1.0, 2.0, 0.0, 3.0], dtype=torch.float64)
+    repeats = weight.long()
+    for normalization in ("reference", "pairs"):
+        torch.testing.assert_close(
+            mmce_weighted(probs, YB, sample_weight=weight, normalization=normalization),
+            mmce_weighted(
+                probs.repeat_interleave(repeats, 0),
+                YB.repeat_interleave(repeats),
+                normalization=normalization,
+            ),
+        )
+    ones = torch.ones(4, dtype=torch.float64)
+    assert mmce_weighted(probs, YB, sample_weight=ones).item() == pytest.approx(0.556026, abs=1e-5)

@@ -590,6 +590,43 @@ def test_bad_parameters_raise(digits, params, match):
         small_meta(**params).fit(X_train[:100], y_train[:100])
 
 
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"meta_optimizer__lr": -1.0},
+        {"meta_optimizer__lr": float("nan")},
+        {"meta_optimizer__betas": (1.5, 0.99)},
+        {"meta_lr": -1.0},
+        {"optimizer__lr": -1.0},
+    ],
+    ids=repr,
+)
+@pytest.mark.parametrize("path", ["partial_fit", "fit_loop"])
+def test_bad_optimizer_values_never_reach_a_fitted_meta_net(digits, params, path):
+    """Issue 17: the values of both optimisers are checked when a fitted net continues."""
+    X, y = digits[0][:200], digits[2][:200]
+    net = small_meta(max_epochs=1).fit(X, y)
+    groups = [
+        {k: v for k, v in optimizer.param_groups[0].items() if k != "params"}
+        for optimizer in (net.optimizer_, net.meta_optimizer_)
+    ]
+    net.set_params(**params)
+    with pytest.raises(ValueError, match=next(iter(params)).split("__")[-1]):
+        net.partial_fit(X, y) if path == "partial_fit" else net.fit_loop(X, y, epochs=1)
+    after = [
+        {k: v for k, v in optimizer.param_groups[0].items() if k != "params"}
+        for optimizer in (net.optimizer_, net.meta_optimizer_)
+    ]
+    assert len(net.history) == 1
+    for before, now in zip(groups, after, strict=True):
+        assert before.keys() == now.keys()
+        for key in before:
+            if isinstance(before[key], torch.Tensor):
+                assert torch.equal(before[key], now[key]), key
+            else:
+                assert before[key] == now[key], key
+
+
 class _NoHead(nn.Module):
     def __init__(self, input_shape, n_classes):
         super().__init__()

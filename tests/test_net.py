@@ -31,6 +31,7 @@ from sklearn_calib.estimators import (
     REFERENCE_PAIRING,
     MixedTarget,
     NetClassifier,
+    _cuda_graph,
     _training,
 )
 from sklearn_calib.estimators._augment import mixup, random_crop, random_flip
@@ -508,7 +509,7 @@ def test_gradient_clipping_matches_torch_on_ordinary_gradients():
 def test_static_batch_copies_keep_structure_and_layout():
     X = torch.randn(4, 3, 5, 5).contiguous(memory_format=torch.channels_last)
     target = MixedTarget(torch.arange(4), torch.arange(4).flip(0), torch.tensor(0.3))
-    static = _training._static_copy((X, target))
+    static = _cuda_graph._static_copy((X, target))
     assert type(static) is tuple and isinstance(static[1], MixedTarget)
     assert static[0].is_contiguous(memory_format=torch.channels_last)
     assert static[0].data_ptr() != X.data_ptr()
@@ -516,7 +517,7 @@ def test_static_batch_copies_keep_structure_and_layout():
         torch.randn(4, 3, 5, 5),
         MixedTarget(torch.ones(4, dtype=torch.long), target.y_a, torch.tensor(0.9)),
     )
-    _training._copy_into(static, new)
+    _cuda_graph._copy_into(static, new)
     assert torch.equal(static[0], new[0]) and torch.equal(static[1].y_a, new[1].y_a)
     assert static[1].lam.item() == pytest.approx(0.9)
 
@@ -762,3 +763,255 @@ def test_epoch_callbacks_keep_the_fast_path():
     batch_scheduler = LRScheduler(policy="CyclicLR", base_lr=0.01, max_lr=0.1, step_every="batch")
     assert not needs_live_batches([("lr", epoch_scheduler), ("bar", ProgressBar())])
     assert needs_live_batches([("lr", batch_scheduler)])
+
+
+# ----------------------------------------------------------------- routed optimiser values
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"lr": -1.0},
+        {"optimizer__lr": -1.0},
+        {"optimizer__lr": float("nan")},
+        {"optimizer__lr": float("inf")},
+        {"optimizer__param_groups__0__lr": -1.0},
+        {"optimizer__momentum": -1.0},
+    ],
+    ids=repr,
+)
+@pytest.mark.parametrize("path", ["fit", "partial_fit", "warm_start", "fit_loop"])
+def test_routed_optimizer_values_are_checked_on_every_path(digits, params, path):
+    """Issue 17: a bad value set on a fitted net never reaches its optimiser."""
+    X, y = digits[0][:200], digits[2][:200]
+    net = small_net(max_epochs=1, optimizer="sgd", lr=0.05)
+    if path != "fit":
+        net.fit(X, y)
+    before = (
+        {k: v for k, v in net.optimizer_.param_groups[0].items() if k != "params"}
+        if (path != "fit")
+        else None
+    )
+    name = next(iter(params))
+    net.set_params(**params)
+    with pytest.raises(ValueError, match=name.split("__")[-1]):
+        if path == "fit":
+            net.fit(X, y)
+        elif path == "partial_fit":
+            net.partial_fit(X, y)
+        elif path == "warm_start":
+            net.set_params(warm_start=True).fit(X, y)
+        else:
+            net.fit_loop(X, y, epochs=1)
+    if before is not None:
+        group = {k: v for k, v in net.optimizer_.param_groups[0].items() if k != "params"}
+        assert group == before
+        assert len(net.history) == 1
+
+
+def test_a_negative_learning_rate_in_a_param_group_is_rejected_at_fit(digits):
+    X, y = digits[0][:200], digits[2][:200]
+    net = small_net(max_epochs=1, optimizer__param_groups=[("*", {"lr": -1.0})])
+    with pytest.raises(ValueError, match=r"lr.*-1\.0"):
+        net.fit(X, y)
+    assert not net.__sklearn_is_fitted__()
+
+
+# ----------------------------------------------------------------- one training loop
+
+
+def test_fit_loop_trains_as_partial_fit_does(digits):
+    """skorch's fit_loop runs the one loop: schedule, mixup, seeded generators."""
+    X, y = digits[0][:300].reshape(-1, 1, 8, 8), digits[2][:300]
+    params = {"recipe": "seed001", "lr": None, "mixup_alpha": 0.2, "augment": "flip"}
+    looped = small_net(max_epochs=4, **params).fit(X, y)
+    partial = small_net(max_epochs=4, **params).fit(X, y)
+    looped.fit_loop(X, y, epochs=2)
+    partial.set_params(max_epochs=2).partial_fit(X, y)
+    np.testing.assert_allclose(looped.history[:, "lr"], [0.1, 0.1, 0.01, 0.001, 0.1, 0.01])
+    assert looped.history[:, "train_loss"] == partial.history[:, "train_loss"]
+    for a, b in zip(looped.module_.parameters(), partial.module_.parameters(), strict=True):
+        assert torch.equal(a, b)
+
+
+def test_no_public_method_trains_outside_the_one_loop(digits, monkeypatch):
+    from skorch import NeuralNet
+
+    for name in (
+        "fit",
+        "partial_fit",
+        "fit_loop",
+        "run_single_epoch",
+        "train_step",
+        "train_step_single",
+        "validation_step",
+        "get_iterator",
+        "get_loss",
+    ):
+        assert getattr(NetClassifier, name) is not getattr(NeuralNet, name), name
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("skorch's own loop was used")
+
+    for name in ("fit_loop", "run_single_epoch", "partial_fit", "train_step", "train_step_single"):
+        monkeypatch.setattr(NeuralNet, name, refuse)
+    epochs = []
+    original = NetClassifier.run_single_epoch
+
+    def counting(self, iterator, training, *args, **kwargs):
+        epochs.append(training)
+        return original(self, iterator, training, *args, **kwargs)
+
+    monkeypatch.setattr(NetClassifier, "run_single_epoch", counting)
+    X, y = digits[0][:200], digits[2][:200]
+    net = small_net(max_epochs=2)
+    net.fit(X, y)
+    net.partial_fit(X, y)
+    net.fit_loop(X, y, epochs=3)
+    net.set_params(warm_start=True).fit(X, y)
+    assert epochs.count(True) == 2 + 2 + 3 + 2 == len(net.history)
+
+
+@pytest.mark.parametrize("cls", [NetClassifier, MetaNetClassifier])
+def test_no_public_method_still_inherited_from_skorch_trains(cls):
+    """A public skorch method the class does not override holds no training code of its own:
+    it calls no training method, runs no backward pass and steps no optimiser."""
+    import ast
+    import inspect
+    import textwrap
+
+    from skorch import NeuralNet
+
+    training = {"fit", "partial_fit", "fit_loop", "run_single_epoch", "train_step"}
+    training |= {"train_step_single", "backward", "step"}
+
+    def calls(function):
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+        return {
+            node.func.attr
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        }
+
+    assert calls(NeuralNet.fit_loop) & training  # the scan finds skorch's own loop
+    inherited = {}
+    for name in dir(cls):
+        owner = next((k for k in cls.__mro__ if name in vars(k)), None)
+        function = vars(owner).get(name) if owner is not None else None
+        if not name.startswith("_") and owner.__module__.startswith("skorch."):
+            if inspect.isfunction(function):
+                inherited[name] = calls(function)
+    assert {"evaluation_step", "get_split_datasets", "notify"} <= set(inherited)
+    assert not {"fit", "partial_fit", "fit_loop", "run_single_epoch"} & set(inherited)
+    assert {name: sorted(c & training) for name, c in inherited.items() if c & training} == {}
+
+
+def test_nonfinite_guard_and_transaction_cover_fit_loop(digits):
+    from sklearn_calib.estimators import NonFiniteLossError
+
+    X, y = digits[0][:300], digits[2][:300]
+    net = small_net(max_epochs=1).fit(X, y)
+    before = [p.detach().clone() for p in net.module_.parameters()]
+    net.optimizer_.param_groups[0]["lr"] = 1e30
+    with pytest.raises(NonFiniteLossError, match="epoch 2"):
+        net.fit_loop(X, y, epochs=2)
+    assert len(net.history) == 1
+    assert all(torch.equal(a, b) for a, b in zip(before, net.module_.parameters(), strict=True))
+
+
+# ----------------------------------------------------------------- set_params only stores
+
+
+def test_set_params_only_stores_until_the_next_training_call(digits):
+    X, X_test, y = digits[0][:300], digits[1], digits[2][:300]
+    net = small_net(max_epochs=2, optimizer="sgd", optimizer__momentum=0.9, criterion="focal")
+    net.fit(X, y)
+    module, criterion, optimizer = net.module_, net.criterion_, net.optimizer_
+    callbacks, proba = net.callbacks_, net.predict_proba(X_test)
+    scoring = EpochScoring("accuracy", on_train=True, name="train_acc")
+    net.set_params(
+        criterion__gamma=1.0,
+        lr=0.05,
+        optimizer__momentum=0.5,
+        callbacks=[scoring],
+        module__hidden_units=(32,),  # the value it has: nothing to rebuild
+    )
+    assert net.criterion_ is criterion and criterion.gamma == 3.0
+    assert optimizer.param_groups[0]["lr"] == 0.01 and optimizer.param_groups[0]["momentum"] == 0.9
+    assert net.callbacks_ is callbacks
+    np.testing.assert_array_equal(net.predict_proba(X_test), proba)
+    loaded = pickle.loads(pickle.dumps(net))  # built from what the parts were built from
+    assert loaded.criterion_.gamma == 3.0 and loaded.optimizer_.param_groups[0]["lr"] == 0.01
+    assert loaded.lr == 0.05 and loaded.criterion__gamma == 1.0
+    net.partial_fit(X, y)
+    assert len(net.history) == 4 and net.module_ is module and net.optimizer_ is optimizer
+    assert net.criterion_ is not criterion and net.criterion_.gamma == 1.0
+    assert optimizer.param_groups[0]["momentum"] == 0.5
+    assert net.history[-2:, "lr"] == [0.05, 0.05]
+    assert "train_acc" in net.history[-1] and net.built_params_["lr"] == 0.05
+    loaded.partial_fit(X, y)
+    for a, b in zip(loaded.module_.parameters(), net.module_.parameters(), strict=True):
+        assert torch.equal(a, b)
+
+
+def test_progress_bar_counts_the_training_batches(digits, capsys):
+    X, y = digits[0][:300], digits[2][:300]
+    net = small_net(max_epochs=1, verbose=1, train_split=0.2, batch_size=32).fit(X, y)
+    bar = dict(net.callbacks_)["progress_bar"]
+    assert bar.pbar_.total == 8 == bar.pbar_.n  # ceil(240 / 32) training batches
+    assert net.history[-1, "valid_batch_count"] == 2
+
+
+# ----------------------------------------------------------------- custom modules
+
+
+class WideInput(nn.Module):
+    def __init__(self, n_classes=3):
+        super().__init__()
+        self.hidden = nn.Linear(32, 16)
+        self.out = nn.Linear(16, n_classes)
+
+    def forward(self, x):
+        return self.out(torch.relu(self.hidden(x)))
+
+
+class RGBNet(nn.Module):
+    def __init__(self, n_classes):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.head = nn.Linear(4, n_classes)
+
+    def forward(self, x):
+        return self.head(self.conv(x).mean((2, 3)))
+
+
+def test_custom_module_width_mismatches_name_both_numbers(digits):
+    X, y = digits[0][:200], digits[2][:200]
+    with pytest.raises(
+        ValueError, match=r"layer 'hidden' \(Linear\) takes 32 input features but gets 64"
+    ):
+        NetClassifier(WideInput, max_epochs=1).fit(X, y)
+    with pytest.raises(ValueError, match=r"returns 3 scores per sample, but y has 10 classes"):
+        NetClassifier(WideInput(3), max_epochs=1).fit(X[:, :32], y)
+    with pytest.raises(ValueError, match=r"layer 'conv' \(Conv2d\) takes 3 channels but gets 1"):
+        NetClassifier(RGBNet, max_epochs=1).fit(X.reshape(-1, 1, 8, 8), y)
+    net = NetClassifier(WideInput(10), max_epochs=1, random_state=0)
+    assert net.fit(X[:, :32], y).predict_proba(X[:5, :32]).shape == (5, 10)
+
+
+# ----------------------------------------------------------------- defaults
+
+
+def test_defaults_train_well_and_each_optimizer_has_its_learning_rate(digits):
+    from sklearn_calib.estimators import DEFAULT_LRS
+
+    X_train, X_test, y_train, y_test = digits
+    net = NetClassifier(random_state=0).fit(X_train, y_train)  # every parameter its default
+    assert isinstance(net.optimizer_, torch.optim.AdamW) and len(net.history) == 20
+    assert net.optimizer_.param_groups[0]["lr"] == DEFAULT_LRS[torch.optim.AdamW] == 3e-3
+    assert net.score(X_test, y_test) > 0.95
+    for name, cls in (("sgd", torch.optim.SGD), ("adam", torch.optim.Adam)):
+        fitted = small_net(optimizer=name, lr=None, max_epochs=1).fit(X_train[:100], y_train[:100])
+        assert fitted.optimizer_.param_groups[0]["lr"] == DEFAULT_LRS[cls]
+    recipe = small_net(optimizer="sgd", recipe="seed001", lr=None, max_epochs=1)
+    assert recipe.fit(X_train[:100], y_train[:100]).history[0, "lr"] == 0.1  # the recipe's

@@ -1,14 +1,15 @@
 """Neural classifiers (skorch) and their network zoo."""
 
-from ._augment import MixedTarget
 from ._checkpoint import CheckpointWarning
 from ._device import resolve_device
 from ._faults import NonFiniteLossError
 from ._meta import MetaNetClassifier
 from ._net import NetClassifier
-from ._recipes import RECIPES, REFERENCE_PAIRING, Recipe
+from ._recipes import DEFAULT_LRS, RECIPES, REFERENCE_PAIRING, Recipe
+from ._targets import MixedTarget, WeightedTarget
 
 __all__ = [
+    "DEFAULT_LRS",
     "RECIPES",
     "REFERENCE_PAIRING",
     "CheckpointWarning",
@@ -17,5 +18,6 @@ __all__ = [
     "NetClassifier",
     "NonFiniteLossError",
     "Recipe",
+    "WeightedTarget",
     "resolve_device",
 ]

@@ -5,30 +5,12 @@ mixing weight from a host-side numpy generator), so no step waits for the host a
 seeded fit is reproducible.
 """
 
-from typing import NamedTuple
-
 import torch
 from torch.nn import functional as F
 
+from ._targets import MixedTarget, take
+
 AUGMENTATIONS = ("crop_flip", "crop", "flip")
-
-
-class MixedTarget(NamedTuple):
-    """Targets of a mixup batch: the loss is ``lam * L(z, y_a) + (1 - lam) * L(z, y_b)``.
-
-    Attributes
-    ----------
-    y_a : torch.Tensor of shape (n,)
-        Class indices of the first images.
-    y_b : torch.Tensor of shape (n,)
-        Class indices of the images mixed in.
-    lam : torch.Tensor of shape ()
-        Mixing weight of the first images, a float32 tensor on the batch's device.
-    """
-
-    y_a: torch.Tensor
-    y_b: torch.Tensor
-    lam: torch.Tensor
 
 
 def crop_padding(image_size):
@@ -107,8 +89,8 @@ def mixup(x, y, lam, generator):
     ----------
     x : torch.Tensor of shape (n, ...)
         Float inputs.
-    y : torch.Tensor of shape (n,)
-        Class indices.
+    y : torch.Tensor of shape (n,) or WeightedTarget
+        Class indices (with their sample weights).
     lam : float
         Mixing weight, drawn from Beta(alpha, alpha) by the caller.
     generator : torch.Generator
@@ -122,4 +104,4 @@ def mixup(x, y, lam, generator):
     perm = torch.randperm(x.shape[0], device=x.device, generator=generator)
     mixed = x * lam + x.index_select(0, perm) * (1.0 - lam)
     lam_tensor = torch.full((), lam, dtype=torch.float32, device=x.device)
-    return mixed, MixedTarget(y, y.index_select(0, perm), lam_tensor)
+    return mixed, MixedTarget(y, take(y, perm), lam_tensor)

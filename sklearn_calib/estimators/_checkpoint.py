@@ -218,10 +218,7 @@ class FitCheckpoint:
                 UserWarning,
                 stacklevel=4,
             )
-        components = payload["components"]
-        if any(getattr(net, name, None) is None for name in components):
-            net._rebuild_components(set(components))  # parts a subclass builds at fit time
-        restore_components(net, components)
+        restore_components(net, payload["components"])
         net.history_ = history_from_list(meta["history"])
         net.rng_state_ = {
             "device_type": meta["device_type"],

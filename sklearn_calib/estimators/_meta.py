@@ -8,18 +8,17 @@ import numpy as np
 import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
-from skorch.dataset import Dataset
+from skorch.utils import params_for
 from torch import nn
 
 from .._validation import check_number
 from ..losses import resolve_loss
 from ..losses._base import GammaWeighted
-from ._augment import MixedTarget
 from ._device import autocast, autocast_dtype
 from ._gamma_net import ElementwiseL2, GammaNet, build_regularizer
 from ._meta_step import META_LOSSES, MetaBatches, meta_objective, meta_step
 from ._net import NetClassifier
-from ._training import BatchSource
+from ._optimizer import check_optimizer_values
 
 _REGULARIZERS = {"gamma_net": GammaNet, "l2": ElementwiseL2}
 _POSITIVE = Interval(numbers.Real, 0, None, closed="neither")
@@ -30,7 +29,7 @@ class _FitState:
     """What one fit needs besides the network: meta batches, the statistics split, the loss."""
 
     batches: MetaBatches
-    statistics: BatchSource
+    statistics: object
     objective: partial
 
 
@@ -192,6 +191,13 @@ class MetaNetClassifier(NetClassifier):
     inference pass over the validation part and one more host synchronisation per epoch.
     skorch's ``save_params`` does not save the regulariser; pickling does.
 
+    Sample and class weights (``fit(X, y, sample_weight=...)``, ``class_weight``) weigh
+    the regularised training loss, in the virtual step of the head as in the real
+    update, and the recorded validation loss; the meta objective on the
+    meta-validation part is not weighted. :meth:`train_step_single` is where the meta
+    step plugs into NetClassifier's training loop: it runs once per training batch,
+    before the network's gradients are computed.
+
     References
     ----------
     C. Wang and J. Golebiowski, "Towards Unbiased Calibration using
@@ -273,13 +279,12 @@ class MetaNetClassifier(NetClassifier):
 
     # ------------------------------------------------------------------ components
 
-    def _defers(self, name):
-        """Besides the network's parameters, a new regulariser or ``tau`` waits for the fit.
+    def _rebuilds_network(self, name):
+        """Besides the network's parameters, a new regulariser or ``tau`` needs a fresh fit.
 
-        Both shape the fitted regulariser (and ``regularizer`` the default loss), which a
-        pickled or copied net rebuilds from the parameters it was fitted with.
+        Both shape the fitted regulariser (and ``regularizer`` the default loss).
         """
-        return super()._defers(name) or name in ("regularizer", "tau")
+        return super()._rebuilds_network(name) or name in ("regularizer", "tau")
 
     def _check_params(self):
         super()._check_params()
@@ -293,23 +298,27 @@ class MetaNetClassifier(NetClassifier):
                 f"got {self.train_split} + {self.meta_fraction}."
             )
 
-    def initialize_criterion(self):
+    def _build_criterion(self, params):
         """Build the loss; None is focal (gamma 1) for "gamma_net", cross-entropy for "l2"."""
-        if self.criterion is not None:
-            return super().initialize_criterion()
-        kwargs = self.get_params_for("criterion")
-        if self.regularizer == "gamma_net":
-            self.criterion_ = resolve_loss("focal")(**{"gamma": 1.0, **kwargs})
-        else:
-            self.criterion_ = resolve_loss("ce")(**kwargs)
-        return self
+        if params["criterion"] is not None:
+            return super()._build_criterion(params)
+        kwargs = params_for("criterion", params)
+        if params["regularizer"] == "gamma_net":
+            return resolve_loss("focal")(**{"gamma": 1.0, **kwargs})
+        return resolve_loss("ce")(**kwargs)
 
     def initialize(self):
-        """Initialise the network and forget the regulariser of a previous fit."""
+        """Build the network, loss and optimiser, and a new regulariser for them."""
         super().initialize()
         self.meta_regularizer_ = None
         self.meta_optimizer_ = None
+        self._prepare_regularizer()
         return self
+
+    def _update_parts(self):
+        """Apply the parameters set since the last fit; then check or renew the regulariser."""
+        super()._update_parts()
+        self._prepare_regularizer()
 
     def _head(self):
         """Return the network's classifier head, checking the features/head structure."""
@@ -322,47 +331,57 @@ class MetaNetClassifier(NetClassifier):
             )
         return head
 
-    def _prepare_regularizer(self):
-        """Check the network and criterion; build the regulariser unless one fits already."""
+    def _prepare_regularizer(self, params=None):
+        """Check the network and criterion; build the regulariser unless one fits already.
+
+        Parameters
+        ----------
+        params : dict or None, default=None
+            The parameters to build from (``built_params_`` at loading); None: the current.
+        """
+        params = self._param_values() if params is None else params
+        regularizer, tau = params["regularizer"], params["tau"]
         head = self._head()
-        if self.regularizer == "gamma_net" and not isinstance(self.criterion_, GammaWeighted):
+        if regularizer == "gamma_net" and not isinstance(self.criterion_, GammaWeighted):
             raise ValueError(
                 "regularizer='gamma_net' needs a criterion that takes a per-sample gamma "
                 "(focal, focal_gra, inverse_focal, dual_focal, dual_focal_gra, bsce, "
                 f"bsce_gra), got {type(self.criterion_).__name__}."
             )
         current = getattr(self, "meta_regularizer_", None)
-        if isinstance(current, _REGULARIZERS[self.regularizer]) and current.matches(head):
+        if isinstance(current, _REGULARIZERS[regularizer]) and current.matches(head):
             if isinstance(current, GammaNet):
-                current.tau = self.tau
-            params = self._meta_optimizer_params(current)
+                current.tau = tau
+            settings = self._meta_optimizer_params(current, params)
             for group in self.meta_optimizer_.param_groups:
-                for name, value in params.items():
+                for name, value in settings.items():
                     if isinstance(group.get(name), torch.Tensor):
                         group[name].fill_(value)
                     else:
                         group[name] = value
         else:
             with self._current_init_context("regularizer"):
-                self.meta_regularizer_ = build_regularizer(self.regularizer, head, self.tau)
-                self.meta_optimizer_ = self._meta_optimizer(self.meta_regularizer_)
+                self.meta_regularizer_ = build_regularizer(regularizer, head, tau)
+                self.meta_optimizer_ = self._meta_optimizer(self.meta_regularizer_, params)
 
-    def initialize_virtual_params(self):
-        """Let ``set_params(meta_optimizer__*=...)`` on a fitted net wait for the next fit."""
-        super().initialize_virtual_params()
-        self._register_virtual_param("meta_optimizer__*")  # stored as the attribute
-        return self
+    def _meta_optimizer_params(self, regularizer, params):
+        """Adam's keyword arguments: ``meta_optimizer__*``; lr from ``meta_lr`` if unset.
 
-    def _meta_optimizer_params(self, regularizer):
-        """Adam's keyword arguments: ``meta_optimizer__*``; lr from ``meta_lr`` if unset."""
-        params = self.get_params_for("meta_optimizer")
-        step = regularizer.default_meta_lr if self.meta_lr is None else self.meta_lr
-        params.setdefault("lr", step * regularizer.lr_scale())
-        return params
+        They are checked as the network optimiser's are (a finite lr > 0, then Adam's own
+        checks) before they reach the optimiser.
+        """
+        settings = params_for("meta_optimizer", params)
+        sources = {name: f"meta_optimizer__{name}" for name in settings}
+        if "lr" not in settings:
+            step = regularizer.default_meta_lr if params["meta_lr"] is None else params["meta_lr"]
+            settings["lr"] = step * regularizer.lr_scale()
+            sources["lr"] = "meta_lr"
+        check_optimizer_values(torch.optim.Adam, settings, sources)
+        return settings
 
-    def _meta_optimizer(self, regularizer):
+    def _meta_optimizer(self, regularizer, params):
         """Adam on the regulariser (:meth:`_meta_optimizer_params`); on CUDA fused, capturable."""
-        params = self._meta_optimizer_params(regularizer)
+        params = self._meta_optimizer_params(regularizer, params)
         if self.device_.type == "cuda":
             params["lr"] = torch.tensor(params["lr"], dtype=torch.float32, device=self.device_)
             params = {"fused": True, "capturable": True, **params}
@@ -371,14 +390,14 @@ class MetaNetClassifier(NetClassifier):
     # ------------------------------------------------------------------ fitting
 
     def _train(self, *args, **kwargs):
-        self._prepare_regularizer()
         try:
             super()._train(*args, **kwargs)
         finally:
             self._fit_state = None
 
-    def _split(self, X, y, y_index, seed):
+    def _split(self, data, seed):
         """Hold out the meta-validation part, then split the rest as NetClassifier does."""
+        X, y_index = data.X, data.y_index
         n = len(X)
         float_split = isinstance(self.train_split, numbers.Real)
         n_meta = max(1, round(self.meta_fraction * n))
@@ -392,19 +411,13 @@ class MetaNetClassifier(NetClassifier):
         meta, rest = _stratified_holdout(y_index, n_meta, rng)
         if float_split:
             valid, train = (rest[part] for part in _stratified_holdout(y_index[rest], n_valid, rng))
-            X_train, X_valid = X[train], X[valid]
-            split = (
-                (X_train, y_index[train]),
-                (X_valid, y_index[valid]),
-                Dataset(X_train, y[train]),
-                Dataset(X_valid, y[valid]),
-            )
+            split = data.subset(train), data.subset(valid)
         else:
-            split = super()._split(X[rest], y[rest], y_index[rest], seed)
+            split = super()._split(data.subset(rest), seed)
         batches = MetaBatches(X[meta], y_index[meta], self.device_, self.batch_size)
         statistics = batches.source
         if split[1] is not None and self.regularizer == "gamma_net":
-            statistics = BatchSource(*split[1], self.device_)
+            statistics = split[1].batch_source(self.device_)
         objective = partial(
             meta_objective,
             meta_loss=self.meta_loss,
@@ -422,13 +435,18 @@ class MetaNetClassifier(NetClassifier):
         state = self._fit_state
         return state is None or state.batches.resident
 
-    def train_step(self, batch, **fit_params):
-        """Make one meta step and then the real update of the network on ``batch``.
+    def train_step_single(self, batch, **fit_params):
+        """Make one meta step, then compute the network's regularised loss and gradients.
+
+        The meta step (:func:`~sklearn_calib.estimators._meta_step.meta_step`) updates
+        the regulariser from a meta-validation batch; ``train_step`` then steps the
+        network with these gradients.
 
         Parameters
         ----------
-        batch : tuple of (torch.Tensor, torch.Tensor or MixedTarget)
-            Inputs and targets of a training batch on ``device_``.
+        batch : tuple of (torch.Tensor, target)
+            Inputs and targets of a training batch on ``device_`` (a class-index tensor,
+            a WeightedTarget or a MixedTarget).
 
         Returns
         -------
@@ -440,7 +458,6 @@ class MetaNetClassifier(NetClassifier):
         state = self._fit_state
         module, head, regularizer = self.module_, self.module_.head, self.meta_regularizer_
         dtype = autocast_dtype(self.precision, self.device_)
-        self.optimizer_.zero_grad(set_to_none=True)
         with autocast(dtype, self.device_):
             features = module.features(X)
             logits = head(features)
@@ -462,19 +479,11 @@ class MetaNetClassifier(NetClassifier):
         loss = regularizer.regularized_loss(
             self._training_loss, logits.float(), y, features, head.weight, head.bias, learn=False
         )
-        return self._backward_and_step(loss, logits, batch)
+        return self._backward(loss, logits, y)
 
     def _training_loss(self, logits, target, **criterion_kwargs):
-        """The criterion on float32 logits (mixup pairs weighted), summed if asked."""
-        if isinstance(target, MixedTarget):
-            loss = target.lam * self.criterion_(logits, target.y_a, **criterion_kwargs) + (
-                1.0 - target.lam
-            ) * self.criterion_(logits, target.y_b, **criterion_kwargs)
-        else:
-            loss = self.criterion_(logits, target, **criterion_kwargs)
-        if self.loss_reduction == "sum":
-            loss = loss * logits.shape[0]
-        return loss
+        """The training loss of float32 logits (weighted, mixed and summed as ``get_loss``)."""
+        return self.get_loss(logits, target, training=True, **criterion_kwargs)
 
     def _virtual_lr(self):
         if self.virtual_lr is not None:
@@ -559,10 +568,10 @@ class MetaNetClassifier(NetClassifier):
         state.update(dict.fromkeys(kept))
         return state
 
-    def _rebuild_components(self, names):
-        super()._rebuild_components(names)
-        if "meta_regularizer_" in names:
-            self._prepare_regularizer()
+    def _build_parts(self, params):
+        super()._build_parts(params)
+        if "meta_regularizer_" not in self.__dict__:  # saved with the net: load its state
+            self._prepare_regularizer(params)
 
 
 def _stratified_holdout(y, n_holdout, rng):

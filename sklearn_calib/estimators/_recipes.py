@@ -23,8 +23,18 @@ REFERENCE_PAIRING = {"loss_reduction": "sum", "grad_clip": 2.0}
 
 OPTIMIZERS = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW}
 
-#: Optimiser used when neither ``optimizer`` nor ``recipe`` names one, and its learning rate.
+#: Optimiser used when neither ``optimizer`` nor ``recipe`` names one.
 DEFAULT_OPTIMIZER = torch.optim.AdamW
+
+#: Learning rate of each optimiser when neither ``lr`` nor a recipe sets one, chosen from
+#: the test accuracy after 3 to 20 epochs of the zoo's MLP and CNN on digits and on 3,000
+#: Fashion-MNIST images over a grid of rates: 3e-3 for Adam and AdamW had the best mean
+#: after 3 epochs (79 % against 71 % at 1e-3, the earlier default) and was within a point of
+#: the best at the end; SGD (no momentum) 0.1, a factor 3 below 0.3 (2-5 points better on
+#: average) and 10 below 1.0, which diverged on Fashion-MNIST.
+DEFAULT_LRS = {torch.optim.SGD: 0.1, torch.optim.Adam: 3e-3, torch.optim.AdamW: 3e-3}
+
+#: Learning rate of any other optimiser class when neither ``lr`` nor a recipe sets one.
 DEFAULT_LR = 1e-3
 
 
@@ -188,8 +198,68 @@ def resolve_optimizer(optimizer, recipe):
     return optimizer, {}
 
 
-def base_lr(lr, recipe):
-    """Return the base learning rate: ``lr`` if given, else the recipe's, else 1e-3."""
+def base_lr(lr, recipe, optimizer):
+    """Return the base learning rate: ``lr`` if given, else the recipe's, else the optimiser's.
+
+    Parameters
+    ----------
+    lr : float or None
+        Returned as given (it is checked with the optimiser's other settings).
+    recipe : Recipe or None
+        The recipe, when its optimiser is the one used.
+    optimizer : type of torch.optim.Optimizer
+
+    Returns
+    -------
+    lr : float
+    """
     if lr is not None:
-        return float(lr)
-    return recipe.lr if recipe is not None else DEFAULT_LR
+        return lr
+    if recipe is not None:
+        return recipe.lr
+    return DEFAULT_LRS.get(optimizer, DEFAULT_LR)
+
+
+class RecipeSchedule:
+    """A recipe's learning-rate schedule over one training run, written into an optimiser.
+
+    The factor of each step multiplies each parameter group's base learning rate (its
+    ``initial_lr``, set to its learning rate the first time) and is written into the
+    group in place (into the device tensor of a CUDA-graph optimiser).
+
+    Parameters
+    ----------
+    recipe : str, Recipe or None
+        None: the learning rates are left as they are.
+    optimizer : torch.optim.Optimizer
+    epochs : int
+        Epochs the schedule spans.
+    steps_per_epoch : int
+        Optimiser steps per epoch.
+    """
+
+    def __init__(self, recipe, optimizer, epochs, steps_per_epoch):
+        self.recipe = resolve_recipe(recipe)
+        self.optimizer = optimizer
+        self.epochs = epochs
+        self.steps_per_epoch = steps_per_epoch
+        self.base_lrs = [
+            float(group.setdefault("initial_lr", float(group["lr"])))
+            for group in optimizer.param_groups
+        ]
+
+    @property
+    def per_step(self):
+        """Whether the learning rate changes within an epoch."""
+        return self.recipe is not None and self.recipe.per_step
+
+    def apply(self, epoch, step):
+        """Write the learning rates of ``step`` of ``epoch`` (0-based, of this run)."""
+        if self.recipe is None:
+            return
+        factor = self.recipe.factor(epoch, step, self.epochs, self.steps_per_epoch)
+        for group, base in zip(self.optimizer.param_groups, self.base_lrs, strict=True):
+            if isinstance(group["lr"], torch.Tensor):
+                group["lr"].fill_(base * factor)
+            else:
+                group["lr"] = base * factor

@@ -1,43 +1,31 @@
-"""The training engine of NetClassifier: epochs over tensors kept on the device.
+"""What a training run of NetClassifier works on: device data, its batches and the run's state.
 
-One fit moves X and y to the device once, shuffles with a seeded generator on the device
-and cuts batches by indexing, so no step waits for the host. The per-batch losses are
-kept on the device and reach the history once per epoch. On CUDA the whole step
-(``NetClassifier.train_step``: forward under autocast, loss, backward, clipping and the
-optimiser step with its learning rate as a device tensor) is captured once in a
-``torch.cuda.CUDAGraph`` after a few real warm-up steps on a side stream, and replayed
-for every full batch; the last, partial batch of an epoch runs eagerly.
+A fit moves X, the class indices and the sample weights to the device once
+(:class:`BatchSource`, behind a :class:`FitDataset`), shuffles with a seeded generator on
+the device and cuts batches by indexing (:class:`TrainingBatches`, what
+``NetClassifier.get_iterator`` returns for training), so no step waits for the host.
+:class:`TrainingRun` holds what one call of ``fit``, ``partial_fit`` or ``fit_loop``
+keeps besides the net: its random generators, the recipe's schedule, the step runner
+(CUDA graphs), the non-finite guard and the checkpoint.
 
 Per-batch callbacks: when a callback overrides ``on_batch_begin``, ``on_batch_end`` or
 ``on_grad_computed`` (skorch's :class:`~skorch.callbacks.ProgressBar` excepted), the
-epoch runs "live": every step eagerly, with skorch's per-batch protocol (the batch is the
-device tensors ``(X_batch, y_batch)``, the loss is recorded in the batch history before
-``on_batch_end``), at the cost of one host synchronisation per step. Otherwise batch
-entries of the history (``train_loss``, ``train_batch_size``; ``valid_loss``,
-``valid_acc``, ``valid_batch_size``) are created during the epoch and filled in at its
-end, and ProgressBar is advanced per batch without loss values.
-
-Faults and checkpoints: at the end of each epoch (the one host synchronisation it has
-anyway) :class:`~sklearn_calib.estimators._faults.NonFiniteGuard` checks the epoch's
-losses and the weights, and an optional
-:class:`~sklearn_calib.estimators._checkpoint.FitCheckpoint` is written after the
-epoch's ``on_epoch_end`` callbacks have completed its history row (also when one of
-them stops training or fails). Only skorch's EarlyStopping marks it finished; any other
-``KeyboardInterrupt`` (a Ctrl-C) leaves it to be resumed.
+epoch runs "live": every step eagerly, with skorch's per-batch protocol, at the cost of
+one host synchronisation per step (:func:`needs_live_batches`).
 """
 
-import warnings
+import math
 
 import numpy as np
 import torch
 from skorch.callbacks import Callback, EarlyStopping, EpochScoring, LRScheduler, ProgressBar
+from skorch.dataset import Dataset
 
-from ._augment import augment_images, mixup
+from ._cuda_graph import GraphStepper
 from ._device import fits_on_device
 from ._faults import NonFiniteGuard
-
-#: Real training steps run eagerly on a side stream before the CUDA graph is captured.
-GRAPH_WARMUP_STEPS = 3
+from ._recipes import RecipeSchedule
+from ._targets import WeightedTarget
 
 _BATCH_HOOKS = ("on_batch_begin", "on_batch_end", "on_grad_computed")
 
@@ -73,37 +61,28 @@ def needs_live_batches(callbacks):
     return False
 
 
-def raised_by_early_stopping(interrupt):
-    """Whether a ``KeyboardInterrupt`` is skorch's EarlyStopping ending training.
+def stopped_by_early_stopping(callbacks):
+    """Whether one of the callbacks is a skorch EarlyStopping that has ended training.
 
-    EarlyStopping raises it from its own ``on_epoch_end`` once ``misses_`` reaches
-    ``patience``; any other (a Ctrl-C, another callback's) is an interruption.
+    EarlyStopping raises ``KeyboardInterrupt`` from its ``on_epoch_end`` exactly when its
+    ``misses_`` reaches ``patience``; any other interrupt (a Ctrl-C) leaves them below.
 
     Parameters
     ----------
-    interrupt : KeyboardInterrupt
-        The exception, with its traceback.
+    callbacks : list of (str, Callback)
 
     Returns
     -------
     stopped : bool
     """
-    tb = interrupt.__traceback__
-    if tb is None:
-        return False
-    while tb.tb_next is not None:
-        tb = tb.tb_next
-    frame = tb.tb_frame
-    callback = frame.f_locals.get("self")
-    return (
-        isinstance(callback, EarlyStopping)
-        and frame.f_code is EarlyStopping.on_epoch_end.__code__
-        and callback.misses_ >= callback.patience
+    return any(
+        isinstance(callback, EarlyStopping) and getattr(callback, "misses_", 0) >= callback.patience
+        for _, callback in callbacks
     )
 
 
 class BatchSource:
-    """Inputs and class indices of one split, on the device when they fit there.
+    """Inputs, class indices and sample weights of one split, on the device when they fit.
 
     Parameters
     ----------
@@ -112,351 +91,205 @@ class BatchSource:
     y : ndarray of shape (n_samples,)
         Class indices, int64.
     device : torch.device
+    weight : ndarray of shape (n_samples,) or None, default=None
+        Sample weights (float32); with them the batches' targets are
+        :class:`~sklearn_calib.estimators._targets.WeightedTarget`.
     """
 
-    def __init__(self, X, y, device):
+    def __init__(self, X, y, device, weight=None):
         self.device = device
         self.n_samples = len(X)
-        X_host = torch.from_numpy(np.require(X, requirements=["C", "W"]))
-        y_host = torch.from_numpy(np.require(y, dtype=np.int64, requirements=["C", "W"]))
-        self.resident = fits_on_device(X_host.nbytes + y_host.nbytes, device)
+        tensors = [
+            torch.from_numpy(np.require(X, requirements=["C", "W"])),
+            torch.from_numpy(np.require(y, dtype=np.int64, requirements=["C", "W"])),
+        ]
+        if weight is not None:
+            tensors.append(torch.from_numpy(np.require(weight, np.float32, ["C", "W"])))
+        self.resident = fits_on_device(sum(t.nbytes for t in tensors), device)
         if self.resident:
-            self.X, self.y = X_host.to(device), y_host.to(device)
+            tensors = [t.to(device) for t in tensors]
         elif device.type == "cuda":
-            self.X, self.y = X_host.pin_memory(), y_host.pin_memory()
-        else:
-            self.X, self.y = X_host, y_host
+            tensors = [t.pin_memory() for t in tensors]
+        self.X, self.y = tensors[:2]
+        self.weight = tensors[2] if weight is not None else None
 
     def permutation(self, generator):
         """Return a random order of the samples (on the device, or the host if not resident)."""
         perm = torch.randperm(self.n_samples, device=generator.device, generator=generator)
         return perm if self.resident else perm.cpu()
 
+    def _batch(self, parts):
+        if not self.resident:
+            parts = [part.to(self.device, non_blocking=True) for part in parts]
+        X, y = parts[:2]
+        return (X, y) if len(parts) == 2 else (X, WeightedTarget(y, parts[2]))
+
+    def _parts(self):
+        return [self.X, self.y] + ([self.weight] if self.weight is not None else [])
+
     def take(self, index):
-        """Return ``(X[index], y[index])`` on the device."""
-        X, y = self.X.index_select(0, index), self.y.index_select(0, index)
-        if self.resident:
-            return X, y
-        return X.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
+        """Return the batch ``(X[index], target[index])`` on the device."""
+        return self._batch([part.index_select(0, index) for part in self._parts()])
 
     def slices(self, batch_size):
-        """Yield consecutive batches ``(X, y)`` on the device, in sample order."""
+        """Yield consecutive batches ``(X, target)`` on the device, in sample order."""
         for start in range(0, self.n_samples, batch_size):
-            X, y = self.X[start : start + batch_size], self.y[start : start + batch_size]
-            if not self.resident:
-                X, y = X.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
-            yield X, y
+            yield self._batch([part[start : start + batch_size] for part in self._parts()])
 
 
-def _static_copy(value):
-    """Return a new tensor (or tuple of tensors) with ``value``'s shapes, layout and data."""
-    if isinstance(value, torch.Tensor):
-        return value.clone(memory_format=torch.preserve_format)
-    copies = [_static_copy(v) for v in value]
-    return type(value)(*copies) if hasattr(value, "_fields") else type(value)(copies)
+class FitDataset(Dataset):
+    """A skorch Dataset of validated training data, with class indices and sample weights.
 
-
-def _copy_into(static, value):
-    """Copy ``value`` into the tensors of ``static`` (same structure)."""
-    if isinstance(static, torch.Tensor):
-        static.copy_(value, non_blocking=True)
-        return
-    for s, v in zip(static, value, strict=True):
-        _copy_into(s, v)
-
-
-class GraphedStep:
-    """The net's whole ``train_step`` captured in one CUDA graph.
+    Callbacks receive it as ``dataset_train``/``dataset_valid`` (``X`` and the labels
+    ``y``, as any skorch Dataset); ``NetClassifier.get_iterator`` batches it on the device.
 
     Parameters
     ----------
-    net : NetClassifier
-        Initialised net whose optimiser state exists (after the warm-up steps).
-    batch : tuple
-        A full batch ``(X, target)`` on the device; it fixes the static shapes. The
-        capture records the step without running it; call the object to run it.
+    X : ndarray of shape (n_samples, ...)
+        Validated inputs.
+    y : ndarray of shape (n_samples,)
+        Class labels.
+    y_index : ndarray of shape (n_samples,)
+        Class indices.
+    weight : ndarray of shape (n_samples,) or None
+        Sample weights.
     """
 
-    def __init__(self, net, batch):
-        self.static_batch = _static_copy(batch)
-        net.optimizer_.zero_grad(set_to_none=True)
-        self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph):
-            self.static_step = net.train_step(self.static_batch)
+    def __init__(self, X, y, y_index, weight):
+        super().__init__(X, y)
+        self.y_index = y_index
+        self.weight = weight
+        self._source = None
 
-    def __call__(self, batch):
-        """Run the captured step on ``batch`` and return the step's static outputs."""
-        _copy_into(self.static_batch, batch)
-        self.graph.replay()
-        return self.static_step
+    def subset(self, index):
+        """Return the FitDataset of the samples ``index``."""
+        weight = self.weight[index] if self.weight is not None else None
+        return FitDataset(self.X[index], self.y[index], self.y_index[index], weight)
+
+    def batch_source(self, device):
+        """Return the data on ``device`` (moved once, then kept)."""
+        if self._source is None or self._source.device != device:
+            self._source = BatchSource(self.X, self.y_index, device, self.weight)
+        return self._source
 
 
-class TrainingLoop:
-    """Runs the epochs of a fit.
+class TrainingBatches:
+    """The training batches of one epoch per iteration: shuffled, then prepared by the net.
+
+    Parameters
+    ----------
+    source : BatchSource
+    batch_size : int
+    generator : torch.Generator
+        Generator on the device for the order of the samples.
+    prepare : callable
+        ``prepare(X, target) -> (X, target)``: augmentation and mixup.
+    """
+
+    def __init__(self, source, batch_size, generator, prepare):
+        self.source = source
+        self.batch_size = batch_size
+        self.generator = generator
+        self.prepare = prepare
+
+    def __len__(self):
+        return math.ceil(self.source.n_samples / self.batch_size)
+
+    def __iter__(self):
+        perm = self.source.permutation(self.generator)
+        for start in range(0, self.source.n_samples, self.batch_size):
+            yield self.prepare(*self.source.take(perm[start : start + self.batch_size]))
+
+
+class EvaluationBatches:
+    """The batches of a split in sample order, for validation and prediction.
+
+    Parameters
+    ----------
+    source : BatchSource
+    batch_size : int
+    channels_last : bool
+        Whether image batches are made channels-last (CUDA).
+    """
+
+    def __init__(self, source, batch_size, channels_last):
+        self.source = source
+        self.batch_size = batch_size
+        self.channels_last = channels_last
+
+    def __len__(self):
+        return math.ceil(self.source.n_samples / self.batch_size)
+
+    def __iter__(self):
+        for X, target in self.source.slices(self.batch_size):
+            if self.channels_last:
+                X = X.contiguous(memory_format=torch.channels_last)
+            yield X, target
+
+
+class TrainingRun:
+    """The state of one training run, besides the net's.
 
     Parameters
     ----------
     net : NetClassifier
-        Initialised net; its ``train_step`` is the step hook.
-    train : BatchSource
-    valid : BatchSource or None
-    rngs : dict
+        Initialised net, its data already split.
+    generators : dict
         ``"generator"``: torch.Generator on the device (shuffling, augmentation, mixup
-        pairing); ``"numpy"``: numpy Generator (mixup weights).
-    recipe : Recipe or None
-        Learning-rate schedule applied on top of the optimiser's initial learning rates.
-    epoch_kwargs : dict
-        ``dataset_train``/``dataset_valid`` passed to the epoch callbacks.
-    checkpoint : FitCheckpoint or None, default=None
-        Written at the end of every finished epoch.
+        pairing); ``"numpy"``: numpy Generator (mixup weights); ``"split_seed"``: int.
+    schedule_start : int
+        Index in the history of the recipe schedule's first epoch: 0 for a fresh or
+        resumed fit, the first epoch of this run for a continued one.
+    schedule_epochs : int
+        Epochs the schedule spans.
+    steps_per_epoch : int
+        Training steps per epoch.
+    checkpoint : FitCheckpoint or None
+        Written after every epoch.
     """
 
-    def __init__(self, net, train, valid, rngs, recipe, epoch_kwargs, checkpoint=None):
+    def __init__(
+        self, net, generators, schedule_start, schedule_epochs, steps_per_epoch, checkpoint
+    ):
         self.net = net
-        self.train = train
-        self.valid = valid
-        self.rngs = rngs
-        self.generator = rngs["generator"]
-        self.np_rng = rngs["numpy"]
-        self.recipe = recipe
-        self.epoch_kwargs = epoch_kwargs
+        self.generators = generators
+        self.generator = generators["generator"]
+        self.np_rng = generators["numpy"]
         self.checkpoint = checkpoint
-        self.guard = NonFiniteGuard(net)
-        self.device = net.device_
-        self.channels_last = self.device.type == "cuda" and train.X.ndim == 4
+        self.schedule_start = schedule_start
+        self.schedule = RecipeSchedule(net.recipe, net.optimizer_, schedule_epochs, steps_per_epoch)
         self.live = needs_live_batches(net.callbacks_)
         self.progress = [cb for _, cb in net.callbacks_ if isinstance(cb, ProgressBar)]
-        self.use_graph = self._graph_possible()
-        self.graph = None
-        self.graph_lrs = None
-        self.side_stream = None
-        self.warm_steps = 0
-        self.base_lrs = [
-            float(group.setdefault("initial_lr", _as_float(group["lr"])))
-            for group in net.optimizer_.param_groups
-        ]
+        self.guard = NonFiniteGuard(net)
+        self.stepper = GraphStepper(net, self.live)
+        self.epoch = 0
 
-    def _graph_possible(self):
-        """Decide whether full batches replay a CUDA graph; warn when asked but impossible."""
+    def begin_epoch(self):
+        """Set the epoch's learning rate (its first step's) and record it in the history."""
         net = self.net
-        if net.cuda_graphs is False:
-            return False
-        reasons = []
-        if self.device.type != "cuda":
-            reasons.append("the device is not CUDA")
-        if self.live:
-            reasons.append("a callback does per-batch work")
-        if not net.train_step_is_capturable():
-            reasons.append(f"{type(net).__name__}.train_step is not marked capturable")
-        if not optimizer_capturable(net.optimizer_):
-            reasons.append(
-                f"the optimizer {type(net.optimizer_).__name__} is not capturable "
-                "(use SGD, Adam or AdamW, or pass optimizer__capturable=True and a tensor lr)"
-            )
-        if reasons and net.cuda_graphs is True:
-            warnings.warn(
-                "cuda_graphs=True but training runs eagerly: " + "; ".join(reasons) + ".",
-                UserWarning,
-                stacklevel=5,
-            )
-        return not reasons
+        self.epoch = len(net.history) - 1 - self.schedule_start
+        self.stepper.restore_lrs()
+        self.schedule.apply(self.epoch, 0)
+        net.history.record("lr", float(net.optimizer_.param_groups[0]["lr"]))
+        net.history.record("cuda_graph", self.stepper.use_graph)
 
-    def run(self, epochs, schedule_start=0):
-        """Train for ``epochs`` epochs with skorch's epoch-level callback protocol.
+    def before_step(self, step):
+        """Set the learning rate of a step of the epoch (per-step schedules)."""
+        if step and self.schedule.per_step:
+            self.schedule.apply(self.epoch, step)
 
-        Parameters
-        ----------
-        epochs : int
-            Epochs to train.
-        schedule_start : int, default=0
-            Index in the history of the recipe schedule's epoch 0: the first epoch of a
-            continued fit (``partial_fit``, ``warm_start``), which runs the whole schedule
-            over its own epochs; 0 for a fresh or resumed fit.
-        """
-        net = self.net
-        module = net.module_
-        benchmark = torch.backends.cudnn.benchmark
-        if self.device.type == "cuda":
-            torch.backends.cudnn.benchmark = True
-        if self.channels_last:
-            module.to(memory_format=torch.channels_last)
-        try:
-            for _ in range(epochs):
-                net.notify("on_epoch_begin", **self.epoch_kwargs)
-                epoch = len(net.history) - 1 - schedule_start  # of the schedule
-                self.guard.epoch_begin()
-                self._restore_graph_lrs()
-                self._apply_schedule(epoch, 0)
-                net.history.record("lr", _as_float(net.optimizer_.param_groups[0]["lr"]))
-                net.history.record("cuda_graph", self.use_graph)
-                losses = self._train_epoch(epoch)
-                if not self.guard.check(losses):
-                    break
-                if self.valid is not None:
-                    self._valid_epoch()
-                net.record_rng_state(self.rngs)
-                stopped = False
-                try:
-                    net.notify("on_epoch_end", **self.epoch_kwargs)
-                except KeyboardInterrupt as interrupt:
-                    stopped = raised_by_early_stopping(interrupt)  # else Ctrl-C: resumable
-                    raise
-                finally:  # also when a callback fails: the fit can be resumed
-                    if self.checkpoint is not None:
-                        self.checkpoint.save(net, stopped=stopped)
-        finally:
-            torch.backends.cudnn.benchmark = benchmark
-            if self.channels_last:
-                module.to(memory_format=torch.contiguous_format)
-
-    def _restore_graph_lrs(self):
-        """Put the captured learning-rate tensors back where a callback assigned a float."""
-        if self.graph_lrs is None:
-            return
-        for group, captured in zip(self.net.optimizer_.param_groups, self.graph_lrs, strict=True):
-            if group["lr"] is not captured:
-                captured.fill_(_as_float(group["lr"]))
-                group["lr"] = captured
-
-    def _apply_schedule(self, epoch, step):
-        """Write the recipe's learning rate for this step into the optimiser, in place."""
-        if self.recipe is None:
-            return
-        factor = self.recipe.factor(epoch, step, self.net.max_epochs, self.steps_per_epoch)
-        for group, base in zip(self.net.optimizer_.param_groups, self.base_lrs, strict=True):
-            if isinstance(group["lr"], torch.Tensor):
-                group["lr"].fill_(base * factor)
-            else:
-                group["lr"] = base * factor
-
-    @property
-    def steps_per_epoch(self):
-        return -(-self.train.n_samples // self.net.batch_size)
-
-    def _prepare(self, index):
-        """Gather, augment and mix one training batch, all on the device."""
-        X, y = self.train.take(index)
-        net = self.net
-        if net.augment is not None:
-            X = augment_images(X, net.augment, self.generator)
-        if net.mixup_alpha > 0:
-            lam = float(self.np_rng.beta(net.mixup_alpha, net.mixup_alpha))
-            X, y = mixup(X, y, lam, self.generator)
-        if self.channels_last:
-            X = X.contiguous(memory_format=torch.channels_last)
-        return X, y
-
-    def _step(self, batch, full):
-        """Run one training step: graph replay, side-stream warm-up, capture, or eager."""
-        net = self.net
-        if not (self.use_graph and full):
-            return net.train_step(batch)
-        if self.graph is not None:
-            return self.graph(batch)
-        current = torch.cuda.current_stream(self.device)
-        if self.warm_steps < GRAPH_WARMUP_STEPS:
-            self.warm_steps += 1
-            if self.side_stream is None:
-                self.side_stream = torch.cuda.Stream(self.device)
-            self.side_stream.wait_stream(current)
-            with torch.cuda.stream(self.side_stream):
-                step = net.train_step(batch)
-            current.wait_stream(self.side_stream)
-            return step
-        try:
-            self.graph = GraphedStep(net, batch)
-        except RuntimeError as error:
-            warnings.warn(
-                f"CUDA graph capture of {type(net).__name__}.train_step failed ({error}); "
-                "training continues eagerly.",
-                UserWarning,
-                stacklevel=6,
-            )
-            self.use_graph = False
-            net.history.record("cuda_graph", False)
-            return net.train_step(batch)
-        self.graph_lrs = [group["lr"] for group in net.optimizer_.param_groups]
-        return self.graph(batch)
-
-    def _train_epoch(self, epoch):
-        """Train one epoch (``epoch`` of the schedule); return its batch losses on the host."""
-        net = self.net
-        history = net.history
-        net._set_training(True)
-        batch_size = net.batch_size
-        n = self.train.n_samples
-        n_batches = self.steps_per_epoch
-        per_step = self.recipe is not None and self.recipe.per_step
-        perm = self.train.permutation(self.generator)
-        losses = torch.empty(n_batches, dtype=torch.float32, device=self.device)
-        live_losses = []
-        for i in range(n_batches):
-            size = min(batch_size, n - i * batch_size)
-            if i and per_step:
-                self._apply_schedule(epoch, i)
-            batch = self._prepare(perm[i * batch_size : (i + 1) * batch_size])
-            if self.live:
-                net.notify("on_batch_begin", batch=batch, training=True)
-                step = net.train_step(batch)
-                live_losses.append(step["loss"].item())
-                history.record_batch("train_loss", live_losses[-1])
-                history.record_batch("train_batch_size", size)
-                net.notify("on_batch_end", batch=batch, training=True, **step)
-                continue
-            history.new_batch()
-            history.record_batch("train_batch_size", size)
-            step = self._step(batch, full=size == batch_size)
-            losses[i].copy_(step["loss"].detach())
-            for callback in self.progress:
-                callback.on_batch_end(net, batch=None, training=True)
-        history.record("train_batch_count", n_batches)
-        if self.live:
-            return live_losses
-        host_losses = losses.tolist()
-        for entry, value in zip(history[-1]["batches"], host_losses, strict=True):
-            entry["train_loss"] = value
-        return host_losses
-
-    def _valid_epoch(self):
-        net = self.net
-        history = net.history
-        net._set_training(False)
-        batch_size = net.inference_batch_size()
-        results, sizes = [], []
-        with torch.inference_mode():
-            for X, y in self.valid.slices(batch_size):
-                if self.channels_last:
-                    X = X.contiguous(memory_format=torch.channels_last)
-                if self.live:
-                    net.notify("on_batch_begin", batch=(X, y), training=False)
-                logits = net.forward_logits(X)
-                loss = net.get_loss(logits, y, X=X, training=False)
-                correct = (logits.argmax(1) == y).sum()
-                if self.live:
-                    history.record_batch("valid_loss", loss.item())
-                    history.record_batch("valid_acc", correct.item() / len(y))
-                    history.record_batch("valid_batch_size", len(y))
-                    net.notify(
-                        "on_batch_end", batch=(X, y), training=False, loss=loss, y_pred=logits
-                    )
-                else:
-                    results.append(torch.stack([loss.float(), correct.float()]))
-                    sizes.append(len(y))
-        history.record("valid_batch_count", -(-self.valid.n_samples // batch_size))
-        if self.live:
-            return
-        for (loss, correct), size in zip(torch.stack(results).tolist(), sizes, strict=True):
-            history.new_batch()
-            history.record_batch("valid_loss", loss)
-            history.record_batch("valid_acc", correct / size)
-            history.record_batch("valid_batch_size", size)
-            for callback in self.progress:
-                callback.on_batch_end(net, batch=None, training=False)
-
-
-def _as_float(value):
-    """Return a learning rate (float or one-element tensor) as a float."""
-    return float(value.item()) if isinstance(value, torch.Tensor) else float(value)
+    def rng_state(self):
+        """Return the generator states now (the net's ``rng_state_``)."""
+        device = self.net.device_
+        cuda = device.type == "cuda"
+        return {
+            "device_type": device.type,
+            "torch": torch.get_rng_state(),
+            "cuda": torch.cuda.get_rng_state(device) if cuda else None,
+            "generator": self.generator.get_state(),
+            "numpy": self.np_rng.bit_generator.state,
+            "split_seed": self.generators["split_seed"],
+        }
 
 
 def clip_gradient_norm(parameters, max_norm):
@@ -485,22 +318,13 @@ def clip_gradient_norm(parameters, max_norm):
     torch.nn.utils.clip_grads_with_norm_(parameters, max_norm, total)
 
 
-def optimizer_capturable(optimizer):
-    """Whether ``optimizer.step()`` may be captured with its learning rate as a device tensor."""
-    groups = optimizer.param_groups
-    if not all(isinstance(group["lr"], torch.Tensor) for group in groups):
-        return False
-    if isinstance(optimizer, torch.optim.SGD):
-        return all(group.get("fused") for group in groups)
-    return all(group.get("capturable") for group in groups)
-
-
 __all__ = [
     "BatchSource",
-    "GraphedStep",
-    "TrainingLoop",
+    "EvaluationBatches",
+    "FitDataset",
+    "TrainingBatches",
+    "TrainingRun",
     "clip_gradient_norm",
     "needs_live_batches",
-    "optimizer_capturable",
-    "raised_by_early_stopping",
+    "stopped_by_early_stopping",
 ]

@@ -7,19 +7,26 @@ weight either differentiated or computed from detached probabilities ("GRA").
 
 import inspect
 
+import torch
 import torch.nn.functional as F
 from torch import nn
 
 from sklearn_calib._validation import check_number
-from sklearn_calib.losses._calibration import full_precision, prepare_inputs
+from sklearn_calib.losses._calibration import (
+    full_precision,
+    prepare_inputs,
+    prepare_sample_weight,
+)
 
 _REDUCTIONS = ("mean", "sum", "none")
 
 
 class Loss(nn.Module):
-    """Base class: checks inputs, disables autocast, reduces per-sample losses.
+    """Base class: checks inputs, disables autocast, weights and reduces per-sample losses.
 
-    Subclasses implement ``per_sample_loss(logits, target, **kwargs) -> (n,)``.
+    Subclasses implement ``per_sample_loss(logits, target, **kwargs) -> (n,)`` and, for a
+    term computed from the whole batch (MMCE), ``batch_term(logits, target, sample_weight)
+    -> 0-d tensor``, which is added to every sample's loss.
     """
 
     def __init__(self, reduction="mean"):
@@ -30,7 +37,7 @@ class Loss(nn.Module):
             )
         self.reduction = reduction
 
-    def forward(self, logits, target, **kwargs):
+    def forward(self, logits, target, sample_weight=None, **kwargs):
         """Return the loss of a batch.
 
         Parameters
@@ -39,6 +46,12 @@ class Loss(nn.Module):
             Unnormalised scores; float16/bfloat16 are cast to float32.
         target : torch.Tensor of shape (n_samples,)
             Integer class indices.
+        sample_weight : torch.Tensor of shape (n_samples,) or None, default=None
+            Non-negative weights. Each sample's loss is multiplied by its weight before
+            the reduction: ``"sum"`` gives ``sum_i w_i l_i`` and ``"mean"`` gives
+            ``sum_i w_i l_i / sum_i w_i`` (0 when the weights sum to 0), so integer
+            weights equal repeated samples (batch terms such as MMCE's are weighted too).
+            The values are not checked (that would synchronise with the host).
         **kwargs
             Per-call weight parameters, e.g. a per-sample ``gamma`` tensor for the focal
             losses.
@@ -49,13 +62,25 @@ class Loss(nn.Module):
             0-d tensor (shape (n_samples,) when ``reduction="none"``), at least float32.
         """
         logits, target = prepare_inputs(logits, target, "logits")
+        weight = prepare_sample_weight(sample_weight, logits)
         with full_precision(logits.device):
             losses = self.per_sample_loss(logits, target, **kwargs)
-            if self.reduction == "mean":
-                return losses.mean()
+            batch = self.batch_term(logits, target, weight)
+            if batch is not None:
+                losses = losses + batch
+            if weight is not None:
+                losses = losses * weight
+            if self.reduction == "none":
+                return losses
             if self.reduction == "sum":
                 return losses.sum()
-            return losses
+            if weight is None:
+                return losses.mean()
+            return losses.sum() / weight.sum().clamp_min(torch.finfo(losses.dtype).tiny)
+
+    def batch_term(self, logits, target, sample_weight):
+        """Return a term of the whole batch added to each sample's loss, or None (here)."""
+        return None
 
     def extra_repr(self):
         names = inspect.signature(type(self).__init__).parameters

@@ -62,6 +62,36 @@ def prepare_inputs(values, target, name="probs"):
     return values, target.long()
 
 
+def prepare_sample_weight(sample_weight, values):
+    """Check per-sample weights' shape and type; return them in the dtype of ``values``.
+
+    Parameters
+    ----------
+    sample_weight : torch.Tensor of shape (n_samples,) or None
+        Weights of the rows of ``values`` (their values are not checked: that would
+        synchronise with the host).
+    values : torch.Tensor of shape (n_samples, n_classes)
+        Checked probabilities or logits.
+
+    Returns
+    -------
+    sample_weight : torch.Tensor or None
+    """
+    if sample_weight is None:
+        return None
+    if not isinstance(sample_weight, torch.Tensor):
+        raise ValueError(
+            f"Expected `sample_weight` to be a torch tensor or None, got "
+            f"{type(sample_weight).__name__}."
+        )
+    if sample_weight.shape != values.shape[:1]:
+        raise ValueError(
+            f"Expected `sample_weight` of shape ({values.shape[0]},) (one weight per "
+            f"sample), got {tuple(sample_weight.shape)}."
+        )
+    return sample_weight.to(values.dtype)
+
+
 def _quadratic_form(u, kernel, v):
     """``u^T K v`` as an elementwise sum: exact float32 even where matmuls use TF32."""
     return (u.unsqueeze(1) * kernel * v.unsqueeze(0)).sum()
@@ -176,7 +206,9 @@ def differentiable_ece(probs, target, *, n_bins=15, t_a=100.0, t_b=0.01):
         return ((mass / probs.shape[0]) * (bin_accuracy - bin_confidence).abs()).sum()
 
 
-def mmce_weighted(probs, target, *, normalization="reference", kernel_width=0.4):
+def mmce_weighted(
+    probs, target, *, sample_weight=None, normalization="reference", kernel_width=0.4
+):
     """Weighted maximum mean calibration error MMCE_w.
 
     With ``k(r, r') = exp(-|r - r'| / kernel_width)``, correct set C (m samples) and wrong
@@ -185,6 +217,8 @@ def mmce_weighted(probs, target, *, normalization="reference", kernel_width=0.4)
     ``"reference"``: ``sqrt(S_cc / m^4 + S_ww / n^4 - 2 S_cw / (m n)^2)`` (the code behind
     Mukhoti et al.'s tables, which averages over pairs and then divides by m^2, n^2, mn again);
     ``"pairs"``: ``sqrt(S_cc / m^2 + S_ww / n^2 - 2 S_cw / (m n))``. 0 when m or n is 0.
+    With sample weights, each pair of the sums counts ``w_i w_j`` times and m and n are
+    the weights' sums over C and W, as if each sample were repeated ``w_i`` times.
 
     Parameters
     ----------
@@ -192,6 +226,8 @@ def mmce_weighted(probs, target, *, normalization="reference", kernel_width=0.4)
         Predicted probabilities (softmax of the logits).
     target : torch.Tensor of shape (n_samples,)
         Integer class indices.
+    sample_weight : torch.Tensor of shape (n_samples,) or None, default=None
+        Non-negative weights (not checked: that would synchronise with the host).
     normalization : {"reference", "pairs"}, default="reference"
         See above and :class:`sklearn_calib.losses.MMCELoss` for why "reference" is default.
     kernel_width : float, default=0.4
@@ -217,9 +253,12 @@ def mmce_weighted(probs, target, *, normalization="reference", kernel_width=0.4)
         )
     check_number("kernel_width", kernel_width, low=0, low_open=True)
     probs, target = prepare_inputs(probs, target)
+    weight = prepare_sample_weight(sample_weight, probs)
     with full_precision(probs.device):
         confidence, correct = _confidence_and_correct(probs, target)
         wrong = 1.0 - correct
+        if weight is not None:
+            correct, wrong = correct * weight, wrong * weight
         kernel = torch.exp(
             -(confidence.unsqueeze(1) - confidence.unsqueeze(0)).abs() / kernel_width
         )
@@ -231,8 +270,8 @@ def mmce_weighted(probs, target, *, normalization="reference", kernel_width=0.4)
         m = correct.sum()
         n = wrong.sum()
         power = 2 if normalization == "reference" else 1
-        m_norm = m.clamp_min(1.0) ** power
-        n_norm = n.clamp_min(1.0) ** power
+        m_norm = torch.where(m > 0, m, 1.0) ** power
+        n_norm = torch.where(n > 0, n, 1.0) ** power
         squared = s_cc / m_norm**2 + s_ww / n_norm**2 - 2.0 * s_cw / (m_norm * n_norm)
         both = ((m > 0) & (n > 0)).to(probs.dtype)
         return both * torch.sqrt(squared.clamp_min(torch.finfo(probs.dtype).tiny))

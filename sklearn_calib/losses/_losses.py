@@ -388,6 +388,7 @@ class MMCELoss(Loss):
 
     MMCE_w is :func:`mmce_weighted`, a batch-level term: per sample (``reduction="none"``)
     the loss is ``CE_i + lam * MMCE_w(batch)``, so ``"sum"`` gives ``sum CE + n lam MMCE_w``.
+    With ``sample_weight`` MMCE_w is computed with the weights too.
 
     Parameters
     ----------
@@ -428,14 +429,17 @@ class MMCELoss(Loss):
         self.kernel_width = kernel_width
 
     def per_sample_loss(self, logits, target):
-        log_probs, nll = log_probs_and_nll(logits, target)
+        return log_probs_and_nll(logits, target)[1]
+
+    def batch_term(self, logits, target, sample_weight):
         mmce = mmce_weighted(
-            log_probs.exp(),
+            torch.softmax(logits, dim=1),
             target,
+            sample_weight=sample_weight,
             normalization=self.normalization,
             kernel_width=self.kernel_width,
         )
-        return nll + self.lam * mmce
+        return self.lam * mmce
 
 
 #: Loss classes by name, for ``criterion="focal"`` and :func:`get_loss`.
