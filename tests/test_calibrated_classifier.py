@@ -297,3 +297,14 @@ def test_an_estimator_without_scores_is_rejected_before_fitting():
         with pytest.raises(ValueError, match="'decision_function'.*'predict_proba'"):
             CalibratedClassifier(_PredictOnly(), method=method).fit(X, y)
     assert _PredictOnly.fits == 0
+
+
+def test_refit_on_an_array_drops_the_feature_names_of_a_dataframe_fit():
+    pandas = pytest.importorskip("pandas")
+    X, y = _data(seed=5)
+    frame = pandas.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    clf = CalibratedClassifier(LogisticRegression(), random_state=0).fit(frame, y)
+    np.testing.assert_array_equal(clf.feature_names_in_, frame.columns)
+    clf.fit(X, y)
+    assert not hasattr(clf, "feature_names_in_")
+    assert clf.n_features_in_ == X.shape[1]

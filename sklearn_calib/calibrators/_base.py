@@ -34,22 +34,55 @@ from .._validation import (
 #: Smallest probability used when probabilities are turned into log-probabilities.
 PROBABILITY_FLOOR = 1e-12
 
+#: Largest accepted absolute value of a logit. Squares of the scores and their products
+#: with the calibrators' parameters, summed over many rows, stay finite in float64; every
+#: float32 value is within it.
+MAX_ABS_LOGIT = 1e100
 
-def softmax(logits):
-    """Return ``softmax(logits)`` row by row in float64.
+
+def softmax(logits, scale=1.0):
+    """Return ``softmax(scale * logits)`` row by row in float64.
+
+    The row maximum is subtracted in float64 before scaling, so float32 logits scaled
+    beyond float32's range (a small temperature) give finite probabilities.
 
     Parameters
     ----------
     logits : ndarray of shape (n_samples, n_classes)
+        Logits of absolute value at most :data:`MAX_ABS_LOGIT`.
+    scale : float, default=1.0
+        Positive factor, such as an inverse temperature.
 
     Returns
     -------
     proba : ndarray of shape (n_samples, n_classes), dtype float64
     """
-    proba = np.asarray(logits, dtype=np.float64) - np.max(logits, axis=1, keepdims=True)
+    proba = np.array(logits, dtype=np.float64)
+    proba -= proba.max(axis=1, keepdims=True)
+    if scale != 1.0:
+        proba *= scale
     np.exp(proba, out=proba)
     proba /= proba.sum(axis=1, keepdims=True)
     return proba
+
+
+def check_logit_range(scores):
+    """Raise a ValueError naming the range when logits exceed :data:`MAX_ABS_LOGIT`.
+
+    Parameters
+    ----------
+    scores : ndarray
+        Finite logits.
+    """
+    if scores.size == 0:
+        return
+    low, high = float(scores.min()), float(scores.max())
+    if max(-low, high) > MAX_ABS_LOGIT:
+        raise ValueError(
+            f"Expected `scores` (logits) with absolute values at most {MAX_ABS_LOGIT:g}, got "
+            f"values in [{low:.4g}, {high:.4g}]; the calibrators work in float64 and need the "
+            "room. Rescale the scores, or pass probabilities with input='probabilities'."
+        )
 
 
 def renormalize(proba):
@@ -193,13 +226,18 @@ class BaseCalibrator(TransformerMixin, BaseEstimator):
                 name="scores",
                 logits_advice="pass input='logits' (the default) to calibrate logits",
             )
+        check_logit_range(scores)
         if scores.ndim == 1:
             return np.column_stack([np.zeros_like(scores), scores])
         return scores
 
     def _validate_fit_data(self, scores, y, sample_weight, classes=None):
         """Validate the fit inputs; return 2-D scores, column indices and weights."""
-        scores, y = validate_data(self, scores, y, ensure_2d=False, dtype=[np.float64, np.float32])
+        with np.errstate(over="ignore", invalid="ignore"):
+            # scikit-learn's finiteness check sums the scores, which may overflow
+            scores, y = validate_data(
+                self, scores, y, ensure_2d=False, dtype=[np.float64, np.float32]
+            )
         if scores.ndim == 2 and scores.shape[1] < 2:
             raise ValueError(
                 "Expected 2-D scores with one column per class (at least 2), got "
@@ -242,13 +280,14 @@ class BaseCalibrator(TransformerMixin, BaseEstimator):
     def _validate_scores(self, scores):
         """Validate scores at predict time against the fitted number of classes."""
         check_is_fitted(self)
-        scores = validate_data(
-            self,
-            scores,
-            reset=False,
-            ensure_2d=self._scores_ndim == 2,
-            dtype=[np.float64, np.float32],
-        )
+        with np.errstate(over="ignore", invalid="ignore"):
+            scores = validate_data(
+                self,
+                scores,
+                reset=False,
+                ensure_2d=self._scores_ndim == 2,
+                dtype=[np.float64, np.float32],
+            )
         if scores.ndim != self._scores_ndim:
             raise ValueError(
                 f"{type(self).__name__} was fitted on 1-D binary scores, got scores of shape "

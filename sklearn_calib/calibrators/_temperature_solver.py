@@ -7,7 +7,8 @@ For logits z, true classes y and weights w, the weighted mean negative log-likel
 is convex in beta: its second derivative is the w-mean of the variance of d_i under
 softmax(beta z_i). One evaluation of NLL and both derivatives is one pass over the
 (n, K) logits, in row chunks that stay in cache, in the logits' own precision (float32
-logits are not copied to float64) with float64 accumulation over rows; d_iy and the row
+logits are not copied to float64, unless a gap to the row maximum could leave float32's
+range) with float64 accumulation over rows; d_iy and the row
 maxima are computed once. Large inputs start from the optimum of an evenly spaced
 subsample, so that two or three full passes reach the optimum.
 """
@@ -31,6 +32,12 @@ _NEWTON_STEPS = 30
 _MAX_ITER = 200
 
 
+def _float32_gaps_overflow(logits):
+    """Whether a gap ``z_ik - max_k z_ik`` of float32 logits can leave float32's range."""
+    limit = np.finfo(np.float32).max / 2
+    return bool(max(-float(logits.min()), float(logits.max())) > limit)
+
+
 class NLLPasses:
     """Evaluate the weighted mean NLL of ``softmax(beta * logits)`` and its derivatives.
 
@@ -46,6 +53,8 @@ class NLLPasses:
 
     def __init__(self, logits, y_index, sample_weight=None):
         self.logits = np.ascontiguousarray(logits)
+        if self.logits.dtype == np.float32 and _float32_gaps_overflow(self.logits):
+            self.logits = self.logits.astype(np.float64)
         n_samples, n_classes = self.logits.shape
         self.row_max = self.logits.max(axis=1)
         rows = np.arange(n_samples)

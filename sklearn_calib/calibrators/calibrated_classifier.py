@@ -200,10 +200,12 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         self.calibrators_ = calibrators
         self.score_method_ = score_method
         self.classes_ = np.asarray(estimators[0].classes_)
-        if hasattr(estimators[0], "n_features_in_"):
-            self.n_features_in_ = estimators[0].n_features_in_
-        if hasattr(estimators[0], "feature_names_in_"):
-            self.feature_names_in_ = estimators[0].feature_names_in_
+        for name in ("n_features_in_", "feature_names_in_"):
+            # copied from the estimator, or dropped when a refit's estimator lacks them
+            if hasattr(estimators[0], name):
+                setattr(self, name, getattr(estimators[0], name))
+            elif name in vars(self):
+                delattr(self, name)
         return self
 
     def _prefit_pairs(self, y):
