@@ -14,12 +14,17 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.utils._testing import create_memmap_backed_data
 
 from sklearn_calib.calibrators import (
+    BetaCalibration,
+    DirichletCalibration,
     EnsembleTemperatureScaling,
     HistogramBinning,
     IsotonicCalibration,
     MatrixScaling,
     PlattScaling,
+    QuadraticScaling,
     ScalingBinning,
+    StructuredMatrixScaling,
+    StructuredVectorScaling,
     TemperatureScaling,
     VectorScaling,
 )
@@ -43,6 +48,11 @@ ALL_CALIBRATORS = [
     EnsembleTemperatureScaling(),
     EnsembleTemperatureScaling(loss="nll"),
     PlattScaling(),
+    StructuredVectorScaling(),
+    StructuredMatrixScaling(),
+    DirichletCalibration(cv=3),
+    QuadraticScaling(),
+    BetaCalibration(),
 ]
 IDS = [repr(c) for c in ALL_CALIBRATORS]
 
@@ -889,3 +899,17 @@ def test_huge_finite_scores_fit_or_raise_naming_their_range(calibrator, magnitud
     # no LAPACK (or other) noise on the console
     assert capfd.readouterr().err == ""
 
+
+@pytest.mark.parametrize(
+    "calibrator", [VectorScaling(), MatrixScaling(off_diagonal_l2=0.0)], ids=repr
+)
+def test_linear_scaling_stops_on_a_scale_aware_criterion(calibrator):
+    # Affine maps of the logits are equivariant to their scale: logits of scale 1e-8 give
+    # the same probabilities, whatever the row order.
+    logits, y = overconfident_logits(300, 3, seed=3)
+    plain = clone(calibrator).fit(logits, y).predict_proba(logits)
+    tiny = clone(calibrator).fit(logits * 1e-8, y).predict_proba(logits * 1e-8)
+    np.testing.assert_allclose(tiny, plain, atol=1e-7)
+    order = np.random.default_rng(4).permutation(len(y))
+    permuted = clone(calibrator).fit(logits[order] * 1e-8, y[order])
+    np.testing.assert_allclose(permuted.predict_proba(logits * 1e-8), plain, atol=1e-7)

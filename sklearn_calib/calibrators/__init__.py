@@ -23,21 +23,29 @@ grid, on the CPU or a GPU.
 """
 
 from ._temperature_grid import grid_ece
+from .binary import BetaCalibration, QuadraticScaling
 from .binning import HistogramBinning, ScalingBinning
 from .calibrated_classifier import CalibratedClassifier
+from .dirichlet import DirichletCalibration
 from .isotonic import IsotonicCalibration
 from .linear import MatrixScaling, VectorScaling
 from .platt import PlattScaling
+from .structured import StructuredMatrixScaling, StructuredVectorScaling
 from .temperature import EnsembleTemperatureScaling, TemperatureScaling
 
 __all__ = [
+    "BetaCalibration",
     "CalibratedClassifier",
+    "DirichletCalibration",
     "EnsembleTemperatureScaling",
     "HistogramBinning",
     "IsotonicCalibration",
     "MatrixScaling",
     "PlattScaling",
+    "QuadraticScaling",
     "ScalingBinning",
+    "StructuredMatrixScaling",
+    "StructuredVectorScaling",
     "TemperatureScaling",
     "VectorScaling",
     "grid_ece",
