@@ -66,6 +66,23 @@ def softmax(logits, scale=1.0):
     return proba
 
 
+def evenly_spaced_rows(n_samples, size):
+    """Indices of ``size`` evenly spaced rows out of ``n_samples`` (all rows if fewer).
+
+    Parameters
+    ----------
+    n_samples : int
+    size : int
+
+    Returns
+    -------
+    rows : ndarray of shape (min(n_samples, size),), dtype intp
+    """
+    if n_samples <= size:
+        return np.arange(n_samples)
+    return np.linspace(0, n_samples - 1, size).astype(np.intp)
+
+
 def check_logit_range(scores):
     """Raise a ValueError naming the range when logits exceed :data:`MAX_ABS_LOGIT`.
 
@@ -105,6 +122,19 @@ def renormalize(proba):
     return proba
 
 
+def _check_two_classes(y):
+    """Raise a ValueError when every label of ``y`` is the same."""
+    if y.dtype.kind in "biuf":
+        single = y.min() == y.max()
+    else:
+        single = len(np.unique(y)) < 2
+    if single:
+        raise ValueError(
+            f"Expected `y` to hold at least 2 classes, got 1 class ({y[0]!r}); pass "
+            "`classes=` to calibrate on a set that holds one class of several."
+        )
+
+
 class BaseCalibrator(TransformerMixin, BaseEstimator):
     """Base class of the post-hoc calibrators.
 
@@ -134,7 +164,7 @@ class BaseCalibrator(TransformerMixin, BaseEstimator):
         classes : array-like of shape (n_classes,), default=None
             The label of each score column, such as the ``classes_`` of the classifier
             that made the scores; needed when ``y`` lacks a class and its labels are not
-            the column indices.
+            the column indices. With ``classes``, ``y`` may hold a single class.
 
         Returns
         -------
@@ -251,11 +281,8 @@ class BaseCalibrator(TransformerMixin, BaseEstimator):
             del self.n_features_in_
         check_class_labels(y)
         n_classes = 2 if scores.ndim == 1 else scores.shape[1]
-        present = np.unique(y)
-        if len(present) < 2:
-            raise ValueError(
-                f"Expected `y` to hold at least 2 classes, got 1 class ({present[0]!r})."
-            )
+        if classes is None:
+            _check_two_classes(y)
         classes = resolve_classes(y, classes, n_classes, names=("y", "classes", "scores"))
         sample_weight = check_sample_weight(sample_weight, scores.shape[0])
         two_dimensional = self._as_two_dimensional(scores)

@@ -13,7 +13,8 @@ targets in [0, 1]. The fit is Newton's method with the analytic gradient and Hes
 backtracking line search, in float64, on standardised features (each centred and divided by
 its weighted standard deviation, so that a large offset or scale of the scores does not
 make the Hessian singular; the fit is affine invariant, so the coefficients follow from the
-standardised solution exactly). Coefficients may be constrained to be non-negative: the
+standardised solution exactly). Large inputs start from the minimum on an evenly spaced
+subsample. Coefficients may be constrained to be non-negative: the
 exact constrained minimum is the best feasible minimum over the faces of the constraint set.
 """
 
@@ -24,84 +25,136 @@ import numpy as np
 from scipy.special import expit, log_expit
 from sklearn.exceptions import ConvergenceWarning
 
-from ._base import PROBABILITY_FLOOR, BaseCalibrator, renormalize
+from ._base import PROBABILITY_FLOOR, BaseCalibrator, evenly_spaced_rows, renormalize
 
 #: Newton stops, after taking the step, when the decrease it predicts (half the squared
 #: Newton decrement of the weighted mean loss) falls below this: the step then moves the
-#: logits by about 1e-7 and leaves them about 1e-14 from the optimum.
-_TOL = 1e-15
+#: logits by about 1e-5 and, Newton converging quadratically, leaves them about 1e-10 from
+#: the optimum.
+_TOL = 1e-10
 _MAX_ITER = 100
+#: Below this predicted decrease, steps are taken in full, without a line search.
+_FULL_STEP = 1e-6
+#: Inputs of more than 4 times this many rows start from the minimum on a subsample.
+_WARM_START_ROWS = 1 << 11
+
+
+def _logsumexp_of_others(logits):
+    """``logsumexp_{j != k} z_j`` for every class ``k``."""
+    edge = np.full((logits.shape[0], 1), -np.inf)
+    before = np.logaddexp.accumulate(logits, axis=1)
+    after = np.logaddexp.accumulate(logits[:, ::-1], axis=1)[:, ::-1]
+    return np.logaddexp(np.hstack([edge, before[:, :-1]]), np.hstack([after[:, 1:], edge]))
 
 
 def one_vs_rest_log_odds(scores, kind):
     """Return ``log p_k - log(1 - p_k)`` for every class, in float64.
 
     For logits that is ``z_k - logsumexp_{j != k} z_j``; for probabilities
-    ``log(max(p_k, 1e-12)) - log(max(1 - p_k, 1e-12))``.
+    ``log(max(p_k, 1e-12)) - log(max(1 - p_k, 1e-12))`` (with ``1 - p_k`` the sum of the
+    other classes).
     """
-    scores = scores.astype(np.float64)
+    scores = np.asarray(scores, dtype=np.float64)
     if kind == "probabilities":
-        rest = scores.sum(axis=1, keepdims=True) - scores
+        log_proba, log_rest = one_vs_rest_log_probabilities(scores, kind)
+        return log_proba - log_rest
+    if scores.shape[1] == 2:
+        positive = scores[:, 1] - scores[:, 0]
+        return np.column_stack([-positive, positive])
+    return scores - _logsumexp_of_others(scores)
+
+
+def one_vs_rest_log_probabilities(scores, kind):
+    """Return ``(log p_k, log(1 - p_k))`` for every class, in float64.
+
+    Probabilities are floored at 1e-12 (and ``1 - p_k``, the sum of the other classes, too).
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    if kind == "probabilities":
+        rest = scores[:, ::-1] if scores.shape[1] == 2 else scores.sum(axis=1)[:, None] - scores
         floor = PROBABILITY_FLOOR
-        return np.log(np.maximum(scores, floor)) - np.log(np.maximum(rest, floor))
-    n_samples = scores.shape[0]
-    edge = np.full((n_samples, 1), -np.inf)
-    before = np.logaddexp.accumulate(scores, axis=1)
-    after = np.logaddexp.accumulate(scores[:, ::-1], axis=1)[:, ::-1]
-    others = np.logaddexp(np.hstack([edge, before[:, :-1]]), np.hstack([after[:, 1:], edge]))
-    return scores - others
+        return np.log(np.maximum(scores, floor)), np.log(np.maximum(rest, floor))
+    if scores.shape[1] == 2:
+        positive = scores[:, 1] - scores[:, 0]
+        log_proba = np.column_stack([log_expit(-positive), log_expit(positive)])
+        return log_proba, log_proba[:, ::-1]
+    others = _logsumexp_of_others(scores)
+    total = np.logaddexp(scores, others)
+    return scores - total, others - total
 
 
-def _loss(params, design, target, weight):
-    """Weighted mean cross-entropy of ``sigmoid(design @ params)`` with soft targets."""
-    logit = design @ params
-    return -weight @ (target * log_expit(logit) + (1.0 - target) * log_expit(-logit))
+def _loss(logit, weighted_target, weight):
+    """Weighted mean cross-entropy of ``sigmoid(logit)`` with soft targets in [0, 1]."""
+    return weight @ np.logaddexp(0.0, logit) - weighted_target @ logit
 
 
-def _standardise(features, weight):
-    """Return the standardised features with their weighted centres and spreads."""
+def _design(features, weight):
+    """Standardised features with a last column of ones, and their centres and spreads."""
+    n_samples, n_features = features.shape
     centre = weight @ features
-    deviation = features - centre
+    design = np.empty((n_samples, n_features + 1), order="F")
+    deviation = design[:, :n_features]
+    np.subtract(features, centre, out=deviation)
     largest = np.abs(deviation).max(axis=0)
     safe = np.where(largest > 0, largest, 1.0)
     # the weighted standard deviation, computed without squaring huge deviations
     spread = safe * np.sqrt(weight @ (deviation / safe) ** 2)
     spread = np.where(spread > 0, spread, 1.0)
-    return deviation / spread, centre, spread
+    deviation /= spread
+    design[:, n_features] = 1.0
+    return design, centre, spread
 
 
-def _newton(design, target, weight, name):
-    """Minimise the weighted cross-entropy of ``sigmoid(design @ params)`` (last column: 1)."""
-    mean_target = np.clip(weight @ target, PROBABILITY_FLOOR, 1.0 - PROBABILITY_FLOOR)
-    params = np.zeros(design.shape[1])
-    params[-1] = np.log(mean_target / (1.0 - mean_target))
-    loss = _loss(params, design, target, weight)
+def _newton(design, target, weight, name, start=None):
+    """Minimise the weighted cross-entropy of ``sigmoid(design @ params)`` (last column: 1).
+
+    Starts from ``start``, or from the constant model of the mean target. Returns the
+    parameters and the number of iterations.
+    """
+    if start is None:
+        mean_target = np.clip(weight @ target, PROBABILITY_FLOOR, 1.0 - PROBABILITY_FLOOR)
+        start = np.zeros(design.shape[1])
+        start[-1] = np.log(mean_target / (1.0 - mean_target))
+    params = start
+    weighted_target = weight * target
+    logit = design @ params
+    loss = _loss(logit, weighted_target, weight)
     for iteration in range(1, _MAX_ITER + 1):
-        proba = expit(design @ params)
-        grad = design.T @ (weight * (proba - target))
-        hess = (design * (weight * proba * (1.0 - proba))[:, None]).T @ design
+        proba = expit(logit)
+        weighted_proba = weight * proba
+        grad = design.T @ (weighted_proba - weighted_target)
+        curvature = weighted_proba - weighted_proba * proba
+        hess = (design.T * curvature) @ design
         step = np.linalg.lstsq(hess, -grad, rcond=None)[0]
         if -(grad @ step) / 2 <= _TOL or np.all(params + step == params):
-            return params + step, loss, iteration
+            return params + step, iteration
         slope = grad @ step
+        direction = design @ step
+        if -slope / 2 <= _FULL_STEP:
+            # Close to the minimum the full Newton step decreases the loss.
+            params, logit = params + step, logit + direction
+            loss = None
+            continue
+        if loss is None:
+            loss = _loss(logit, weighted_target, weight)
         size = 1.0
         while True:
-            candidate = params + size * step
-            new_loss = _loss(candidate, design, target, weight)
+            candidate = logit + size * direction
+            new_loss = _loss(candidate, weighted_target, weight)
             if new_loss <= loss + 1e-4 * size * slope or size < 1e-10:
                 break
             size /= 2
         if size < 1e-10:
             # No step decreases the loss beyond rounding: the minimum is reached.
-            return params, loss, iteration
-        params, loss = candidate, new_loss
+            return params, iteration
+        params, logit, loss = params + size * step, candidate, new_loss
     warnings.warn(
         f"{name} did not converge in {_MAX_ITER} Newton steps (predicted decrease "
         f"{-(grad @ step) / 2:.3g}), for example because the scores separate the classes.",
         ConvergenceWarning,
         stacklevel=6,
     )
-    return params, loss, _MAX_ITER
+    return params, _MAX_ITER
 
 
 def fit_logistic(features, target, weight, *, nonnegative=(), name="calibrator"):
@@ -127,23 +180,39 @@ def fit_logistic(features, target, weight, *, nonnegative=(), name="calibrator")
     n_iter : int
         Newton iterations (of the face that gave the solution).
     """
-    standard, centre, spread = _standardise(features, weight)
+    full_design, centre, spread = _design(features, weight)
     n_features = features.shape[1]
     best = None
     for fixed in _faces(nonnegative):
         free = [j for j in range(n_features) if j not in fixed]
-        design = np.hstack([standard[:, free], np.ones((len(target), 1))])
-        params, loss, n_iter = _newton(design, target, weight, name)
+        design = full_design if not fixed else full_design[:, [*free, n_features]]
+        start = _subsample_minimum(design, target, weight, name)
+        params, n_iter = _newton(design, target, weight, name, start)
         if (params[: len(free)][np.isin(free, nonnegative)] < 0).any():
             continue
-        if best is None or loss < best[1]:
-            coef = np.zeros(n_features)
-            coef[free] = params[: len(free)]
-            best = (coef, loss, params[-1], n_iter)
+        coef = np.zeros(n_features)
+        coef[free] = params[: len(free)]
         if not fixed:
+            best = (coef, 0.0, params[-1], n_iter)
             break
+        loss = _loss(design @ params, weight * target, weight)
+        if best is None or loss < best[1]:
+            best = (coef, loss, params[-1], n_iter)
     coef, _, intercept, n_iter = best
     return coef / spread, intercept - (coef / spread) @ centre, n_iter
+
+
+def _subsample_minimum(design, target, weight, name):
+    """The minimum on an evenly spaced subsample of a large input (None for a small one)."""
+    if len(target) <= 4 * _WARM_START_ROWS:
+        return None
+    rows = evenly_spaced_rows(len(target), _WARM_START_ROWS)
+    if not weight[rows].sum() > 0:
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        params, _ = _newton(design[rows], target[rows], weight[rows] / weight[rows].sum(), name)
+    return params
 
 
 def _faces(nonnegative):
@@ -155,12 +224,23 @@ def _faces(nonnegative):
 class OneVsRestLogisticBase(BaseCalibrator):
     """One logistic model of each class's one-vs-rest log-odds (of the positive class if binary).
 
-    Subclasses define ``_design(log_odds)``, the features of a column of log-odds, and may
-    override ``_targets`` (hard 0/1 targets by default), ``_nonnegative`` (features whose
-    coefficient must be >= 0) and ``_store``/``_coefficients`` (the attribute layout).
+    Subclasses define ``_design(log_odds)``, the features of a column of log-odds (or
+    override ``_designs(scores)``), and may override ``_targets`` (hard 0/1 targets by
+    default), ``_nonnegative`` (features whose coefficient must be >= 0) and
+    ``_store``/``_coefficients`` (the attribute layout).
     """
 
     _nonnegative = ()
+
+    @staticmethod
+    def _modelled(n_classes):
+        """The classes with a model: the positive one of a binary problem, else all."""
+        return [1] if n_classes == 2 else range(n_classes)
+
+    def _designs(self, scores):
+        """The design matrix of each modelled class."""
+        log_odds = one_vs_rest_log_odds(scores, self.input)
+        return [self._design(log_odds[:, k]) for k in self._modelled(scores.shape[1])]
 
     @staticmethod
     def _targets(positive, counts):
@@ -175,32 +255,29 @@ class OneVsRestLogisticBase(BaseCalibrator):
         return self.coef_
 
     def _fit(self, scores, y_index, sample_weight):
-        log_odds = one_vs_rest_log_odds(scores, self.input)
-        n_classes = log_odds.shape[1]
         counts = np.ones(len(y_index)) if sample_weight is None else sample_weight
         weight = counts / counts.sum()
-        fitted = []
-        for k in [1] if n_classes == 2 else range(n_classes):
-            target = self._targets(y_index == k, counts)
-            fitted.append(
-                fit_logistic(
-                    self._design(log_odds[:, k]),
-                    target,
-                    weight,
-                    nonnegative=self._nonnegative,
-                    name=type(self).__name__,
-                )
+        fitted = [
+            fit_logistic(
+                design,
+                self._targets(y_index == k, counts),
+                weight,
+                nonnegative=self._nonnegative,
+                name=type(self).__name__,
             )
+            for k, design in zip(
+                self._modelled(scores.shape[1]), self._designs(scores), strict=True
+            )
+        ]
         coef, intercept, n_iter = zip(*fitted, strict=True)
         self._store(np.array(coef), np.array(intercept), np.array(n_iter))
 
     def _predict_proba(self, scores):
-        log_odds = one_vs_rest_log_odds(scores, self.input)
         coef = self._coefficients()
-        if log_odds.shape[1] == 2:
-            logit = self._design(log_odds[:, 1]) @ coef[0] + self.intercept_[0]
-            return np.column_stack([expit(-logit), expit(logit)])
         logits = np.column_stack(
-            [self._design(log_odds[:, k]) @ coef[k] for k in range(log_odds.shape[1])]
+            [design @ coef[i] for i, design in enumerate(self._designs(scores))]
         )
-        return renormalize(expit(logits + self.intercept_))
+        logits += self.intercept_
+        if scores.shape[1] == 2:
+            return np.column_stack([expit(-logits[:, 0]), expit(logits[:, 0])])
+        return renormalize(expit(logits))

@@ -18,6 +18,8 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from ._base import evenly_spaced_rows
+
 #: beta = 1/T is searched in [BETA_MIN, BETA_MAX], that is T in [1e-4, 1e4].
 BETA_MIN = 1e-4
 BETA_MAX = 1e4
@@ -174,7 +176,7 @@ def fit_inverse_temperature(logits, y_index, sample_weight=None):
     beta = 1.0
     n_samples = logits.shape[0]
     if n_samples > 4 * _SUBSAMPLE_ROWS:
-        rows = np.linspace(0, n_samples - 1, _SUBSAMPLE_ROWS).astype(np.intp)
+        rows = evenly_spaced_rows(n_samples, _SUBSAMPLE_ROWS)
         weight = None if sample_weight is None else sample_weight[rows]
         if weight is None or weight.sum() > 0:
             subsample = NLLPasses(logits[rows], y_index[rows], weight)

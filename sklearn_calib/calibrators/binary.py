@@ -11,9 +11,8 @@ whose scores separate the classes has no minimum and ends with a ``ConvergenceWa
 """
 
 import numpy as np
-from scipy.special import log_expit
 
-from ._binary_logistic import OneVsRestLogisticBase
+from ._binary_logistic import OneVsRestLogisticBase, one_vs_rest_log_probabilities
 
 _INPUT_DOC = """input : {"logits", "probabilities"}, default="logits"
         What the scores are. See :mod:`sklearn_calib.calibrators` for 1-D binary scores;
@@ -126,6 +125,9 @@ class BetaCalibration(OneVsRestLogisticBase):
     def __init__(self, input="logits"):
         self.input = input
 
-    @staticmethod
-    def _design(log_odds):
-        return np.column_stack([log_expit(log_odds), -log_expit(-log_odds)])
+    def _designs(self, scores):
+        log_proba, log_rest = one_vs_rest_log_probabilities(scores, self.input)
+        return [
+            np.column_stack([log_proba[:, k], -log_rest[:, k]])
+            for k in self._modelled(scores.shape[1])
+        ]

@@ -185,7 +185,7 @@ class DirichletCalibration(MatrixScalingBase):
                 tol=self.tol,
                 name=type(self).__name__,
             )
-            proba = softmax(MatrixMap.forward(features[test], theta))
+            proba = softmax(MatrixMap.forward(features[test].T, theta).T)
             scores.append(_weighted_nll(proba, y_index[test], test_weight))
         return scores
 

@@ -63,7 +63,8 @@ class AffineScalingBase(BaseCalibrator):
         self._store(theta, n_classes)
 
     def _predict_proba(self, scores):
-        return softmax(self._affine.forward(self._features(scores), self._parameters()))
+        logits = self._affine.forward(self._features(scores).T, self._parameters())
+        return softmax(logits.T)
 
 
 class VectorScalingBase(AffineScalingBase):
