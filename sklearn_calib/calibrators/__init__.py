@@ -30,12 +30,14 @@ from .dirichlet import DirichletCalibration
 from .isotonic import IsotonicCalibration
 from .linear import MatrixScaling, VectorScaling
 from .platt import PlattScaling
+from .selection import CalibratorSelector
 from .structured import StructuredMatrixScaling, StructuredVectorScaling
 from .temperature import EnsembleTemperatureScaling, TemperatureScaling
 
 __all__ = [
     "BetaCalibration",
     "CalibratedClassifier",
+    "CalibratorSelector",
     "DirichletCalibration",
     "EnsembleTemperatureScaling",
     "HistogramBinning",

@@ -33,6 +33,8 @@ from ._base import PROBABILITY_FLOOR, BaseCalibrator, evenly_spaced_rows, renorm
 #: the optimum.
 _TOL = 1e-10
 _MAX_ITER = 100
+#: A fit whose probabilities are all this close to their targets separates the classes.
+_SATURATED = 1e-6
 #: Below this predicted decrease, steps are taken in full, without a line search.
 _FULL_STEP = 1e-6
 #: Inputs of more than 4 times this many rows start from the minimum on a subsample.
@@ -127,6 +129,14 @@ def _newton(design, target, weight, name, start=None):
         hess = (design.T * curvature) @ design
         step = np.linalg.lstsq(hess, -grad, rcond=None)[0]
         if -(grad @ step) / 2 <= _TOL or np.all(params + step == params):
+            if _saturated(proba, target, weight):
+                warnings.warn(
+                    f"{name}: the scores separate the class from the rest (or the class is "
+                    "absent), so the fit has no minimum; its probabilities are saturated, "
+                    f"within {_SATURATED:g} of the labels.",
+                    ConvergenceWarning,
+                    stacklevel=6,
+                )
             return params + step, iteration
         slope = grad @ step
         direction = design @ step
@@ -155,6 +165,15 @@ def _newton(design, target, weight, name, start=None):
         stacklevel=6,
     )
     return params, _MAX_ITER
+
+
+def _saturated(proba, target, weight):
+    """Whether hard 0/1 targets are all fitted within _SATURATED: no finite minimum."""
+    positive = weight > 0
+    return bool(
+        np.all((target[positive] == 0) | (target[positive] == 1))
+        and np.all(np.abs(proba - target)[positive] < _SATURATED)
+    )
 
 
 def fit_logistic(features, target, weight, *, nonnegative=(), name="calibrator"):

@@ -7,7 +7,8 @@ against the hard labels (the Newton solver of :mod:`~._binary_logistic`), and, l
 :class:`PlattScaling`, fit one map on the positive class of a binary problem and one per
 class (one-vs-rest, rows renormalised) otherwise. They were designed for binary problems,
 where Berta et al. rank them with Platt scaling on logits first by held-out log loss. A fit
-whose scores separate the classes has no minimum and ends with a ``ConvergenceWarning``.
+whose scores separate a class from the rest has no minimum: it stops with saturated
+probabilities and a ``ConvergenceWarning``.
 """
 
 import numpy as np
