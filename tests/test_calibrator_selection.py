@@ -1,5 +1,8 @@
 """CalibratorSelector: cross-fitted choice among calibrators."""
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 from scipy.special import softmax
@@ -151,3 +154,17 @@ def test_bad_candidate_lists_are_rejected(calibrators, match):
     logits, y = overconfident(seed=8)
     with pytest.raises(ValueError, match=match):
         CalibratorSelector(calibrators, cv=3).fit(logits, y)
+
+
+def test_readme_recipe_for_logits_and_labels_runs(capsys):
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    text = readme.split("### I have logits and labels\n", 1)[1]
+    recipe = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    logits, y = overconfident(n_samples=1000, seed=9)
+    namespace = {"val_logits": logits[:600], "val_labels": y[:600], "test_logits": logits[600:]}
+    exec(recipe, namespace)
+    selector = namespace["selector"]
+    assert namespace["test_proba"].shape == (400, 3)
+    assert capsys.readouterr().out.splitlines()[0] == repr(selector.best_calibrator_)
+    held_out = negative_log_likelihood(y[600:], namespace["test_proba"])
+    assert held_out < negative_log_likelihood(y[600:], softmax(logits[600:], axis=1))
