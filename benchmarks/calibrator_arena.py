@@ -24,8 +24,9 @@ top-label ECE (15 equal-width bins) and the Brier score. Ranks are by log loss w
 table (CSV) are written to ``--out``; the Markdown states the command, the machine, the
 run time and whether each claim of the published ranking holds here.
 
-Run ``python benchmarks/calibrator_arena.py`` (about 10 minutes on 2 cores with the
-default 5 splits), or ``--splits 1 --quick`` for a smoke check.
+Run ``PYTHONPATH=. python benchmarks/calibrator_arena.py`` from the repository root (about
+10 minutes on 2 cores with the default 5 splits), or add ``--splits 1 --quick`` for a smoke
+check.
 """
 
 import argparse
@@ -49,9 +50,7 @@ from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from sklearn_calib.calibrators import (  # noqa: E402
+from sklearn_calib.calibrators import (
     BetaCalibration,
     CalibratorSelector,
     DirichletCalibration,
@@ -67,9 +66,9 @@ from sklearn_calib.calibrators import (  # noqa: E402
     TemperatureScaling,
     VectorScaling,
 )
-from sklearn_calib.datasets import load_fashion_mnist  # noqa: E402
-from sklearn_calib.estimators import NetClassifier  # noqa: E402
-from sklearn_calib.scoring import (  # noqa: E402
+from sklearn_calib.datasets import load_fashion_mnist
+from sklearn_calib.estimators import NetClassifier
+from sklearn_calib.scoring import (
     brier_score,
     expected_calibration_error,
     negative_log_likelihood,
@@ -395,7 +394,7 @@ def main():
     )
     args = parser.parse_args()
     torch.set_num_threads(1)
-    command = "python benchmarks/calibrator_arena.py " + " ".join(sys.argv[1:])
+    command = "PYTHONPATH=. python benchmarks/calibrator_arena.py " + " ".join(sys.argv[1:])
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
