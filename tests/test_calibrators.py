@@ -457,8 +457,20 @@ def test_scaling_families_nest_in_nll():
     assert norms[0] > norms[1] > norms[2] > 0
 
 
-@pytest.mark.parametrize("calibrator", [VectorScaling(), MatrixScaling()])
-def test_linear_scaling_weights_equal_repetitions(calibrator):
+@pytest.mark.parametrize(
+    "calibrator",
+    [
+        VectorScaling(),
+        MatrixScaling(),
+        StructuredVectorScaling(),
+        StructuredMatrixScaling(),
+        QuadraticScaling(),
+        BetaCalibration(),
+    ],
+    ids=repr,
+)
+def test_weights_equal_repetitions(calibrator):
+    # the penalties of SVS/SMS scale with the total weight, as with repeated rows
     logits, y = overconfident_logits(120, 3, seed=15)
     weight = np.random.default_rng(16).integers(0, 4, size=len(y))
     weighted = clone(calibrator).fit(logits, y, sample_weight=weight)

@@ -193,29 +193,6 @@ def test_structured_scaling_with_huge_penalties_is_temperature_scaling(ours):
     np.testing.assert_array_equal(fitted.predict(logits), logits.argmax(axis=1))
 
 
-@pytest.mark.parametrize(
-    "calibrator",
-    [
-        StructuredVectorScaling(),
-        StructuredMatrixScaling(),
-        QuadraticScaling(),
-        BetaCalibration(),
-    ],
-    ids=repr,
-)
-def test_integer_weights_equal_repetitions(calibrator):
-    # the penalties of SVS/SMS scale with the total weight, like repeated rows
-    logits, y = biased_logits(240, 3, seed=7)
-    if isinstance(calibrator, (QuadraticScaling, BetaCalibration)):
-        logits, y = logits[:, 1] - logits[:, 0], (y == 1).astype(int)
-    weight = np.random.default_rng(8).integers(0, 4, size=len(y))
-    weighted = clone(calibrator).fit(logits, y, sample_weight=weight)
-    repeated = clone(calibrator).fit(np.repeat(logits, weight, axis=0), np.repeat(y, weight))
-    np.testing.assert_allclose(
-        weighted.predict_proba(logits), repeated.predict_proba(logits), atol=1e-7
-    )
-
-
 # --------------------------------------------------------------------------- Dirichlet
 
 
