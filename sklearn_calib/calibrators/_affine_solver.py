@@ -10,13 +10,16 @@ over an affine map ``f`` of the features:
 - :class:`VectorMap`: ``f(x)_k = a_k x_k + b_k``, ``theta = (a, b)``;
 - :class:`MatrixMap`: ``f(x) = W x + b``, ``theta`` the rows of ``[W | b]``.
 
-``F`` is convex. Everything is float64 with analytic gradients. Small problems take Newton
-steps: the Hessian is formed exactly (on an evenly spaced subsample of rows for large
-``n``, which changes the steps, not the minimum), scaled to unit diagonal and factored by
-Cholesky, and each step is kept by a backtracking (Armijo) line search. Large problems
-(many classes under a matrix map) take L-BFGS steps whose initial inverse Hessian is the
-inverse of the Hessian's diagonal blocks at the start (one block per class; a Kronecker
-approximation for the matrix map). Large inputs start from the minimum on a subsample.
+``F`` is convex. Everything is float64 with analytic gradients. Small problems (at most
+NEWTON_PARAMS parameters) take Newton steps: the Hessian is formed exactly (on an evenly
+spaced subsample of HESSIAN_ROWS rows for larger inputs, which changes the steps, not the
+minimum), scaled to unit diagonal and factored by Cholesky. Larger ones (a matrix map over
+more than 15 classes) take L-BFGS steps whose initial inverse Hessian is the inverse of the
+Hessian's diagonal blocks (one block per class, formed on 1024 evenly spaced rows and again
+every 10 steps). Every step is kept by a backtracking (Armijo) line search. The parameters
+are held at the point of least penalty along the directions that change no softmax (see
+:func:`_minimise`). Inputs of more than ``4 * HESSIAN_ROWS`` rows fitted by Newton steps
+start from the minimum on a subsample.
 
 The fit stops when the decrease of ``F`` that the step predicts, ``-g . step / 2`` (half the
 squared Newton decrement), is at most ``tol``. The criterion is in units of ``F`` (nats per
@@ -451,8 +454,8 @@ def fit_affine(
 ):
     """Minimise the penalised weighted NLL of ``softmax(affine(features))``.
 
-    Inputs of more than ``4 * HESSIAN_ROWS`` rows start from the minimum on an evenly spaced
-    subsample of ``HESSIAN_ROWS`` rows.
+    Newton fits of more than ``4 * HESSIAN_ROWS`` rows start from the minimum on an evenly
+    spaced subsample of ``HESSIAN_ROWS`` rows.
 
     Parameters
     ----------
