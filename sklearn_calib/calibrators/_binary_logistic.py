@@ -1,11 +1,5 @@
 """Weighted binary logistic regression on a few features of a class's log-odds.
 
-:class:`OneVsRestLogisticBase` is the calibrator built on it: a binary problem fits one
-model, on the positive class, and sets ``p_0 = 1 - p_1``; a multiclass problem fits one
-model per class (one-vs-rest) and divides each row by its sum, as scikit-learn's
-``CalibratedClassifierCV(method="sigmoid")`` does.
-
-
 Platt, quadratic and beta calibration each fit ``p = sigmoid(c + sum_j coef_j f_j(s))`` where
 ``s`` is the one-vs-rest log-odds of a class under the scores (see
 :func:`one_vs_rest_log_odds`), by minimising the weighted mean cross-entropy against
@@ -14,9 +8,13 @@ backtracking line search, in float64, on standardised features (each centred and
 its weighted standard deviation, so that a large offset or scale of the scores does not
 make the Hessian singular; the fit is affine invariant, so the coefficients follow from the
 standardised solution exactly). Large inputs start from the minimum on an evenly spaced
-subsample. Coefficients may be constrained to be non-negative: the
-exact constrained minimum is the best feasible minimum over the faces of the constraint set.
-"""
+subsample. Coefficients may be constrained to be non-negative: the exact constrained
+minimum is the best feasible minimum over the faces of the constraint set.
+
+:class:`OneVsRestLogisticBase` is the calibrator built on it: a binary problem fits one
+model, on the positive class, and sets ``p_0 = 1 - p_1``; a multiclass problem fits one
+model per class (one-vs-rest) and divides each row by its sum, as scikit-learn's
+``CalibratedClassifierCV(method="sigmoid")`` does."""
 
 import itertools
 import warnings
