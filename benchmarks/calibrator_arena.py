@@ -1,11 +1,11 @@
 """Every post-hoc calibrator of sklearn_calib on real logit sets, in the spirit of CalArena.
 
-Berta, Holzmüller, Bach and Jordan's comparison of post-hoc calibrators ranks them by held-out
-log loss: structured matrix scaling (SMS) first on multiclass tabular and vision problems,
-with structured vector scaling (SVS) and temperature scaling (TS) close; on binary
-problems quadratic scaling, beta calibration and Platt scaling lead; histogram binning and
-isotonic regression fall below the uncalibrated model. This script checks that ranking on
-the logit sets this machine can produce:
+Berta, Holzmüller, Jordan and Bach's comparison of post-hoc calibrators (AISTATS 2026)
+ranks them by held-out log loss: structured matrix scaling (SMS) first on multiclass
+tabular and vision problems, with structured vector scaling (SVS) and temperature scaling
+(TS) close; on binary problems quadratic scaling, beta calibration and Platt scaling
+lead; histogram binning and isotonic regression fall below the uncalibrated model. This
+script checks that ranking on the logit sets this machine can produce:
 
 - scikit-learn's bundled sets (digits, 10 classes; breast cancer, binary; wine, 3
   classes), each with five classifiers (logistic regression and histogram gradient

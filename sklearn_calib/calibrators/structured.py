@@ -1,4 +1,4 @@
-"""Structured vector and matrix scaling (Berta, Holzmüller, Bach and Jordan 2025).
+"""Structured vector and matrix scaling (Berta, Holzmüller, Jordan and Bach, AISTATS 2026).
 
 Both first fit temperature scaling (unpenalised, exact NLL, as :class:`TemperatureScaling`)
 and mix its probabilities with the uniform distribution at weight ``1 / (n + 1)``:
