@@ -48,6 +48,9 @@ _MEMORY = 20
 #: Sufficient-decrease constant of the Armijo line search, and its largest number of halvings.
 _ARMIJO = 1e-4
 _HALVINGS = 40
+#: A fit whose weighted mean NLL is below this has saturated probabilities: the scores
+#: separate the classes.
+_SATURATED = 1e-6
 
 
 class VectorMap:
@@ -403,9 +406,11 @@ def _line_search(objective, theta, value, step, slope):
 
 
 def _minimise(objective, theta, max_iter, tol):
-    """Newton or L-BFGS steps from ``theta``; return ``(theta, n_iter, predicted decrease)``.
+    """Newton or L-BFGS steps from ``theta``.
 
-    The predicted decrease is 0 when the fit converged (or no step decreases ``F``). The
+    Return ``(theta, n_iter, predicted decrease, F)``: the predicted decrease is 0 when the
+    fit converged (or no step decreases ``F``); ``F`` is its value at the last point
+    evaluated (before a final Newton step, which changes it by at most ``tol``). The
     parameters start at, and each step keeps them at, the point of their shift groups
     (directions that leave every softmax unchanged, such as adding one vector to all rows
     of ``[W | b]``) of least penalty: there only the penalty has curvature, so these
@@ -432,11 +437,11 @@ def _minimise(objective, theta, max_iter, tol):
         decrease = -slope / 2
         if decrease <= tol:
             # Newton's predicted decrease is reliable: take the last (tiny) step too.
-            return (theta + step if newton else theta), iteration, 0.0
+            return (theta + step if newton else theta), iteration, 0.0, value
         found = _line_search(objective, theta, value, step, slope)
         if found is None:
             # No step decreases F beyond rounding: the minimum is reached.
-            return theta, iteration, 0.0
+            return theta, iteration, 0.0, value
         size, value, softmax = found
         theta = theta + size * step
         new_gradient = objective.gradient(theta, softmax)
@@ -446,7 +451,7 @@ def _minimise(objective, theta, max_iter, tol):
             if curvature > 1e-12 * abs(value):
                 pairs = [*pairs[1 - _MEMORY :], (size * step, change, 1.0 / curvature)]
         gradient = new_gradient
-    return theta, max_iter, decrease
+    return theta, max_iter, decrease, value
 
 
 def fit_affine(
@@ -485,6 +490,12 @@ def fit_affine(
     theta : ndarray of shape (n_params,)
     n_iter : int
         Steps taken on the full input.
+
+    Warns
+    -----
+    ConvergenceWarning
+        When the fit reaches ``max_iter`` before the criterion, or stops with a mean NLL
+        below 1e-6 (scores that separate the classes).
     """
     n_samples = features.shape[0]
     weight = (
@@ -498,12 +509,20 @@ def fit_affine(
     if len(theta) <= NEWTON_PARAMS and n_samples > 4 * HESSIAN_ROWS:
         subsample = objective.restricted(evenly_spaced_rows(n_samples, HESSIAN_ROWS))
         if subsample is not None:
-            theta, _, _ = _minimise(subsample, theta, max_iter, tol)
+            theta, *_ = _minimise(subsample, theta, max_iter, tol)
     try:
-        theta, n_iter, decrease = _minimise(objective, theta, max_iter, tol)
+        theta, n_iter, decrease, value = _minimise(objective, theta, max_iter, tol)
     except RuntimeError as exc:
         raise RuntimeError(f"{name} failed: {exc}") from None
-    if decrease > tol:
+    nll = value - objective.penalty_value(theta)
+    if nll < _SATURATED:
+        warnings.warn(
+            f"{name}: the scores separate the classes, so the NLL may have no minimum; the fit "
+            f"stopped with saturated probabilities (mean NLL {nll:.3g} < {_SATURATED:g}).",
+            ConvergenceWarning,
+            stacklevel=4,
+        )
+    elif decrease > tol:
         warnings.warn(
             f"{name} did not converge in max_iter={max_iter} steps (predicted decrease "
             f"{decrease:.3g} > tol={tol:g}), for example because the scores separate the "
