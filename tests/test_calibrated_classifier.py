@@ -416,3 +416,26 @@ def test_parallel_folds_give_the_same_model(ensemble):
     np.testing.assert_array_equal(
         serial.fit(X, y).predict_proba(X), parallel.fit(X, y).predict_proba(X)
     )
+
+
+class _HugeScores(ClassifierMixin, BaseEstimator):
+    """A classifier whose decision function is 1e200 times a logistic regression's."""
+
+    def fit(self, X, y):
+        self.model_ = LogisticRegression().fit(X, y)
+        self.classes_ = self.model_.classes_
+        return self
+
+    def decision_function(self, X):
+        return 1e200 * self.model_.decision_function(X)
+
+
+@pytest.mark.parametrize("method", ["holdout", "cv"])
+def test_a_calibrator_error_on_a_part_holding_every_class_passes_unchanged(method):
+    # Scores out of the calibrators' range: the error names the scores, with no advice
+    # about folds (which would not help).
+    X, y = _data(seed=14)
+    clf = CalibratedClassifier(_HugeScores(), method=method, cv=3, random_state=0)
+    with pytest.raises(ValueError, match=r"^Expected `scores` \(logits\)") as error:
+        clf.fit(X, y)
+    assert "folds" not in str(error.value)

@@ -53,8 +53,8 @@ class QuadraticScaling(OneVsRestLogisticBase):
 
     See Also
     --------
-    PlattScaling : the linear map ``sigmoid(c + a s)`` with smoothed targets.
-    BetaCalibration : a map of ``log p`` and ``log(1 - p)``.
+    PlattScaling : The linear map ``sigmoid(c + a s)`` with smoothed targets.
+    BetaCalibration : A map of ``log p`` and ``log(1 - p)``.
 
     References
     ----------
@@ -104,7 +104,7 @@ class BetaCalibration(OneVsRestLogisticBase):
     See Also
     --------
     PlattScaling : ``sigmoid(c + a s)``, the special case ``a = b`` of beta calibration.
-    QuadraticScaling : a quadratic map of the log-odds.
+    QuadraticScaling : A quadratic map of the log-odds.
 
     References
     ----------

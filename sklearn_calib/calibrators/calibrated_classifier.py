@@ -59,8 +59,9 @@ def _fit_fold(estimator, X, y, train, test, sample_weight, classes, part):
 def _fit_calibrator(calibrator, estimator, scores, score_method, y, sample_weight, part):
     """Fit a clone of ``calibrator`` on the estimator's scores of ``part``.
 
-    A calibrator that fails raises a ValueError naming the part (a held-out fold may hold
-    a single class, which the calibrator is told is one of several).
+    A calibrator that fails on a part lacking a class (a held-out fold may hold a single
+    class, which the calibrator is told is one of several) raises a ValueError naming the
+    part and the fix; other errors (such as scores out of range) pass unchanged.
     """
     fitted = clone(calibrator)
     if "input" in fitted.get_params():
@@ -75,6 +76,8 @@ def _fit_calibrator(calibrator, estimator, scores, score_method, y, sample_weigh
             fitted.fit(scores, y_index, sample_weight=sample_weight)
     except ValueError as exc:
         present = np.unique(y).tolist()
+        if len(present) == len(estimator.classes_):
+            raise
         raise ValueError(
             f"The calibrator could not be fitted on {part} ({len(y)} samples, classes "
             f"{present}): {exc} Use stratified `cv` folds (an int `cv` gives "

@@ -85,8 +85,8 @@ class DirichletCalibration(MatrixScalingBase):
 
     See Also
     --------
-    MatrixScaling : the same map on logits with fixed penalties.
-    StructuredMatrixScaling : the same map after temperature scaling, published penalties.
+    MatrixScaling : The same map on logits with fixed penalties.
+    StructuredMatrixScaling : The same map after temperature scaling, published penalties.
 
     References
     ----------

@@ -135,7 +135,7 @@ class VectorScaling(VectorScalingBase):
 
     See Also
     --------
-    StructuredVectorScaling : vector scaling after temperature scaling, with penalties.
+    StructuredVectorScaling : Vector scaling after temperature scaling, with penalties.
 
     References
     ----------
@@ -202,8 +202,8 @@ class MatrixScaling(MatrixScalingBase):
 
     See Also
     --------
-    StructuredMatrixScaling : matrix scaling after temperature scaling, with penalties.
-    DirichletCalibration : matrix scaling of log-probabilities, penalties chosen by CV.
+    StructuredMatrixScaling : Matrix scaling after temperature scaling, with penalties.
+    DirichletCalibration : Matrix scaling of log-probabilities, penalties chosen by CV.
 
     References
     ----------

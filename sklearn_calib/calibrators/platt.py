@@ -50,6 +50,12 @@ class PlattScaling(OneVsRestLogisticBase):
     n_features_in_ : int
         Number of score columns (only for 2-D scores).
 
+    See Also
+    --------
+    QuadraticScaling : A quadratic map of the log-odds, fitted without smoothing.
+    BetaCalibration : A map of ``log p`` and ``log(1 - p)`` that contains this one.
+    TemperatureScaling : One temperature for all classes, which keeps the predicted class.
+
     References
     ----------
     J. Platt, "Probabilistic outputs for support vector machines and comparisons to

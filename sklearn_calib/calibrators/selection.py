@@ -130,7 +130,7 @@ class CalibratorSelector(BaseCalibrator):
 
     See Also
     --------
-    sklearn.model_selection.GridSearchCV : the same search for one estimator's parameters.
+    sklearn.model_selection.GridSearchCV : The same search for one estimator's parameters.
 
     References
     ----------

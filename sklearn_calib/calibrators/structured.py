@@ -96,8 +96,8 @@ class StructuredVectorScaling(_TemperatureMixture, VectorScalingBase):
 
     See Also
     --------
-    StructuredMatrixScaling : the same with a penalised full matrix.
-    VectorScaling : unpenalised vector scaling of the logits.
+    StructuredMatrixScaling : The same with a penalised full matrix.
+    VectorScaling : Unpenalised vector scaling of the logits.
 
     References
     ----------
@@ -177,8 +177,8 @@ class StructuredMatrixScaling(_TemperatureMixture, MatrixScalingBase):
 
     See Also
     --------
-    StructuredVectorScaling : the same with a diagonal matrix.
-    DirichletCalibration : matrix scaling of log-probabilities, penalties chosen by CV.
+    StructuredVectorScaling : The same with a diagonal matrix.
+    DirichletCalibration : Matrix scaling of log-probabilities, penalties chosen by CV.
 
     References
     ----------
