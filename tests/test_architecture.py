@@ -22,7 +22,7 @@ ALLOWED = {
     "datasets": {"_validation"},
     "plotting": {"metrics", "_validation"},
     "losses": {"metrics", "_validation"},
-    "calibrators": {"metrics", "_validation"},
+    "calibrators": {"metrics", "scoring", "_validation"},
     "estimators": {"losses", "metrics", "_validation"},
     "evaluation": {"calibrators", "metrics", "_validation"},
     "persistence": {"calibrators", "estimators", "losses", "metrics", "_validation"},

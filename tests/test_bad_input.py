@@ -19,13 +19,19 @@ from sklearn.linear_model import LogisticRegression
 
 from sklearn_calib import scoring
 from sklearn_calib.calibrators import (
+    BetaCalibration,
     CalibratedClassifier,
+    CalibratorSelector,
+    DirichletCalibration,
     EnsembleTemperatureScaling,
     HistogramBinning,
     IsotonicCalibration,
     MatrixScaling,
     PlattScaling,
+    QuadraticScaling,
     ScalingBinning,
+    StructuredMatrixScaling,
+    StructuredVectorScaling,
     TemperatureScaling,
     VectorScaling,
 )
@@ -55,6 +61,10 @@ META_CLASSIFIERS = [
         lambda: CalibratedClassifier(LogisticRegression(), random_state=0),
     ),
     (
+        "CalibratedClassifier(LogisticRegression, cv, ensemble=False)",
+        lambda: CalibratedClassifier(LogisticRegression(), method="cv", cv=3, ensemble=False),
+    ),
+    (
         "CalibratedClassifier(NetClassifier, cv)",
         lambda: CalibratedClassifier(
             NetClassifier(module__hidden_units=(8,), max_epochs=1, random_state=0),
@@ -74,6 +84,12 @@ CALIBRATORS = [
     VectorScaling,
     MatrixScaling,
     PlattScaling,
+    StructuredVectorScaling,
+    StructuredMatrixScaling,
+    DirichletCalibration,
+    QuadraticScaling,
+    BetaCalibration,
+    CalibratorSelector,
 ]
 
 METRICS = [

@@ -1,18 +1,30 @@
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.calibration import CalibratedClassifierCV
 from sklearn.datasets import load_digits, make_classification
 from sklearn.dummy import DummyClassifier
-from sklearn.exceptions import NotFittedError
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import GridSearchCV, StratifiedKFold, train_test_split
+from sklearn.model_selection import (
+    GridSearchCV,
+    KFold,
+    ShuffleSplit,
+    StratifiedKFold,
+    cross_val_predict,
+    train_test_split,
+)
 from sklearn.neural_network import MLPClassifier
+from sklearn.svm import LinearSVC
 
 from sklearn_calib.calibrators import (
     CalibratedClassifier,
     HistogramBinning,
     IsotonicCalibration,
+    PlattScaling,
     TemperatureScaling,
 )
 from sklearn_calib.calibrators.calibrated_classifier import _one_of_each_class
@@ -147,7 +159,7 @@ def test_bad_input_raises():
     rare[0] = 3
     with (
         pytest.warns(UserWarning, match="least populated"),
-        pytest.raises(ValueError, match="fitted on a part of the data"),
+        pytest.raises(ValueError, match=r"fitted on the training part of fold 1 of 3, which"),
     ):
         CalibratedClassifier(LogisticRegression(), method="cv", cv=3).fit(X, rare)
     fitted = LogisticRegression().fit(X, y)
@@ -297,3 +309,133 @@ def test_an_estimator_without_scores_is_rejected_before_fitting():
         with pytest.raises(ValueError, match="'decision_function'.*'predict_proba'"):
             CalibratedClassifier(_PredictOnly(), method=method).fit(X, y)
     assert _PredictOnly.fits == 0
+
+
+def test_refit_on_an_array_drops_the_feature_names_of_a_dataframe_fit():
+    pandas = pytest.importorskip("pandas")
+    X, y = _data(seed=5)
+    frame = pandas.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    clf = CalibratedClassifier(LogisticRegression(), random_state=0).fit(frame, y)
+    np.testing.assert_array_equal(clf.feature_names_in_, frame.columns)
+    clf.fit(X, y)
+    assert not hasattr(clf, "feature_names_in_")
+    assert clf.n_features_in_ == X.shape[1]
+
+
+@pytest.mark.parametrize("ensemble", [True, False])
+@pytest.mark.parametrize("calibrator", [None, PlattScaling(), IsotonicCalibration()], ids=repr)
+def test_calibration_folds_holding_a_single_class_fit(ensemble, calibrator):
+    # scikit-learn's non-regression test for its issue #7796: the first and last held-out
+    # folds of KFold(3) hold one class, their training folds both.
+    X, _ = make_classification(n_samples=10, n_features=5, n_classes=2, random_state=0)
+    y = np.array([1, 1, 1, 1, 1, 0, 0, 0, 0, 0])
+    clf = CalibratedClassifier(
+        LinearSVC(C=1.0, random_state=7),
+        calibrator,
+        method="cv",
+        cv=KFold(n_splits=3),
+        ensemble=ensemble,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(X, y)
+    proba = clf.predict_proba(X)
+    assert np.isfinite(proba).all()
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert len(clf.calibrators_) == (3 if ensemble else 1)
+
+
+class _TwoClassesOnly(BaseEstimator):
+    """A calibrator (without ``classes=``) that cannot fit scores of a single class."""
+
+    def fit(self, scores, y, sample_weight=None):
+        if len(np.unique(y)) < 2:
+            raise ValueError("needs both classes.")
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict_proba(self, scores):
+        positive = 1 / (1 + np.exp(-np.asarray(scores)))
+        return np.column_stack([1 - positive, positive])
+
+
+def test_a_calibrator_that_cannot_fit_a_fold_names_it_and_the_fix():
+    X, _ = make_classification(n_samples=10, n_features=5, n_classes=2, random_state=0)
+    y = np.array([1, 1, 1, 1, 1, 0, 0, 0, 0, 0])
+    clf = CalibratedClassifier(
+        LinearSVC(random_state=7), _TwoClassesOnly(), method="cv", cv=KFold(n_splits=3)
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"on held-out fold 1 of 3 \(4 samples, classes \[1\]\): needs both classes\. "
+        r"Use stratified `cv` folds .* or ensemble=False",
+    ):
+        clf.fit(X, y)
+    # one calibrator on the held-out scores of all the folds sees both classes
+    clf.set_params(ensemble=False).fit(X, y)
+    np.testing.assert_allclose(clf.predict_proba(X).sum(axis=1), 1.0)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_ensemble_false_calibrates_the_cross_validated_scores(n_classes):
+    X, y = _data(n_classes=n_classes, seed=11)
+    cv = StratifiedKFold(3)
+    clf = CalibratedClassifier(LogisticRegression(), method="cv", cv=cv, ensemble=False)
+    clf.fit(X, y)
+    held_out = cross_val_predict(LogisticRegression(), X, y, cv=cv, method="decision_function")
+    calibrator = TemperatureScaling().fit(held_out, y)
+    estimator = LogisticRegression().fit(X, y)
+    assert len(clf.estimators_) == len(clf.calibrators_) == 1
+    np.testing.assert_allclose(clf.estimators_[0].coef_, estimator.coef_)
+    assert clf.calibrators_[0].temperature_ == pytest.approx(calibrator.temperature_, rel=1e-12)
+    np.testing.assert_allclose(
+        clf.predict_proba(X), calibrator.predict_proba(estimator.decision_function(X))
+    )
+    # scikit-learn's temperature calibration with the same semantics agrees
+    theirs = CalibratedClassifierCV(
+        LogisticRegression(), method="temperature", cv=cv, ensemble=False
+    ).fit(X, y)
+    atol = 1e-5 if n_classes == 2 else 1e-3
+    np.testing.assert_allclose(clf.predict_proba(X), theirs.predict_proba(X), atol=atol)
+
+
+def test_ensemble_false_needs_folds_that_partition_the_samples():
+    X, y = _data(seed=12)
+    clf = CalibratedClassifier(
+        LogisticRegression(), method="cv", cv=ShuffleSplit(3, random_state=0), ensemble=False
+    )
+    with pytest.raises(ValueError, match="partition the samples"):
+        clf.fit(X, y)
+
+
+@pytest.mark.parametrize("ensemble", [True, False])
+def test_parallel_folds_give_the_same_model(ensemble):
+    X, y = _data(seed=13)
+    serial = CalibratedClassifier(LogisticRegression(), method="cv", cv=3, ensemble=ensemble)
+    parallel = clone(serial).set_params(n_jobs=2)
+    np.testing.assert_array_equal(
+        serial.fit(X, y).predict_proba(X), parallel.fit(X, y).predict_proba(X)
+    )
+
+
+class _HugeScores(ClassifierMixin, BaseEstimator):
+    """A classifier whose decision function is 1e200 times a logistic regression's."""
+
+    def fit(self, X, y):
+        self.model_ = LogisticRegression().fit(X, y)
+        self.classes_ = self.model_.classes_
+        return self
+
+    def decision_function(self, X):
+        return 1e200 * self.model_.decision_function(X)
+
+
+@pytest.mark.parametrize("method", ["holdout", "cv"])
+def test_a_calibrator_error_on_a_part_holding_every_class_passes_unchanged(method):
+    # Scores out of the calibrators' range: the error names the scores, with no advice
+    # about folds (which would not help).
+    X, y = _data(seed=14)
+    clf = CalibratedClassifier(_HugeScores(), method=method, cv=3, random_state=0)
+    with pytest.raises(ValueError, match=r"^Expected `scores` \(logits\)") as error:
+        clf.fit(X, y)
+    assert "folds" not in str(error.value)

@@ -14,12 +14,17 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.utils._testing import create_memmap_backed_data
 
 from sklearn_calib.calibrators import (
+    BetaCalibration,
+    DirichletCalibration,
     EnsembleTemperatureScaling,
     HistogramBinning,
     IsotonicCalibration,
     MatrixScaling,
     PlattScaling,
+    QuadraticScaling,
     ScalingBinning,
+    StructuredMatrixScaling,
+    StructuredVectorScaling,
     TemperatureScaling,
     VectorScaling,
 )
@@ -43,6 +48,11 @@ ALL_CALIBRATORS = [
     EnsembleTemperatureScaling(),
     EnsembleTemperatureScaling(loss="nll"),
     PlattScaling(),
+    StructuredVectorScaling(),
+    StructuredMatrixScaling(),
+    DirichletCalibration(cv=3),
+    QuadraticScaling(),
+    BetaCalibration(),
 ]
 IDS = [repr(c) for c in ALL_CALIBRATORS]
 
@@ -405,7 +415,7 @@ def test_scaling_binning_bins_the_scaled_outputs_into_equal_mass_bins():
     logits, y = overconfident_logits(2000, 4, seed=12)
     sb = ScalingBinning(n_bins=10).fit(logits, y)
     assert sb.temperature_ == pytest.approx(TemperatureScaling().fit(logits, y).temperature_)
-    scaled = softmax(logits / sb.temperature_).max(axis=1)
+    scaled = softmax(logits, 1 / sb.temperature_).max(axis=1)
     np.testing.assert_allclose(sb.bin_edges_, quantile_bin_edges(scaled, 10))
     np.testing.assert_array_equal(sb.bin_weights_, np.full(10, 200))
     index = assign_bins(scaled, sb.bin_edges_)
@@ -414,7 +424,7 @@ def test_scaling_binning_bins_the_scaled_outputs_into_equal_mass_bins():
     out = sb.predict_proba(logits)
     # Where the floor does not bind, the top confidence is a bin value: at most n_bins.
     value = sb.bin_values_[index]
-    free = value > tie_points(softmax(logits / sb.temperature_)) * (1 + 1e-12)
+    free = value > tie_points(softmax(logits, 1 / sb.temperature_)) * (1 + 1e-12)
     assert free.mean() > 0.95
     np.testing.assert_array_equal(out.max(axis=1)[free], value[free])
     assert len(np.unique(out.max(axis=1)[free])) == 10
@@ -447,8 +457,20 @@ def test_scaling_families_nest_in_nll():
     assert norms[0] > norms[1] > norms[2] > 0
 
 
-@pytest.mark.parametrize("calibrator", [VectorScaling(), MatrixScaling()])
-def test_linear_scaling_weights_equal_repetitions(calibrator):
+@pytest.mark.parametrize(
+    "calibrator",
+    [
+        VectorScaling(),
+        MatrixScaling(),
+        StructuredVectorScaling(),
+        StructuredMatrixScaling(),
+        QuadraticScaling(),
+        BetaCalibration(),
+    ],
+    ids=repr,
+)
+def test_weights_equal_repetitions(calibrator):
+    # the penalties of SVS/SMS scale with the total weight, as with repeated rows
     logits, y = overconfident_logits(120, 3, seed=15)
     weight = np.random.default_rng(16).integers(0, 4, size=len(y))
     weighted = clone(calibrator).fit(logits, y, sample_weight=weight)
@@ -588,7 +610,7 @@ def test_platt_uses_smoothed_targets_so_separable_scores_stay_finite():
     assert proba.max() < 0.99
 
 
-@pytest.mark.parametrize("offset, scale", [(1e4, 1.0), (0.0, 1e200), (-300.0, 1e-3)])
+@pytest.mark.parametrize("offset, scale", [(1e4, 1.0), (0.0, 1e90), (-300.0, 1e-3)])
 def test_platt_is_affine_invariant_in_the_score(offset, scale):
     rng = np.random.default_rng(0)
     decision = rng.normal(size=400)
@@ -833,3 +855,93 @@ def test_grid_ece_equals_the_metric_at_every_temperature():
         ]
         actual = grid_ece(logits, y, grid, sample_weight=sample_weight)
         np.testing.assert_allclose(actual, expected, rtol=0, atol=1e-12)
+
+
+# ------------------------------------------------- extreme scores (issue 17, items 1, 5, 13)
+
+
+@pytest.mark.parametrize(
+    "calibrator",
+    [
+        TemperatureScaling(),
+        ScalingBinning(),
+        ScalingBinning(mode="classwise"),
+        EnsembleTemperatureScaling(),
+        EnsembleTemperatureScaling(loss="nll"),
+    ],
+    ids=repr,
+)
+def test_temperature_scaled_float32_logits_beyond_float32_range_keep_the_argmax(calibrator):
+    # T = 1e-4 (separable fit data) takes float32 logits of 1e35 beyond float32's range.
+    z = (np.random.default_rng(0).normal(size=(80, 3)) * 10).astype(np.float32)
+    q = np.array([[1e35, 0, -1e35], [-1e35, 0, 1e35]], np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        fitted = clone(calibrator).fit(z, z.argmax(1))
+    proba = fitted.predict_proba(q)
+    assert np.isfinite(proba).all()
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    np.testing.assert_array_equal(fitted.predict(q), [0, 2])
+
+
+def _huge(logits, magnitude, dtype):
+    """``logits`` rescaled so that their largest absolute value is ``magnitude``."""
+    return (logits / np.abs(logits).max() * magnitude).astype(dtype)
+
+
+@pytest.mark.parametrize("calibrator", ALL_CALIBRATORS, ids=IDS)
+@pytest.mark.parametrize(
+    "magnitude, dtype", [(2e38, np.float32), (1e100, np.float64), (1.7e308, np.float64)]
+)
+def test_huge_finite_scores_fit_or_raise_naming_their_range(calibrator, magnitude, dtype, capfd):
+    logits, y = overconfident_logits(90, 3, seed=50)
+    scores = _huge(logits, magnitude, dtype)
+    fitted = clone(calibrator)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("error", RuntimeWarning)
+        if magnitude > 1e100:
+            with pytest.raises(ValueError, match=r"`scores`.*at most 1e\+100.*-?1\.7e\+308"):
+                fitted.fit(scores, y)
+        else:
+            fitted.fit(scores, y)
+            proba = fitted.predict_proba(scores)
+            assert np.isfinite(proba).all() and proba.min() >= 0
+            np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    # no LAPACK (or other) noise on the console
+    assert capfd.readouterr().err == ""
+
+
+@pytest.mark.parametrize(
+    "calibrator", [VectorScaling(), MatrixScaling(off_diagonal_l2=0.0)], ids=repr
+)
+def test_linear_scaling_stops_on_a_scale_aware_criterion(calibrator):
+    # Affine maps of the logits are equivariant to their scale: logits of scale 1e-8 give
+    # the same probabilities, whatever the row order.
+    logits, y = overconfident_logits(300, 3, seed=3)
+    plain = clone(calibrator).fit(logits, y).predict_proba(logits)
+    tiny = clone(calibrator).fit(logits * 1e-8, y).predict_proba(logits * 1e-8)
+    np.testing.assert_allclose(tiny, plain, atol=1e-7)
+    order = np.random.default_rng(4).permutation(len(y))
+    permuted = clone(calibrator).fit(logits[order] * 1e-8, y[order])
+    np.testing.assert_allclose(permuted.predict_proba(logits * 1e-8), plain, atol=1e-7)
+
+
+@pytest.mark.parametrize(
+    "calibrator", [VectorScaling(), MatrixScaling(), MatrixScaling(off_diagonal_l2=0.0)], ids=repr
+)
+def test_linear_scaling_on_a_tiny_separable_set_saturates_whatever_the_row_order(calibrator):
+    # The NLL has no minimum: the fit runs until the probabilities saturate (not one step),
+    # warns, and gives the same probabilities for every row order.
+    logits = np.random.default_rng(0).normal(size=(6, 3))
+    y = logits.argmax(axis=1)
+    fits = []
+    for seed in range(3):
+        order = np.random.default_rng(seed).permutation(len(y))
+        with pytest.warns(ConvergenceWarning, match="separate the classes"):
+            fits.append(clone(calibrator).fit(logits[order], y[order]))
+    proba = [fitted.predict_proba(logits) for fitted in fits]
+    assert fits[0].n_iter_ > 5
+    assert proba[0][np.arange(6), y].min() > 1 - 1e-5
+    for other in proba[1:]:
+        np.testing.assert_allclose(other, proba[0], atol=1e-9)

@@ -24,13 +24,19 @@ from skorch.exceptions import DeviceWarning
 
 from sklearn_calib import persistence
 from sklearn_calib.calibrators import (
+    BetaCalibration,
     CalibratedClassifier,
+    CalibratorSelector,
+    DirichletCalibration,
     EnsembleTemperatureScaling,
     HistogramBinning,
     IsotonicCalibration,
     MatrixScaling,
     PlattScaling,
+    QuadraticScaling,
     ScalingBinning,
+    StructuredMatrixScaling,
+    StructuredVectorScaling,
     TemperatureScaling,
     VectorScaling,
 )
@@ -90,6 +96,12 @@ CALIBRATORS = [
     VectorScaling(),
     MatrixScaling(),
     PlattScaling(),
+    StructuredVectorScaling(),
+    StructuredMatrixScaling(),
+    DirichletCalibration(cv=3),
+    QuadraticScaling(),
+    BetaCalibration(),
+    CalibratorSelector(cv=3),
 ]
 
 HOW = ["pickle", "joblib", "skops"]

@@ -23,21 +23,31 @@ grid, on the CPU or a GPU.
 """
 
 from ._temperature_grid import grid_ece
+from .binary import BetaCalibration, QuadraticScaling
 from .binning import HistogramBinning, ScalingBinning
 from .calibrated_classifier import CalibratedClassifier
+from .dirichlet import DirichletCalibration
 from .isotonic import IsotonicCalibration
 from .linear import MatrixScaling, VectorScaling
 from .platt import PlattScaling
+from .selection import CalibratorSelector
+from .structured import StructuredMatrixScaling, StructuredVectorScaling
 from .temperature import EnsembleTemperatureScaling, TemperatureScaling
 
 __all__ = [
+    "BetaCalibration",
     "CalibratedClassifier",
+    "CalibratorSelector",
+    "DirichletCalibration",
     "EnsembleTemperatureScaling",
     "HistogramBinning",
     "IsotonicCalibration",
     "MatrixScaling",
     "PlattScaling",
+    "QuadraticScaling",
     "ScalingBinning",
+    "StructuredMatrixScaling",
+    "StructuredVectorScaling",
     "TemperatureScaling",
     "VectorScaling",
     "grid_ece",

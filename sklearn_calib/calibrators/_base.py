@@ -34,22 +34,72 @@ from .._validation import (
 #: Smallest probability used when probabilities are turned into log-probabilities.
 PROBABILITY_FLOOR = 1e-12
 
+#: Largest accepted absolute value of a logit. Squares of the scores and their products
+#: with the calibrators' parameters, summed over many rows, stay finite in float64; every
+#: float32 value is within it.
+MAX_ABS_LOGIT = 1e100
 
-def softmax(logits):
-    """Return ``softmax(logits)`` row by row in float64.
+
+def softmax(logits, scale=1.0):
+    """Return ``softmax(scale * logits)`` row by row in float64.
+
+    The row maximum is subtracted in float64 before scaling, so float32 logits scaled
+    beyond float32's range (a small temperature) give finite probabilities.
 
     Parameters
     ----------
     logits : ndarray of shape (n_samples, n_classes)
+        Logits of absolute value at most :data:`MAX_ABS_LOGIT`.
+    scale : float, default=1.0
+        Positive factor, such as an inverse temperature.
 
     Returns
     -------
     proba : ndarray of shape (n_samples, n_classes), dtype float64
     """
-    proba = np.asarray(logits, dtype=np.float64) - np.max(logits, axis=1, keepdims=True)
+    proba = np.array(logits, dtype=np.float64)
+    proba -= proba.max(axis=1, keepdims=True)
+    if scale != 1.0:
+        proba *= scale
     np.exp(proba, out=proba)
     proba /= proba.sum(axis=1, keepdims=True)
     return proba
+
+
+def evenly_spaced_rows(n_samples, size):
+    """Indices of ``size`` evenly spaced rows out of ``n_samples`` (all rows if fewer).
+
+    Parameters
+    ----------
+    n_samples : int
+    size : int
+
+    Returns
+    -------
+    rows : ndarray of shape (min(n_samples, size),), dtype intp
+    """
+    if n_samples <= size:
+        return np.arange(n_samples)
+    return np.linspace(0, n_samples - 1, size).astype(np.intp)
+
+
+def check_logit_range(scores):
+    """Raise a ValueError naming the range when logits exceed :data:`MAX_ABS_LOGIT`.
+
+    Parameters
+    ----------
+    scores : ndarray
+        Finite logits.
+    """
+    if scores.size == 0:
+        return
+    low, high = float(scores.min()), float(scores.max())
+    if max(-low, high) > MAX_ABS_LOGIT:
+        raise ValueError(
+            f"Expected `scores` (logits) with absolute values at most {MAX_ABS_LOGIT:g}, got "
+            f"values in [{low:.4g}, {high:.4g}]; the calibrators work in float64 and need the "
+            "room. Rescale the scores, or pass probabilities with input='probabilities'."
+        )
 
 
 def renormalize(proba):
@@ -70,6 +120,19 @@ def renormalize(proba):
     total[zero] = proba.shape[1]
     proba /= total
     return proba
+
+
+def _check_two_classes(y):
+    """Raise a ValueError when every label of ``y`` is the same."""
+    if y.dtype.kind in "biuf":
+        single = y.min() == y.max()
+    else:
+        single = len(np.unique(y)) < 2
+    if single:
+        raise ValueError(
+            f"Expected `y` to hold at least 2 classes, got 1 class ({y[0]!r}); pass "
+            "`classes=` to calibrate on a set that holds one class of several."
+        )
 
 
 class BaseCalibrator(TransformerMixin, BaseEstimator):
@@ -101,7 +164,7 @@ class BaseCalibrator(TransformerMixin, BaseEstimator):
         classes : array-like of shape (n_classes,), default=None
             The label of each score column, such as the ``classes_`` of the classifier
             that made the scores; needed when ``y`` lacks a class and its labels are not
-            the column indices.
+            the column indices. With ``classes``, ``y`` may hold a single class.
 
         Returns
         -------
@@ -193,13 +256,18 @@ class BaseCalibrator(TransformerMixin, BaseEstimator):
                 name="scores",
                 logits_advice="pass input='logits' (the default) to calibrate logits",
             )
+        check_logit_range(scores)
         if scores.ndim == 1:
             return np.column_stack([np.zeros_like(scores), scores])
         return scores
 
     def _validate_fit_data(self, scores, y, sample_weight, classes=None):
         """Validate the fit inputs; return 2-D scores, column indices and weights."""
-        scores, y = validate_data(self, scores, y, ensure_2d=False, dtype=[np.float64, np.float32])
+        with np.errstate(over="ignore", invalid="ignore"):
+            # scikit-learn's finiteness check sums the scores, which may overflow
+            scores, y = validate_data(
+                self, scores, y, ensure_2d=False, dtype=[np.float64, np.float32]
+            )
         if scores.ndim == 2 and scores.shape[1] < 2:
             raise ValueError(
                 "Expected 2-D scores with one column per class (at least 2), got "
@@ -213,11 +281,8 @@ class BaseCalibrator(TransformerMixin, BaseEstimator):
             del self.n_features_in_
         check_class_labels(y)
         n_classes = 2 if scores.ndim == 1 else scores.shape[1]
-        present = np.unique(y)
-        if len(present) < 2:
-            raise ValueError(
-                f"Expected `y` to hold at least 2 classes, got 1 class ({present[0]!r})."
-            )
+        if classes is None:
+            _check_two_classes(y)
         classes = resolve_classes(y, classes, n_classes, names=("y", "classes", "scores"))
         sample_weight = check_sample_weight(sample_weight, scores.shape[0])
         two_dimensional = self._as_two_dimensional(scores)
@@ -242,13 +307,14 @@ class BaseCalibrator(TransformerMixin, BaseEstimator):
     def _validate_scores(self, scores):
         """Validate scores at predict time against the fitted number of classes."""
         check_is_fitted(self)
-        scores = validate_data(
-            self,
-            scores,
-            reset=False,
-            ensure_2d=self._scores_ndim == 2,
-            dtype=[np.float64, np.float32],
-        )
+        with np.errstate(over="ignore", invalid="ignore"):
+            scores = validate_data(
+                self,
+                scores,
+                reset=False,
+                ensure_2d=self._scores_ndim == 2,
+                dtype=[np.float64, np.float32],
+            )
         if scores.ndim != self._scores_ndim:
             raise ValueError(
                 f"{type(self).__name__} was fitted on 1-D binary scores, got scores of shape "

@@ -7,7 +7,8 @@ For logits z, true classes y and weights w, the weighted mean negative log-likel
 is convex in beta: its second derivative is the w-mean of the variance of d_i under
 softmax(beta z_i). One evaluation of NLL and both derivatives is one pass over the
 (n, K) logits, in row chunks that stay in cache, in the logits' own precision (float32
-logits are not copied to float64) with float64 accumulation over rows; d_iy and the row
+logits are not copied to float64, unless a gap to the row maximum could leave float32's
+range) with float64 accumulation over rows; d_iy and the row
 maxima are computed once. Large inputs start from the optimum of an evenly spaced
 subsample, so that two or three full passes reach the optimum.
 """
@@ -16,6 +17,8 @@ import warnings
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
+
+from ._base import evenly_spaced_rows
 
 #: beta = 1/T is searched in [BETA_MIN, BETA_MAX], that is T in [1e-4, 1e4].
 BETA_MIN = 1e-4
@@ -29,6 +32,12 @@ _SUBSAMPLE_ROWS = 1 << 14
 #: Newton steps tried before the search falls back to bisection of the bracket.
 _NEWTON_STEPS = 30
 _MAX_ITER = 200
+
+
+def _float32_gaps_overflow(logits):
+    """Whether a gap ``z_ik - max_k z_ik`` of float32 logits can leave float32's range."""
+    limit = np.finfo(np.float32).max / 2
+    return bool(max(-float(logits.min()), float(logits.max())) > limit)
 
 
 class NLLPasses:
@@ -46,6 +55,8 @@ class NLLPasses:
 
     def __init__(self, logits, y_index, sample_weight=None):
         self.logits = np.ascontiguousarray(logits)
+        if self.logits.dtype == np.float32 and _float32_gaps_overflow(self.logits):
+            self.logits = self.logits.astype(np.float64)
         n_samples, n_classes = self.logits.shape
         self.row_max = self.logits.max(axis=1)
         rows = np.arange(n_samples)
@@ -165,7 +176,7 @@ def fit_inverse_temperature(logits, y_index, sample_weight=None):
     beta = 1.0
     n_samples = logits.shape[0]
     if n_samples > 4 * _SUBSAMPLE_ROWS:
-        rows = np.linspace(0, n_samples - 1, _SUBSAMPLE_ROWS).astype(np.intp)
+        rows = evenly_spaced_rows(n_samples, _SUBSAMPLE_ROWS)
         weight = None if sample_weight is None else sample_weight[rows]
         if weight is None or weight.sum() > 0:
             subsample = NLLPasses(logits[rows], y_index[rows], weight)

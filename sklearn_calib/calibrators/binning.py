@@ -266,8 +266,8 @@ class ScalingBinning(_BinMapCalibrator):
         logits = self._logits(scores)
         beta, _ = fit_inverse_temperature(logits, y_index, sample_weight)
         self.temperature_ = 1.0 / beta
-        proba = softmax(logits / self.temperature_)
+        proba = softmax(logits, 1.0 / self.temperature_)
         self._fit_bins(proba, proba.max(axis=1), proba, "quantile", sample_weight)
 
     def _predict_proba(self, scores):
-        return self._apply_bins(softmax(self._logits(scores) / self.temperature_))
+        return self._apply_bins(softmax(self._logits(scores), 1.0 / self.temperature_))

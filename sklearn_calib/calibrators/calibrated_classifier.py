@@ -6,6 +6,7 @@ import numbers
 import warnings
 
 import numpy as np
+from joblib import Parallel, delayed
 from sklearn.base import (
     BaseEstimator,
     ClassifierMixin,
@@ -32,6 +33,58 @@ def _scores(estimator, X):
     if hasattr(estimator, "decision_function"):
         return estimator.decision_function(X), "decision_function"
     return estimator.predict_proba(X), "predict_proba"
+
+
+def _fit_on_part(estimator, X, y, train, sample_weight, classes, part):
+    """Fit a clone of ``estimator`` on the rows ``train``; check that it saw every class."""
+    estimator = clone(estimator)
+    fit_params = {} if sample_weight is None else {"sample_weight": sample_weight[train]}
+    estimator.fit(_safe_indexing(X, train), y[train], **fit_params)
+    if not np.array_equal(np.asarray(estimator.classes_), classes):
+        raise ValueError(
+            f"The estimator was fitted on {part}, which holds only the classes "
+            f"{np.asarray(estimator.classes_).tolist()} of {classes.tolist()}; use a smaller "
+            "`calibration_size`, fewer or stratified `cv` folds."
+        )
+    return estimator
+
+
+def _fit_fold(estimator, X, y, train, test, sample_weight, classes, part):
+    """Fit a clone on a fold's training rows and score its held-out rows."""
+    fitted = _fit_on_part(estimator, X, y, train, sample_weight, classes, part)
+    scores, method = _scores(fitted, _safe_indexing(X, test))
+    return fitted, scores, method
+
+
+def _fit_calibrator(calibrator, estimator, scores, score_method, y, sample_weight, part):
+    """Fit a clone of ``calibrator`` on the estimator's scores of ``part``.
+
+    A calibrator that fails on a part lacking a class (a held-out fold may hold a single
+    class, which the calibrator is told is one of several) raises a ValueError naming the
+    part and the fix; other errors (such as scores out of range) pass unchanged.
+    """
+    fitted = clone(calibrator)
+    if "input" in fitted.get_params():
+        fitted.set_params(
+            input="logits" if score_method == "decision_function" else "probabilities"
+        )
+    try:
+        if "classes" in inspect.signature(fitted.fit).parameters:
+            fitted.fit(scores, y, sample_weight=sample_weight, classes=estimator.classes_)
+        else:
+            y_index = encode_labels(y, estimator.classes_)
+            fitted.fit(scores, y_index, sample_weight=sample_weight)
+    except ValueError as exc:
+        present = np.unique(y).tolist()
+        if len(present) == len(estimator.classes_):
+            raise
+        raise ValueError(
+            f"The calibrator could not be fitted on {part} ({len(y)} samples, classes "
+            f"{present}): {exc} Use stratified `cv` folds (an int `cv` gives "
+            "StratifiedKFold), fewer folds, or ensemble=False (one calibrator on the "
+            "held-out scores of all folds)."
+        ) from exc
+    return fitted
 
 
 def _one_of_each_class(train, calibration, y, classes, random_state):
@@ -68,9 +121,12 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     method : {"holdout", "cv", "prefit"}, default="holdout"
         ``"holdout"``: a stratified split; the estimator is fitted on one part and the
         calibrator on the other (``calibration_size``). ``"cv"``: for each fold of ``cv``
-        a clone of the estimator is fitted on the training folds and a calibrator on the
-        held-out fold; ``predict_proba`` averages the calibrated probabilities of the
-        folds (like ``CalibratedClassifierCV(ensemble=True)``). ``"prefit"``: the
+        a clone of the estimator is fitted on the training folds and scores the held-out
+        fold; with ``ensemble=True`` a calibrator is fitted on each held-out fold and
+        ``predict_proba`` averages the calibrated probabilities of the folds, with
+        ``ensemble=False`` one calibrator is fitted on the held-out scores of all folds and
+        paired with the estimator fitted on all of ``X`` (scikit-learn's
+        ``CalibratedClassifierCV`` semantics). ``"prefit"``: the
         estimator is already fitted; it is wrapped in
         :class:`~sklearn.frozen.FrozenEstimator` and all of ``X`` calibrates. An
         estimator that is a ``FrozenEstimator`` is treated as ``"prefit"`` whatever
@@ -80,14 +136,25 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         calibrate, raised where needed to one per class: after the stratified split, one
         random training sample of each class the calibration part lacks moves into it.
     cv : int, cross-validation generator or iterable, default=5
-        Folds for ``"cv"``; an int means ``StratifiedKFold(cv)``.
+        Folds for ``"cv"``; an int means ``StratifiedKFold(cv)``. Every fold's training
+        part must hold every class. A held-out fold may hold a single class: the
+        calibrator is told all the classes (temperature scaling, for one, is defined
+        there); a calibrator that cannot fit such a fold raises an error naming the fold.
+        ``ensemble=False`` needs folds that partition the samples.
+    ensemble : bool, default=True
+        For ``"cv"``: one calibrated estimator per fold, averaged (True), or one
+        calibrator on all the held-out scores with the estimator refitted on all the data
+        (False). Ignored by the other methods.
+    n_jobs : int, default=None
+        Folds of ``"cv"`` fitted in parallel (joblib); None means 1.
     random_state : int, RandomState instance or None, default=None
         Seed of the ``"holdout"`` split.
 
     Attributes
     ----------
     estimators_ : list of classifiers
-        The fitted estimator of each calibration (one, or one per fold for ``"cv"``).
+        The fitted estimator of each calibration (one, or one per fold for ``"cv"`` with
+        ``ensemble=True``).
     calibrators_ : list of calibrators
         The fitted calibrator paired with each of ``estimators_``.
     score_method_ : {"decision_function", "predict_proba"}
@@ -127,6 +194,8 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             Interval(numbers.Integral, 1, None, closed="left"),
         ],
         "cv": ["cv_object"],
+        "ensemble": ["boolean"],
+        "n_jobs": [Interval(numbers.Integral, None, None, closed="neither"), None],
         "random_state": ["random_state"],
     }
 
@@ -137,6 +206,8 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         method="holdout",
         calibration_size=0.1,
         cv=5,
+        ensemble=True,
+        n_jobs=None,
         random_state=None,
     ):
         self.estimator = estimator
@@ -144,6 +215,8 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         self.method = method
         self.calibration_size = calibration_size
         self.cv = cv
+        self.ensemble = ensemble
+        self.n_jobs = n_jobs
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=False)
@@ -177,37 +250,33 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                 f"Expected `y` to hold at least 2 classes, got 1 class ({classes[0]!r})."
             )
         if self.method == "prefit" or isinstance(self.estimator, FrozenEstimator):
-            pairs = self._prefit_pairs(y)
+            parts = self._prefit_parts(X, y)
+        elif self.method == "holdout":
+            parts = self._holdout_parts(X, y, classes, sample_weight)
         else:
-            pairs = self._split_pairs(X, y, classes, sample_weight)
+            parts = self._cv_parts(X, y, classes, sample_weight)
         calibrator = TemperatureScaling() if self.calibrator is None else self.calibrator
-        estimators, calibrators, score_method = [], [], None
-        for estimator, rows in pairs:
-            scores, score_method = _scores(estimator, _safe_indexing(X, rows))
-            fitted = clone(calibrator)
-            if "input" in fitted.get_params():
-                kind = "logits" if score_method == "decision_function" else "probabilities"
-                fitted.set_params(input=kind)
+        estimators, calibrators = [], []
+        for estimator, scores, score_method, rows, part in parts:
             weight = None if sample_weight is None else sample_weight[rows]
-            if "classes" in inspect.signature(fitted.fit).parameters:
-                fitted.fit(scores, y[rows], sample_weight=weight, classes=estimator.classes_)
-            else:
-                y_index = encode_labels(y[rows], estimator.classes_)
-                fitted.fit(scores, y_index, sample_weight=weight)
+            calibrators.append(
+                _fit_calibrator(calibrator, estimator, scores, score_method, y[rows], weight, part)
+            )
             estimators.append(estimator)
-            calibrators.append(fitted)
         self.estimators_ = estimators
         self.calibrators_ = calibrators
-        self.score_method_ = score_method
+        self.score_method_ = parts[0][2]
         self.classes_ = np.asarray(estimators[0].classes_)
-        if hasattr(estimators[0], "n_features_in_"):
-            self.n_features_in_ = estimators[0].n_features_in_
-        if hasattr(estimators[0], "feature_names_in_"):
-            self.feature_names_in_ = estimators[0].feature_names_in_
+        for name in ("n_features_in_", "feature_names_in_"):
+            # copied from the estimator, or dropped when a refit's estimator lacks them
+            if hasattr(estimators[0], name):
+                setattr(self, name, getattr(estimators[0], name))
+            elif name in vars(self):
+                delattr(self, name)
         return self
 
-    def _prefit_pairs(self, y):
-        """Return the frozen fitted estimator with all rows for calibration."""
+    def _prefit_parts(self, X, y):
+        """The frozen fitted estimator, scoring all rows for calibration."""
         estimator = self.estimator
         if not isinstance(estimator, FrozenEstimator):
             check_is_fitted(estimator)
@@ -218,51 +287,85 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                 f"`y` holds labels the prefit estimator does not know: {unknown.tolist()}; "
                 f"its classes are {list(estimator.classes_)}."
             )
-        return [(estimator, np.arange(len(y)))]
+        scores, method = _scores(estimator, X)
+        return [(estimator, scores, method, np.arange(len(y)), "all the data")]
 
-    def _split_pairs(self, X, y, classes, sample_weight):
-        """Fit estimator clones on training parts; return them with their calibration rows."""
-        n_samples = len(y)
-        if self.method == "holdout":
-            size = self.calibration_size
-            if isinstance(size, numbers.Integral):
-                n_calibration = int(size)
-            else:
-                n_calibration = math.ceil(float(size) * n_samples)
-            n_calibration = max(n_calibration, len(classes))
-            random_state = check_random_state(self.random_state)
-            train, calibration = train_test_split(
-                np.arange(n_samples),
-                test_size=n_calibration,
-                stratify=y,
-                random_state=random_state,
-            )
-            splits = [_one_of_each_class(train, calibration, y, classes, random_state)]
-        else:
-            splits = check_cv(self.cv, y, classifier=True).split(X, y)
+    def _estimator_weights(self, sample_weight):
+        """The weights the estimator is fitted with (None when its fit does not take any)."""
         supports_weight = has_fit_parameter(self.estimator, "sample_weight")
         if sample_weight is not None and not supports_weight:
             warnings.warn(
                 f"{type(self.estimator).__name__}.fit does not take sample_weight; the "
                 "weights are used by the calibrator only.",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
-        pairs = []
-        for train, calibration in splits:
-            estimator = clone(self.estimator)
-            fit_params = {}
-            if sample_weight is not None and supports_weight:
-                fit_params["sample_weight"] = sample_weight[train]
-            estimator.fit(_safe_indexing(X, train), y[train], **fit_params)
-            if not np.array_equal(np.asarray(estimator.classes_), classes):
-                raise ValueError(
-                    f"The estimator was fitted on a part of the data that holds only the "
-                    f"classes {list(estimator.classes_)} of {classes.tolist()}; use a smaller "
-                    "`calibration_size` or fewer `cv` folds."
+        return sample_weight if supports_weight else None
+
+    def _holdout_parts(self, X, y, classes, sample_weight):
+        """The estimator fitted on a stratified training part, scoring the rest."""
+        n_samples = len(y)
+        size = self.calibration_size
+        if isinstance(size, numbers.Integral):
+            n_calibration = int(size)
+        else:
+            n_calibration = math.ceil(float(size) * n_samples)
+        n_calibration = max(n_calibration, len(classes))
+        random_state = check_random_state(self.random_state)
+        train, calibration = train_test_split(
+            np.arange(n_samples), test_size=n_calibration, stratify=y, random_state=random_state
+        )
+        train, calibration = _one_of_each_class(train, calibration, y, classes, random_state)
+        weight = self._estimator_weights(sample_weight)
+        fitted, scores, method = _fit_fold(
+            self.estimator, X, y, train, calibration, weight, classes, "the training part"
+        )
+        return [(fitted, scores, method, calibration, "the calibration part")]
+
+    def _cv_parts(self, X, y, classes, sample_weight):
+        """Estimators fitted on the training folds, with their held-out scores.
+
+        With ``ensemble=False`` the held-out scores of all folds go to one calibrator,
+        paired with the estimator fitted on all the data.
+        """
+        folds = list(check_cv(self.cv, y, classifier=True).split(X, y))
+        weight = self._estimator_weights(sample_weight)
+        jobs = [
+            delayed(_fit_fold)(
+                self.estimator,
+                X,
+                y,
+                train,
+                test,
+                weight,
+                classes,
+                f"the training part of fold {i} of {len(folds)}",
+            )
+            for i, (train, test) in enumerate(folds, 1)
+        ]
+        if not self.ensemble:
+            every = np.arange(len(y))
+            jobs.append(
+                delayed(_fit_on_part)(self.estimator, X, y, every, weight, classes, "all the data")
+            )
+        fitted = Parallel(n_jobs=self.n_jobs)(jobs)
+        if self.ensemble:
+            return [
+                (estimator, scores, method, test, f"held-out fold {i} of {len(folds)}")
+                for i, ((estimator, scores, method), (_, test)) in enumerate(
+                    zip(fitted, folds, strict=True), 1
                 )
-            pairs.append((estimator, calibration))
-        return pairs
+            ]
+        held_out = np.concatenate([test for _, test in folds])
+        if not np.array_equal(np.sort(held_out), np.arange(len(y))):
+            raise ValueError(
+                "ensemble=False calibrates on the held-out scores of every sample once, so it "
+                "needs `cv` folds that partition the samples (each sample held out exactly "
+                "once), such as KFold or StratifiedKFold."
+            )
+        order = np.argsort(held_out, kind="stable")
+        scores = np.concatenate([scores for _, scores, _ in fitted[:-1]])[order]
+        return [(fitted[-1], scores, fitted[0][2], np.arange(len(y)), "the held-out scores")]
 
     def predict_proba(self, X):
         """Return calibrated class probabilities.

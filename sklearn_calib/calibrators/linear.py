@@ -1,26 +1,30 @@
-"""Vector scaling and matrix (Dirichlet-style) scaling: affine maps of the logits.
+"""Vector scaling and matrix scaling: affine maps of the logits fitted by penalised NLL.
 
-Both minimise the weighted mean negative log-likelihood of ``softmax(affine(z))`` (plus
-the L2 penalties of matrix scaling) with scipy's L-BFGS-B in float64 from the identity
-map, with analytic gradients; the fit is deterministic. A fit that stops at ``max_iter``
-before reaching ``tol`` raises a ``ConvergenceWarning`` (for instance when the scores
-separate the classes and the NLL has no minimum).
+Both minimise the weighted mean negative log-likelihood of ``softmax(affine(z))`` (plus the
+L2 penalties of matrix scaling) from the identity map with the shared solver of
+:mod:`~._affine_solver`: float64, analytic gradients, Newton steps (L-BFGS steps for a
+matrix over many classes), stopped by a criterion that does not depend on the scale of the
+logits. A fit that reaches ``max_iter`` first raises a ``ConvergenceWarning``, and so does
+one whose scores separate the classes (the NLL may then have no minimum: the fit stops
+where the probabilities saturate, at a mean NLL below 1e-6, whatever the row order).
 """
 
 import numbers
-import warnings
 
 import numpy as np
-from scipy.optimize import minimize
-from scipy.special import logsumexp
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval
 
+from ._affine_solver import MatrixMap, VectorMap, fit_affine
 from ._base import BaseCalibrator, softmax
 
 
-class _AffineLogitScaling(BaseCalibrator):
-    """Fit ``softmax(affine(z))`` by L-BFGS-B; subclasses define the affine map."""
+class AffineScalingBase(BaseCalibrator):
+    """Fit ``softmax(affine(features))`` with :func:`fit_affine`.
+
+    Subclasses set ``_affine`` (:class:`VectorMap` or :class:`MatrixMap`) and define the
+    features (``_fit_features`` at fit, ``_features`` at predict), the penalty
+    (``_penalty``) and how the parameters are stored (``_store``, ``_parameters``).
+    """
 
     _parameter_constraints: dict = {
         **BaseCalibrator._parameter_constraints,
@@ -28,51 +32,78 @@ class _AffineLogitScaling(BaseCalibrator):
         "tol": [Interval(numbers.Real, 0, None, closed="neither")],
     }
 
+    def _fit_features(self, scores, y_index, sample_weight):
+        """Features of the fit data (and any preprocessing fitted on them)."""
+        return self._features(scores)
+
+    def _features(self, scores):
+        """Features the affine map acts on: the logits, in float64."""
+        return self._logits(scores).astype(np.float64)
+
+    def _penalty(self, n_classes, total_weight):
+        """Per-parameter weights of the squared distance to the identity map."""
+        return np.zeros(self._affine.n_params(n_classes))
+
     def _fit(self, scores, y_index, sample_weight):
-        logits = self._logits(scores).astype(np.float64)
-        n_samples, n_classes = logits.shape
-        weight = (
-            np.full(n_samples, 1.0 / n_samples)
-            if sample_weight is None
-            else sample_weight / sample_weight.sum()
+        features = self._fit_features(scores, y_index, sample_weight)
+        n_samples, n_classes = features.shape
+        total_weight = n_samples if sample_weight is None else float(sample_weight.sum())
+        identity = self._affine.identity(n_classes)
+        theta, self.n_iter_ = fit_affine(
+            self._affine,
+            features,
+            y_index,
+            sample_weight,
+            penalty=self._penalty(n_classes, total_weight),
+            reference=identity,
+            start=identity,
+            max_iter=self.max_iter,
+            tol=self.tol,
+            name=type(self).__name__,
         )
-        rows = np.arange(n_samples)
-
-        def objective(params):
-            calibrated = self._affine(logits, params)
-            log_norm = logsumexp(calibrated, axis=1)
-            loss = weight @ (log_norm - calibrated[rows, y_index])
-            residual = np.exp(calibrated - log_norm[:, None])
-            residual[rows, y_index] -= 1.0
-            residual *= weight[:, None]
-            penalty, penalty_grad = self._penalty(params, n_classes)
-            return loss + penalty, self._gradient(logits, residual) + penalty_grad
-
-        result = minimize(
-            objective,
-            self._identity(n_classes),
-            jac=True,
-            method="L-BFGS-B",
-            options={"maxiter": self.max_iter, "gtol": self.tol, "ftol": 0.0},
-        )
-        if not result.success and result.nit >= self.max_iter:
-            warnings.warn(
-                f"{type(self).__name__} did not converge in max_iter={self.max_iter} "
-                f"iterations ({result.message}); increase max_iter.",
-                ConvergenceWarning,
-                stacklevel=4,
-            )
-        self._store(result.x, n_classes)
-        self.n_iter_ = int(result.nit)
-
-    def _penalty(self, params, n_classes):
-        return 0.0, np.zeros_like(params)
+        self._store(theta, n_classes)
 
     def _predict_proba(self, scores):
-        return softmax(self._apply(self._logits(scores).astype(np.float64)))
+        logits = self._affine.forward(self._features(scores).T, self._parameters())
+        return softmax(logits.T)
 
 
-class VectorScaling(_AffineLogitScaling):
+class VectorScalingBase(AffineScalingBase):
+    """Per-class scale and bias: ``softmax(a * features + b)``."""
+
+    _affine = VectorMap
+
+    def _store(self, theta, n_classes):
+        self.scale_ = theta[:n_classes].copy()
+        self.bias_ = theta[n_classes:].copy()
+
+    def _parameters(self):
+        return np.concatenate([self.scale_, self.bias_])
+
+
+class MatrixScalingBase(AffineScalingBase):
+    """Full matrix and bias: ``softmax(features W^T + b)``."""
+
+    _affine = MatrixMap
+
+    def _store(self, theta, n_classes):
+        matrix, bias = MatrixMap.split(theta, n_classes)
+        self.coef_ = matrix.copy()
+        self.intercept_ = bias.copy()
+
+    def _parameters(self):
+        return np.hstack([self.coef_, self.intercept_[:, None]]).ravel()
+
+
+def matrix_penalty(n_classes, *, diagonal, off_diagonal, intercept):
+    """Per-parameter penalty weights of a matrix map (rows of ``[W | b]``)."""
+    weights = np.full((n_classes, n_classes + 1), float(off_diagonal))
+    weights[np.arange(n_classes), np.arange(n_classes)] = diagonal
+    weights[:, n_classes] = intercept
+    return weights.ravel()
+
+
+class VectorScaling(VectorScalingBase):
     """Vector scaling: ``p = softmax(a * z + b)`` with one scale and one bias per class.
 
     Parameters
@@ -81,9 +112,11 @@ class VectorScaling(_AffineLogitScaling):
         What the scores are; probabilities become ``log(max(p, 1e-12))``. See
         :mod:`sklearn_calib.calibrators` for 1-D binary scores.
     max_iter : int, default=1000
-        Largest number of L-BFGS-B iterations.
+        Largest number of Newton (or L-BFGS, beyond 128 classes) steps.
     tol : float, default=1e-10
-        L-BFGS-B stops when the largest gradient entry is below ``tol``.
+        The fit stops when the decrease of the mean NLL predicted by the next step is at
+        most ``tol`` (nats per sample); the criterion does not depend on the scale of the
+        logits.
 
     Attributes
     ----------
@@ -92,13 +125,17 @@ class VectorScaling(_AffineLogitScaling):
     bias_ : ndarray of shape (n_classes,)
         Per-class bias ``b``.
     n_iter_ : int
-        L-BFGS-B iterations.
+        Solver steps.
     classes_ : ndarray of shape (n_classes,)
         Label of each score column.
     n_classes_ : int
         Number of classes.
     n_features_in_ : int
         Number of score columns (only for 2-D scores).
+
+    See Also
+    --------
+    StructuredVectorScaling : Vector scaling after temperature scaling, with penalties.
 
     References
     ----------
@@ -121,35 +158,17 @@ class VectorScaling(_AffineLogitScaling):
         self.max_iter = max_iter
         self.tol = tol
 
-    @staticmethod
-    def _identity(n_classes):
-        return np.concatenate([np.ones(n_classes), np.zeros(n_classes)])
 
-    @staticmethod
-    def _affine(logits, params):
-        n_classes = logits.shape[1]
-        return logits * params[:n_classes] + params[n_classes:]
+class MatrixScaling(MatrixScalingBase):
+    """Matrix scaling: ``p = softmax(z W^T + b)`` with optional L2 penalties.
 
-    @staticmethod
-    def _gradient(logits, residual):
-        return np.concatenate([np.einsum("ij,ij->j", residual, logits), residual.sum(axis=0)])
-
-    def _store(self, params, n_classes):
-        self.scale_ = params[:n_classes].copy()
-        self.bias_ = params[n_classes:].copy()
-
-    def _apply(self, logits):
-        return logits * self.scale_ + self.bias_
-
-
-class MatrixScaling(_AffineLogitScaling):
-    """Matrix scaling: ``p = softmax(z W^T + b)`` with L2 penalties (Dirichlet-style).
-
-    On log-probabilities (``input="probabilities"``) this is Dirichlet calibration (Kull et
-    al. 2019). The penalties are those of their ODIR variant: ``off_diagonal_l2`` times the
-    mean square of the off-diagonal entries of ``W`` plus ``intercept_l2`` times the mean
-    square of ``b``, added to the weighted mean NLL. The diagonal is not penalised, so
-    ``W = I, b = 0`` (the start) and temperature scaling stay reachable at no cost.
+    The penalties are ``off_diagonal_l2`` times the mean square of the off-diagonal
+    entries of ``W`` plus ``intercept_l2`` times the mean square of ``b``, added to the
+    weighted mean NLL (the form of the ODIR penalties of Kull et al. 2019). The diagonal is
+    not penalised, so ``W = I, b = 0`` (the start) and temperature scaling stay reachable at
+    no cost. :class:`DirichletCalibration` fits this map on log-probabilities with the
+    penalties chosen by cross-validation; :class:`StructuredMatrixScaling` with the
+    published penalties after temperature scaling.
 
     Parameters
     ----------
@@ -161,9 +180,10 @@ class MatrixScaling(_AffineLogitScaling):
     intercept_l2 : float, default=0.0
         Weight of the mean square of ``b``.
     max_iter : int, default=1000
-        Largest number of L-BFGS-B iterations.
+        Largest number of Newton steps (L-BFGS steps beyond 15 classes).
     tol : float, default=1e-10
-        L-BFGS-B stops when the largest gradient entry is below ``tol``.
+        The fit stops when the decrease of the objective predicted by the next step is at
+        most ``tol`` (nats per sample).
 
     Attributes
     ----------
@@ -172,7 +192,7 @@ class MatrixScaling(_AffineLogitScaling):
     intercept_ : ndarray of shape (n_classes,)
         The bias ``b``.
     n_iter_ : int
-        L-BFGS-B iterations.
+        Solver steps.
     classes_ : ndarray of shape (n_classes,)
         Label of each score column.
     n_classes_ : int
@@ -180,8 +200,16 @@ class MatrixScaling(_AffineLogitScaling):
     n_features_in_ : int
         Number of score columns (only for 2-D scores).
 
+    See Also
+    --------
+    StructuredMatrixScaling : Matrix scaling after temperature scaling, with penalties.
+    DirichletCalibration : Matrix scaling of log-probabilities, penalties chosen by CV.
+
     References
     ----------
+    C. Guo, G. Pleiss, Y. Sun and K. Q. Weinberger, "On Calibration of Modern Neural
+    Networks", ICML 2017.
+
     M. Kull, M. Perello-Nieto, M. Kängsepp, T. Silva Filho, H. Song and P. Flach, "Beyond
     temperature scaling: Obtaining well-calibrated multiclass probabilities with Dirichlet
     calibration", NeurIPS 2019.
@@ -198,7 +226,7 @@ class MatrixScaling(_AffineLogitScaling):
     """
 
     _parameter_constraints: dict = {
-        **_AffineLogitScaling._parameter_constraints,
+        **AffineScalingBase._parameter_constraints,
         "off_diagonal_l2": [Interval(numbers.Real, 0, None, closed="left")],
         "intercept_l2": [Interval(numbers.Real, 0, None, closed="left")],
     }
@@ -212,33 +240,13 @@ class MatrixScaling(_AffineLogitScaling):
         self.max_iter = max_iter
         self.tol = tol
 
-    @staticmethod
-    def _identity(n_classes):
-        return np.concatenate([np.eye(n_classes).ravel(), np.zeros(n_classes)])
+    def _penalty(self, n_classes, total_weight):
+        return odir_penalty(n_classes, self.off_diagonal_l2, self.intercept_l2)
 
-    @staticmethod
-    def _affine(logits, params):
-        n_classes = logits.shape[1]
-        matrix = params[: n_classes * n_classes].reshape(n_classes, n_classes)
-        return logits @ matrix.T + params[n_classes * n_classes :]
 
-    @staticmethod
-    def _gradient(logits, residual):
-        return np.concatenate([(residual.T @ logits).ravel(), residual.sum(axis=0)])
-
-    def _penalty(self, params, n_classes):
-        matrix = params[: n_classes * n_classes].reshape(n_classes, n_classes)
-        bias = params[n_classes * n_classes :]
-        off = matrix - np.diag(np.diag(matrix))
-        off_scale = self.off_diagonal_l2 / (n_classes * (n_classes - 1))
-        bias_scale = self.intercept_l2 / n_classes
-        penalty = off_scale * np.sum(off * off) + bias_scale * bias @ bias
-        grad = np.concatenate([(2 * off_scale * off).ravel(), 2 * bias_scale * bias])
-        return penalty, grad
-
-    def _store(self, params, n_classes):
-        self.coef_ = params[: n_classes * n_classes].reshape(n_classes, n_classes).copy()
-        self.intercept_ = params[n_classes * n_classes :].copy()
-
-    def _apply(self, logits):
-        return logits @ self.coef_.T + self.intercept_
+def odir_penalty(n_classes, off_diagonal_l2, intercept_l2):
+    """Penalty weights of the mean squares of the off-diagonal entries and of the bias."""
+    off_diagonal = off_diagonal_l2 / (n_classes * (n_classes - 1))
+    return matrix_penalty(
+        n_classes, diagonal=0.0, off_diagonal=off_diagonal, intercept=intercept_l2 / n_classes
+    )

@@ -113,7 +113,7 @@ class TemperatureScaling(BaseCalibrator):
         self.n_iter_ = len(grid)
 
     def _predict_proba(self, scores):
-        return softmax(self._logits(scores) / self.temperature_)
+        return softmax(self._logits(scores), 1.0 / self.temperature_)
 
 
 def _brier(proba, y_index, sample_weight):
@@ -210,7 +210,7 @@ class EnsembleTemperatureScaling(BaseCalibrator):
 
     def _components(self, logits, temperature):
         uniform = np.full(logits.shape, 1.0 / logits.shape[1])
-        return softmax(logits / temperature), softmax(logits), uniform
+        return softmax(logits, 1.0 / temperature), softmax(logits), uniform
 
     def _fit(self, scores, y_index, sample_weight):
         logits = self._logits(scores).astype(np.float64)
@@ -219,7 +219,7 @@ class EnsembleTemperatureScaling(BaseCalibrator):
             temperature = 1.0 / beta
         else:
             result = minimize_scalar(
-                lambda log_t: _brier(softmax(logits / np.exp(log_t)), y_index, sample_weight),
+                lambda log_t: _brier(softmax(logits, np.exp(-log_t)), y_index, sample_weight),
                 bounds=(np.log(0.05), np.log(5.0)),
                 method="bounded",
                 options={"xatol": 1e-10},

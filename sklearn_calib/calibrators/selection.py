@@ -1,0 +1,218 @@
+"""Choosing a calibrator by cross-fitted held-out score."""
+
+import numbers
+import time
+
+import numpy as np
+from joblib import Parallel, delayed
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.model_selection import check_cv
+from sklearn.utils._param_validation import HasMethods, Interval
+
+from ..scoring import get_scorer
+from ._base import BaseCalibrator
+from .binary import BetaCalibration, QuadraticScaling
+from .platt import PlattScaling
+from .structured import StructuredMatrixScaling, StructuredVectorScaling
+from .temperature import TemperatureScaling
+
+
+def default_candidates():
+    """The calibrators :class:`CalibratorSelector` compares by default."""
+    return [
+        TemperatureScaling(),
+        StructuredVectorScaling(),
+        StructuredMatrixScaling(),
+        PlattScaling(),
+        QuadraticScaling(),
+        BetaCalibration(),
+    ]
+
+
+class _FittedCandidate(ClassifierMixin, BaseEstimator):
+    """A fitted calibrator seen as a classifier of its scores, for scikit-learn's scorers.
+
+    Its classes are the column indices, which the held-out labels are encoded as.
+    """
+
+    def __init__(self, calibrator, n_classes):
+        self.calibrator = calibrator
+        self.n_classes = n_classes
+
+    def __sklearn_is_fitted__(self):
+        return True
+
+    @property
+    def classes_(self):
+        return np.arange(self.n_classes)
+
+    def predict_proba(self, scores):
+        return self.calibrator.predict_proba(scores)
+
+    def predict(self, scores):
+        return np.argmax(self.predict_proba(scores), axis=1)
+
+
+def _with_input(calibrator, kind):
+    """A clone of ``calibrator`` told what its scores are (when it has an ``input``)."""
+    candidate = clone(calibrator)
+    if "input" in candidate.get_params(deep=False):
+        candidate.set_params(input=kind)
+    return candidate
+
+
+def _fit_candidate(calibrator, scores, y_index, sample_weight, n_classes):
+    """Fit a calibrator on scores whose labels are column indices."""
+    calibrator.fit(scores, y_index, sample_weight=sample_weight, classes=np.arange(n_classes))
+    return calibrator
+
+
+def _score_on_fold(calibrator, scores, y_index, sample_weight, fold, scorer, n_classes):
+    """Fit on the training part of a fold; return the held-out score and the fit time."""
+    train, test = fold
+    train_weight = None if sample_weight is None else sample_weight[train]
+    start = time.perf_counter()
+    fitted = _fit_candidate(calibrator, scores[train], y_index[train], train_weight, n_classes)
+    fit_time = time.perf_counter() - start
+    kwargs = {} if sample_weight is None else {"sample_weight": sample_weight[test]}
+    score = scorer(_FittedCandidate(fitted, n_classes), scores[test], y_index[test], **kwargs)
+    return float(score), fit_time
+
+
+class CalibratorSelector(BaseCalibrator):
+    """Pick the best of several calibrators by a cross-fitted held-out score, then refit it.
+
+    For each fold of ``cv`` over the calibration scores, every candidate is fitted on the
+    other folds and scored on the held-out one; the candidate with the best mean score
+    (the first on ties) is refitted on all the scores and used by ``predict_proba``. Each
+    candidate is a clone told the selector's ``input``; candidates fit on folds that may
+    lack a class (they are told every class). The selector is a calibrator itself, so it
+    can be the ``calibrator`` of :class:`CalibratedClassifier`.
+
+    Parameters
+    ----------
+    calibrators : list of calibrators, default=None
+        The candidates (any estimator with ``fit(scores, y, sample_weight, classes)`` and
+        ``predict_proba(scores)``); None means temperature scaling, structured vector and
+        matrix scaling, Platt scaling, quadratic scaling and beta calibration, the leaders
+        of Berta et al.'s comparison for multiclass and binary problems.
+    scoring : str or callable, default=None
+        A scorer (greater is better) or its name for :func:`sklearn_calib.scoring.get_scorer`
+        (``"neg_ece"``, ``"neg_brier"``, scikit-learn's names, ...); None means
+        ``"neg_nll"``, the negated log loss.
+    cv : int, cross-validation generator or iterable, default=5
+        Folds of the calibration scores; an int means ``StratifiedKFold(cv)``.
+    n_jobs : int, default=None
+        Candidates and folds fitted in parallel (joblib); None means 1.
+    input : {"logits", "probabilities"}, default="logits"
+        What the scores are, passed to every candidate that takes it. See
+        :mod:`sklearn_calib.calibrators` for 1-D binary scores.
+
+    Attributes
+    ----------
+    cv_results_ : dict of ndarrays
+        One entry per candidate, in the order given: ``calibrator`` (its repr),
+        ``split<i>_test_score``, ``mean_test_score``, ``std_test_score``,
+        ``rank_test_score`` (1 is the best) and ``mean_fit_time`` (seconds);
+        ``pandas.DataFrame(cv_results_)`` shows the table.
+    best_index_ : int
+        Index of the chosen candidate.
+    best_score_ : float
+        Its mean held-out score.
+    best_calibrator_ : calibrator
+        The chosen candidate, refitted on all the scores.
+    classes_ : ndarray of shape (n_classes,)
+        Label of each score column.
+    n_classes_ : int
+        Number of classes.
+    n_features_in_ : int
+        Number of score columns (only for 2-D scores).
+
+    See Also
+    --------
+    sklearn.model_selection.GridSearchCV : The same search for one estimator's parameters.
+
+    References
+    ----------
+    E. Berta, D. Holzmüller, M. I. Jordan and F. Bach, "Structured Matrix Scaling for
+    Multi-Class Calibration", AISTATS 2026.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_calib.calibrators import (
+    ...     CalibratorSelector, IsotonicCalibration, TemperatureScaling)
+    >>> rng = np.random.default_rng(0)
+    >>> logits = 3 * rng.normal(size=(400, 3))
+    >>> y = np.where(rng.random(400) < 0.6, logits.argmax(axis=1), rng.integers(0, 3, 400))
+    >>> selector = CalibratorSelector([TemperatureScaling(), IsotonicCalibration()], cv=3)
+    >>> selector.fit(logits, y).cv_results_["calibrator"].tolist()
+    ['TemperatureScaling()', 'IsotonicCalibration()']
+    >>> selector.best_calibrator_
+    TemperatureScaling()
+    >>> selector.predict_proba(logits[:2]).shape
+    (2, 3)
+    """
+
+    _parameter_constraints: dict = {
+        "calibrators": [list, None],
+        "scoring": [str, callable, None],
+        "cv": ["cv_object"],
+        "n_jobs": [Interval(numbers.Integral, None, None, closed="neither"), None],
+        **BaseCalibrator._parameter_constraints,
+    }
+
+    def __init__(self, calibrators=None, scoring=None, cv=5, n_jobs=None, input="logits"):
+        self.calibrators = calibrators
+        self.scoring = scoring
+        self.cv = cv
+        self.n_jobs = n_jobs
+        self.input = input
+
+    def _candidates(self):
+        candidates = default_candidates() if self.calibrators is None else self.calibrators
+        if not candidates:
+            raise ValueError("Expected `calibrators` to hold at least one calibrator, got [].")
+        check = HasMethods(["fit", "predict_proba"])
+        for candidate in candidates:
+            if not check.is_satisfied_by(candidate):
+                raise ValueError(
+                    "Expected every entry of `calibrators` to have fit and predict_proba, "
+                    f"got {candidate!r}."
+                )
+        return [_with_input(candidate, self.input) for candidate in candidates]
+
+    def _fit(self, scores, y_index, sample_weight):
+        candidates = self._candidates()
+        scorer = get_scorer("neg_nll" if self.scoring is None else self.scoring)
+        n_classes = scores.shape[1]
+        folds = list(check_cv(self.cv, y_index, classifier=True).split(scores, y_index))
+        results = Parallel(n_jobs=self.n_jobs)(
+            delayed(_score_on_fold)(
+                clone(candidate), scores, y_index, sample_weight, fold, scorer, n_classes
+            )
+            for candidate in candidates
+            for fold in folds
+        )
+        table = np.array(results).reshape(len(candidates), len(folds), 2)
+        split_scores, fit_times = table[:, :, 0], table[:, :, 1]
+        mean = split_scores.mean(axis=1)
+        self.best_index_ = int(np.argmax(mean))
+        self.best_score_ = float(mean[self.best_index_])
+        order = np.argsort(-mean, kind="stable")
+        rank = np.empty(len(candidates), dtype=np.int64)
+        rank[order] = np.arange(1, len(candidates) + 1)
+        self.cv_results_ = {
+            "calibrator": np.array([repr(candidate) for candidate in candidates]),
+            **{f"split{i}_test_score": split_scores[:, i] for i in range(len(folds))},
+            "mean_test_score": mean,
+            "std_test_score": split_scores.std(axis=1),
+            "rank_test_score": rank,
+            "mean_fit_time": fit_times.mean(axis=1),
+        }
+        self.best_calibrator_ = _fit_candidate(
+            clone(candidates[self.best_index_]), scores, y_index, sample_weight, n_classes
+        )
+
+    def _predict_proba(self, scores):
+        return self.best_calibrator_.predict_proba(scores)
