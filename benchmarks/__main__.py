@@ -16,6 +16,7 @@ from pathlib import Path
 
 from sklearn_calib.estimators import resolve_device
 
+from ._costs import parallel_jobs
 from ._presets import DATASETS, PRESETS, make_config
 from ._report import format_duration
 from ._runner import Estimator, Task, execute
@@ -43,21 +44,29 @@ def _parser():
     commands.add_parser("list", help="list the experiments")
     run = commands.add_parser("run", help="train what is missing and write the reports")
     run.add_argument("names", help="experiment name(s), comma-separated, or 'all'")
-    run.add_argument("--preset", choices=PRESETS, default="quick")
+    run.add_argument(
+        "--preset",
+        choices=PRESETS,
+        default="quick",
+        help="quick (digits, seconds), cpu (the 2-core reproduction regime), full (GPU)",
+    )
     run.add_argument(
         "--dataset",
         choices=DATASETS,
         default=None,
-        help="default: digits (quick), fashion_mnist (full)",
+        help="default: digits (quick), fashion_mnist (full, cpu)",
     )
     run.add_argument(
         "--seeds",
         type=int,
         default=None,
-        help="number of training seeds (default: 2 quick, 3 full)",
+        help="number of training seeds (default: 2 quick, 3 full and cpu)",
     )
     run.add_argument(
-        "--epochs", type=int, default=None, help="training epochs (default: 12 quick, 10 full)"
+        "--epochs",
+        type=int,
+        default=None,
+        help="training epochs (default: 12 quick, 10 full, 40 cpu)",
     )
     run.add_argument(
         "--train-size",
@@ -114,6 +123,21 @@ def plan(experiments, config):
     return runs_by_name, list(tasks.values())
 
 
+def _basis(estimator, missing, config):
+    """What the estimate rests on: the measured steps, or the preset's prior."""
+    steps = [step for step in estimator.steps.values() if step is not None]
+    if steps:
+        return f"measured here: {len(steps)} kinds of run, " + ", ".join(
+            f"{1000 * step.batch:.1f} ms/batch" for step in steps
+        )
+    if not missing:
+        return "nothing to measure"
+    return (
+        f"not measured, the preset's prior: {config.epoch_seconds:g} s/epoch + "
+        f"{config.run_overhead:g} s/run"
+    )
+
+
 def run_command(args, argv, stream=sys.stdout):
     """Train what is missing and write the reports; return the exit status."""
     config = make_config(
@@ -139,12 +163,19 @@ def run_command(args, argv, stream=sys.stdout):
         setup = next(iter(described))
     else:
         setup = "; ".join(f"{', '.join(names)}: {text}" for text, names in described.items())
+    failures = estimator.measure(
+        missing, device=args.device, data_home=args.data_home, jobs=args.jobs
+    )
+    training = estimator.total(missing, args.jobs)
+    analysis = estimator.analysis_seconds(runs_by_name)
     stream.write(
         f"{len(tasks)} runs for {', '.join(args.names)} ({config.preset}, {setup}): "
-        f"{len(missing)} to train, "
-        f"about {format_duration(estimator.total(missing, args.jobs))} (before timing: "
-        f"{config.epoch_seconds:g} s/epoch + {config.run_overhead:g} s/run)\n"
+        f"{len(missing)} to train, about {format_duration(training + analysis)} "
+        f"({format_duration(training)} of training with {parallel_jobs(args.jobs)} at a time, "
+        f"{format_duration(analysis)} of analysis; {_basis(estimator, missing, config)})\n"
     )
+    for failure in failures:
+        stream.write(f"  not measured, the preset's prior stands: {failure}\n")
     if legacy:
         stream.write(
             f"  {legacy} stored records predate the version check (no sklearn_calib version "
@@ -189,7 +220,8 @@ def run_command(args, argv, stream=sys.stdout):
         if not all(run.key in records for run in runs):
             stream.write(f"{experiment.name}: runs missing, report not written (call again)\n")
             continue
-        context = Context(config, runs, records, Path(args.out) / experiment.name, command, device)
+        folder = Path(args.out) / experiment.name
+        context = Context(config, runs, records, folder, command, device, experiment.premise)
         try:
             path = experiment.analyze(context)
         except Exception:  # one failed analysis must not cost the other reports

@@ -86,7 +86,7 @@ def make_spec(config, method, seed):
     training = {
         "recipe": family.recipe,
         "optimizer": None,
-        "lr": None,
+        "lr": family.lr,
         "epochs": config.epochs,
         "batch_size": family.batch_size,
         "reduction": method.reduction or family.reduction,

@@ -1,0 +1,197 @@
+"""What a sweep will cost: a measured step of each kind of run, and of the analysis.
+
+Before a sweep the runner times, on this machine and with the threads the runs will use,
+one short training of every distinct kind of run it has to train (:func:`cost_group`: the
+network, the estimator and its regulariser, the data, the batch size and the per-epoch
+tracking): a first epoch on a few batches (model set-up and warm-up included), two more
+(the steady cost of a batch: the faster), the tracker's per-epoch evaluation alone and the
+run's final evaluation. A run's estimate is then its epochs times its batches at the
+measured cost per batch, plus the tracker per epoch, plus the set-up and final evaluation.
+The reports' analysis is estimated from a timed post-hoc evaluation of the probe's logits
+(temperature search, metrics before and after scaling, histogram binning) per stored run
+and experiment, and one timed figure per experiment figure.
+"""
+
+import json
+import math
+import os
+import time
+from dataclasses import dataclass, replace
+
+import numpy as np
+import torch
+
+from ._data import DataSpec, load_split
+from ._posthoc import ece_temperature, evaluate, histogram_binning, scaled_probabilities
+from ._tracking import EpochTracker, forward_logits
+from ._train import EVAL_BATCH, GRIDS, build_estimator
+
+#: Batches of the probe's training epochs.
+PROBE_BATCHES = 8
+#: Steady epochs timed after the first (the fastest counts: the machine may be shared).
+STEADY_EPOCHS = 2
+#: Figures an experiment writes, for the analysis estimate (the experiments write 2-5).
+FIGURES_PER_EXPERIMENT = 4
+#: Post-hoc evaluations of a run per experiment that reads it (temperature by ECE and by
+#: NLL, histogram binning, subsampled validation sets, reliability panels).
+EVALUATIONS_PER_RUN = 3
+
+
+def cost_group(spec):
+    """What sets a run's cost per epoch: network, estimator, data, batch and tracking."""
+    estimator = spec["estimator"]
+    data = {k: v for k, v in spec["data"].items() if not k.endswith("_seed")}
+    return json.dumps(
+        [
+            spec["network"],
+            estimator["name"],
+            dict(estimator["params"]).get("regularizer"),
+            data,
+            spec["training"]["batch_size"],
+            spec["track"],
+        ],
+        sort_keys=True,
+    )
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """Measured seconds of one kind of run.
+
+    Parameters
+    ----------
+    batches : int
+        Training batches per epoch of a run of this kind.
+    batch : float
+        One training batch.
+    track : float
+        The tracker's evaluation at the end of an epoch (0 when untracked).
+    setup : float
+        Model set-up, warm-up, the final evaluation of the validation and test sets.
+    evaluation : float
+        One post-hoc evaluation of a stored run of this kind.
+    """
+
+    batches: int
+    batch: float
+    track: float
+    setup: float
+    evaluation: float
+
+    def run_seconds(self, spec):
+        """Expected seconds of the run of ``spec``."""
+        epochs = spec["training"]["epochs"]
+        return epochs * (self.batches * self.batch + self.track) + self.setup
+
+
+def _fit_samples(spec, n_train):
+    """Training samples a run's optimiser steps over (the meta estimator holds out some)."""
+    if spec["estimator"]["name"] != "meta":
+        return n_train
+    params = dict(spec["estimator"]["params"])
+    return n_train - round(params.get("meta_fraction", 0.1) * n_train)
+
+
+def _probe_spec(spec, n_samples):
+    """``spec`` trained for one epoch on its first ``n_samples`` training samples."""
+    data = replace(DataSpec(**spec["data"]), n_train=n_samples)
+    training = dict(spec["training"], epochs=1)
+    return dict(spec, data=data.as_dict(), training=training)
+
+
+def measure(spec, *, device="cpu", data_home=None):
+    """Time a short training of the kind of run of ``spec`` (see the module docstring).
+
+    Parameters
+    ----------
+    spec : dict
+        A run specification (:func:`benchmarks._train.build_spec`).
+    device : str, default="cpu"
+    data_home : str or None, default=None
+
+    Returns
+    -------
+    cost : StepCost
+    """
+    data = load_split(DataSpec(**spec["data"]), data_home)
+    batch_size = spec["training"]["batch_size"]
+    n_samples = min(len(data.y_train), PROBE_BATCHES * batch_size)
+    if spec["estimator"]["name"] == "meta":  # its meta-validation part is held out
+        n_samples = min(len(data.y_train), round(n_samples / 0.9))
+    probe = _probe_spec(spec, n_samples)
+    X, y = data.X_train[:n_samples], data.y_train[:n_samples]
+    net = build_estimator(probe, device, [])
+    start = time.perf_counter()
+    net.fit(X, y)
+    first = time.perf_counter() - start
+    steady = math.inf
+    for _ in range(STEADY_EPOCHS):
+        start = time.perf_counter()
+        net.partial_fit(X, y)
+        steady = min(steady, time.perf_counter() - start)
+    track = 0.0
+    if spec["track"] is not None:
+        n_track = min(spec["track"]["n_train"], len(data.y_train))
+        tracker = EpochTracker(
+            data.X_test,
+            data.y_test,
+            data.X_train[:n_track],
+            data.y_train[:n_track],
+            GRIDS[spec["track"]["grid"]],
+            batch_size=EVAL_BATCH,
+        )
+        tracker.on_train_begin(net)
+        start = time.perf_counter()
+        tracker.on_epoch_end(net)
+        track = time.perf_counter() - start
+    start = time.perf_counter()
+    logits = {}
+    for split in ("val", "test"):
+        X_split = torch.as_tensor(data[f"X_{split}"], device=net.device_)
+        logits[split] = forward_logits(net.module_, X_split, EVAL_BATCH).cpu().numpy()
+    final = time.perf_counter() - start
+    batch = steady / math.ceil(_fit_samples(probe, n_samples) / batch_size)
+    batches = math.ceil(_fit_samples(spec, len(data.y_train)) / batch_size)
+    evaluation = _time_evaluation(logits, data, spec)
+    return StepCost(batches, batch, track, max(first - steady, 0.0) + final, evaluation)
+
+
+def _time_evaluation(logits, data, spec):
+    """Seconds of one post-hoc evaluation of a run's logits (temperature, metrics, HB)."""
+    grid = GRIDS.get(spec["training"]["recipe"], GRIDS["seed002"])
+    val, test = logits["val"], logits["test"]
+    if not (np.isfinite(val).all() and np.isfinite(test).all()):
+        return 0.0
+    start = time.perf_counter()
+    temperature = ece_temperature(val, data.y_val, grid)
+    evaluate(data.y_test, scaled_probabilities(test))
+    evaluate(data.y_test, scaled_probabilities(test, temperature))
+    histogram_binning(val, data.y_val, test)
+    return time.perf_counter() - start
+
+
+def time_figure():
+    """Seconds to draw and save one figure of a report (matplotlib's import included)."""
+    import tempfile
+
+    from ._report import pyplot
+
+    start = time.perf_counter()
+    plt = pyplot()
+    fig, axes = plt.subplots(2, 4, figsize=(12, 6), layout="constrained")
+    for ax in axes.ravel():
+        ax.plot(np.arange(50), np.random.default_rng(0).random(50))
+        ax.hist(np.random.default_rng(1).random(1000), bins=30)
+    with tempfile.TemporaryDirectory() as folder:
+        fig.savefig(os.path.join(folder, "probe.png"), dpi=80)
+    plt.close(fig)
+    return time.perf_counter() - start
+
+
+def parallel_jobs(jobs):
+    """Runs that actually train at once: ``jobs``, at most the cores this process may use."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on every platform
+        cores = os.cpu_count() or 1
+    return max(1, min(jobs, cores))
