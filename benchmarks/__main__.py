@@ -11,6 +11,7 @@ prints the plan and its time estimate without training.
 import argparse
 import shlex
 import sys
+import time
 import traceback
 from pathlib import Path
 
@@ -166,6 +167,7 @@ def run_command(args, argv, stream=sys.stdout):
     failures = estimator.measure(
         missing, device=args.device, data_home=args.data_home, jobs=args.jobs
     )
+    started = time.monotonic()
     training = estimator.total(missing, args.jobs)
     analysis = estimator.analysis_seconds(runs_by_name)
     stream.write(
@@ -229,6 +231,10 @@ def run_command(args, argv, stream=sys.stdout):
             stream.write(f"{experiment.name}: analysis failed\n{traceback.format_exc()}")
             continue
         stream.write(f"{experiment.name}: wrote {path}\n")
+    stream.write(
+        f"done in {format_duration(time.monotonic() - started)} "
+        f"(estimated {format_duration(training + analysis)})\n"
+    )
     if failed:
         return EXIT_FAILED
     return 0 if summary.complete else EXIT_INCOMPLETE

@@ -3,18 +3,21 @@
 Before a sweep the runner times, on this machine and with the threads the runs will use,
 one short training of every distinct kind of run it has to train (:func:`cost_group`: the
 network, the estimator and its regulariser, the data, the batch size and the per-epoch
-tracking): a first epoch on a few batches (model set-up and warm-up included), two more
-(the steady cost of a batch: the faster), the tracker's per-epoch evaluation alone and the
-run's final evaluation. A run's estimate is then its epochs times its batches at the
-measured cost per batch, plus the tracker per epoch, plus the set-up and final evaluation.
-The reports' analysis is estimated from a timed post-hoc evaluation of the probe's logits
-(temperature search, metrics before and after scaling, histogram binning) per stored run
-and experiment, and one timed figure per experiment figure.
+tracking): a first fit of one epoch on a few batches (the process's warm-up), a second one
+(the set-up of a run), two more epochs (the steady cost of a batch: the faster), the
+tracker's per-epoch evaluation alone, and the run's final evaluation and record. A run's
+estimate is then its epochs times its batches at the measured cost per batch, plus the
+tracker per epoch, plus the set-up, final evaluation and record. The reports' analysis is
+estimated from a timed post-hoc evaluation of the probe's logits (temperature search,
+metrics before and after scaling, histogram binning) per stored run and experiment, and
+one timed figure per experiment figure.
 """
 
+import gc
 import json
 import math
 import os
+import tempfile
 import time
 from dataclasses import dataclass, replace
 
@@ -23,6 +26,7 @@ import torch
 
 from ._data import DataSpec, load_split
 from ._posthoc import ece_temperature, evaluate, histogram_binning, scaled_probabilities
+from ._store import RunStore
 from ._tracking import EpochTracker, forward_logits
 from ._train import EVAL_BATCH, GRIDS, build_estimator
 
@@ -67,7 +71,10 @@ class StepCost:
     track : float
         The tracker's evaluation at the end of an epoch (0 when untracked).
     setup : float
-        Model set-up, warm-up, the final evaluation of the validation and test sets.
+        Model set-up and the final evaluation of the validation and test sets.
+    warmup : float
+        What the first run of a process costs more (lazy initialisation of torch and the
+        estimator's code), once per training process.
     evaluation : float
         One post-hoc evaluation of a stored run of this kind.
     """
@@ -76,6 +83,7 @@ class StepCost:
     batch: float
     track: float
     setup: float
+    warmup: float
     evaluation: float
 
     def run_seconds(self, spec):
@@ -120,10 +128,13 @@ def measure(spec, *, device="cpu", data_home=None):
         n_samples = min(len(data.y_train), round(n_samples / 0.9))
     probe = _probe_spec(spec, n_samples)
     X, y = data.X_train[:n_samples], data.y_train[:n_samples]
+    start = time.perf_counter()
+    build_estimator(probe, device, []).fit(X, y)
+    first = time.perf_counter() - start
     net = build_estimator(probe, device, [])
     start = time.perf_counter()
     net.fit(X, y)
-    first = time.perf_counter() - start
+    second = time.perf_counter() - start
     steady = math.inf
     for _ in range(STEADY_EPOCHS):
         start = time.perf_counter()
@@ -149,11 +160,16 @@ def measure(spec, *, device="cpu", data_home=None):
     for split in ("val", "test"):
         X_split = torch.as_tensor(data[f"X_{split}"], device=net.device_)
         logits[split] = forward_logits(net.module_, X_split, EVAL_BATCH).cpu().numpy()
+    arrays = {f"{split}_logits": values for split, values in logits.items()}
+    with tempfile.TemporaryDirectory() as folder:
+        RunStore(folder).save("probe", spec, arrays, {"dur": [steady]}, {"epochs": 1})
+    gc.collect()
     final = time.perf_counter() - start
     batch = steady / math.ceil(_fit_samples(probe, n_samples) / batch_size)
     batches = math.ceil(_fit_samples(spec, len(data.y_train)) / batch_size)
     evaluation = _time_evaluation(logits, data, spec)
-    return StepCost(batches, batch, track, max(first - steady, 0.0) + final, evaluation)
+    setup = max(second - steady, 0.0) + final
+    return StepCost(batches, batch, track, setup, max(first - second, 0.0), evaluation)
 
 
 def _time_evaluation(logits, data, spec):
@@ -172,8 +188,6 @@ def _time_evaluation(logits, data, spec):
 
 def time_figure():
     """Seconds to draw and save one figure of a report (matplotlib's import included)."""
-    import tempfile
-
     from ._report import pyplot
 
     start = time.perf_counter()

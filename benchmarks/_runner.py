@@ -129,7 +129,17 @@ class Estimator:
         return seconds * (META_FACTOR if spec["estimator"]["name"] == "meta" else 1.0)
 
     def total(self, tasks, jobs=1):
-        return sum(self.run_seconds(t.spec) for t in tasks) / parallel_jobs(jobs)
+        """Expected wall seconds of ``tasks`` trained ``jobs`` at a time.
+
+        Worker processes (``jobs`` > 1) each pay the measured warm-up of a fresh process
+        once; a single job trains in this process, warmed up by the measurement.
+        """
+        jobs = parallel_jobs(jobs)
+        seconds = sum(self.run_seconds(t.spec) for t in tasks)
+        if jobs > 1 and tasks:
+            steps = [step for step in self.steps.values() if step is not None]
+            seconds += jobs * max((step.warmup for step in steps), default=0.0)
+        return seconds / jobs
 
     def analysis_seconds(self, runs_by_name):
         """Expected seconds of the reports: post-hoc evaluations and figures."""
