@@ -124,18 +124,22 @@ def plan(experiments, config):
     return runs_by_name, list(tasks.values())
 
 
-def _basis(estimator, missing, config):
-    """What the estimate rests on: the measured steps, or the preset's prior."""
-    steps = [step for step in estimator.steps.values() if step is not None]
-    if steps:
-        return f"measured here: {len(steps)} kinds of run, " + ", ".join(
-            f"{1000 * step.batch:.1f} ms/batch" for step in steps
-        )
+def _estimate_text(estimator, missing, training, analysis, jobs, config):
+    """The plan line's estimate and what it rests on: measured steps or the preset's prior."""
     if not missing:
-        return "nothing to measure"
-    return (
-        f"not measured, the preset's prior: {config.epoch_seconds:g} s/epoch + "
+        return "nothing to train"
+    steps = [step for step in estimator.steps.values() if step is not None]
+    basis = (
+        f"measured here: {len(steps)} kinds of run, "
+        + ", ".join(f"{1000 * step.batch:.1f} ms/batch" for step in steps)
+        if steps
+        else f"not measured, the preset's prior: {config.epoch_seconds:g} s/epoch + "
         f"{config.run_overhead:g} s/run"
+    )
+    return (
+        f"about {format_duration(training + analysis)} ({format_duration(training)} of "
+        f"training with {parallel_jobs(jobs)} at a time, {format_duration(analysis)} of "
+        f"analysis; {basis})"
     )
 
 
@@ -172,9 +176,8 @@ def run_command(args, argv, stream=sys.stdout):
     analysis = estimator.analysis_seconds(runs_by_name)
     stream.write(
         f"{len(tasks)} runs for {', '.join(args.names)} ({config.preset}, {setup}): "
-        f"{len(missing)} to train, about {format_duration(training + analysis)} "
-        f"({format_duration(training)} of training with {parallel_jobs(args.jobs)} at a time, "
-        f"{format_duration(analysis)} of analysis; {_basis(estimator, missing, config)})\n"
+        f"{len(missing)} to train, "
+        f"{_estimate_text(estimator, missing, training, analysis, args.jobs, config)}\n"
     )
     for failure in failures:
         stream.write(f"  not measured, the preset's prior stands: {failure}\n")
@@ -232,8 +235,9 @@ def run_command(args, argv, stream=sys.stdout):
             continue
         stream.write(f"{experiment.name}: wrote {path}\n")
     stream.write(
-        f"done in {format_duration(time.monotonic() - started)} "
-        f"(estimated {format_duration(training + analysis)})\n"
+        f"done in {format_duration(time.monotonic() - started)}"
+        + (f" (estimated {format_duration(training + analysis)})" if missing else "")
+        + "\n"
     )
     if failed:
         return EXIT_FAILED

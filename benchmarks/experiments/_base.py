@@ -476,8 +476,8 @@ def regime_lines(context, families):
         )
         if overconfident:
             text += f"CE is overconfident here (T ≥ {OVERCONFIDENT_T:g}), as in the papers" + (
-                f". {context.premise}: where CE's T is near 1 (an underfit regime, e.g. "
-                "the quick reports) that premise fails and verdicts may differ."
+                f". {context.premise}: where CE's T is near 1 (an underfit regime, as "
+                "in the quick Fashion-MNIST reports) that premise fails and verdicts may differ."
                 if context.premise
                 else "."
             )
