@@ -1,4 +1,5 @@
-"""Presets: the data, network, recipes, epochs and seeds of a ``quick`` or ``full`` sweep.
+"""Presets: the data, network, recipes, epochs and seeds of a ``quick``, ``full`` or ``cpu``
+sweep.
 
 Two training families cover the seeds (SPEC §2 and §5):
 
@@ -13,11 +14,13 @@ Two training families cover the seeds (SPEC §2 and §5):
 ``full`` trains ResNet-20 on Fashion-MNIST (55,000 / 5,000 / 10,000) with the recipes
 scaled down to a few epochs (the decays at the same fractions); ``quick`` trains a small
 MLP on scikit-learn's digits on the CPU in seconds. ``cpu`` is the reproduction regime of
-a 2-core machine: an MLP (512, 512) trained on {CPU_TRAIN:,} Fashion-MNIST images for
-{CPU_EPOCHS} epochs, long enough that cross-entropy overfits the NLL and ends overconfident
-(validation temperature well above 1, the seeds' premise), with each family's learning
-rate set for that network (``seed001`` 0.1; ``seed002`` 0.05: with the summed loss and
-clipping, 0.1 trains worse, and its temperature is lower).
+a 2-core machine: an MLP (512, 512) trained on 10,000 Fashion-MNIST images (5,000 more for
+validation, the official 10,000 for testing) for 40 epochs, long enough that
+cross-entropy overfits the NLL and ends overconfident (measured for seed 0: validation
+temperature 1.86 in ``seed001``, 2.64 in ``seed002``, test accuracy 86.4 % in both), with
+each family's initial learning rate set for that network: 0.1 for ``seed001``, 0.05 for
+``seed002`` (with the summed loss, 0.1 reached a lower accuracy and temperature: 87.2 %
+and T 1.76 against 88.2 % and T 2.23 on 20,000 images).
 """
 
 from dataclasses import dataclass, field, replace
@@ -208,7 +211,7 @@ def make_config(
     seeds : int or None, default=None
         Number of training seeds (0, 1, ...); None: 2 for ``quick``, 3 otherwise.
     epochs : int or None, default=None
-        None: the preset's (12 quick, 10 full, {CPU_EPOCHS} cpu).
+        None: the preset's (12 quick, 10 full, 40 cpu).
     train_size : int or None, default=None
         Limit of the training samples (for smoke tests).
     device : str, default="auto"
