@@ -27,8 +27,8 @@ import torch
 from ._data import DataSpec, load_split
 from ._posthoc import ece_temperature, evaluate, histogram_binning, scaled_probabilities
 from ._store import RunStore
-from ._tracking import EpochTracker, forward_logits
-from ._train import EVAL_BATCH, GRIDS, build_estimator
+from ._tracking import forward_logits
+from ._train import EVAL_BATCH, GRIDS, build_estimator, make_tracker
 
 #: Batches of the probe's training epochs.
 PROBE_BATCHES = 8
@@ -92,12 +92,16 @@ class StepCost:
         return epochs * (self.batches * self.batch + self.track) + self.setup
 
 
-def _fit_samples(spec, n_train):
-    """Training samples a run's optimiser steps over (the meta estimator holds out some)."""
+def _held_out(spec):
+    """Fraction of the training data the estimator holds out (its meta-validation part)."""
     if spec["estimator"]["name"] != "meta":
-        return n_train
-    params = dict(spec["estimator"]["params"])
-    return n_train - round(params.get("meta_fraction", 0.1) * n_train)
+        return 0.0
+    return dict(spec["estimator"]["params"]).get("meta_fraction", 0.1)
+
+
+def _fit_samples(spec, n_train):
+    """Training samples a run's optimiser steps over."""
+    return n_train - round(_held_out(spec) * n_train)
 
 
 def _probe_spec(spec, n_samples):
@@ -123,9 +127,7 @@ def measure(spec, *, device="cpu", data_home=None):
     """
     data = load_split(DataSpec(**spec["data"]), data_home)
     batch_size = spec["training"]["batch_size"]
-    n_samples = min(len(data.y_train), PROBE_BATCHES * batch_size)
-    if spec["estimator"]["name"] == "meta":  # its meta-validation part is held out
-        n_samples = min(len(data.y_train), round(n_samples / 0.9))
+    n_samples = min(len(data.y_train), round(PROBE_BATCHES * batch_size / (1 - _held_out(spec))))
     probe = _probe_spec(spec, n_samples)
     X, y = data.X_train[:n_samples], data.y_train[:n_samples]
     start = time.perf_counter()
@@ -141,16 +143,8 @@ def measure(spec, *, device="cpu", data_home=None):
         net.partial_fit(X, y)
         steady = min(steady, time.perf_counter() - start)
     track = 0.0
-    if spec["track"] is not None:
-        n_track = min(spec["track"]["n_train"], len(data.y_train))
-        tracker = EpochTracker(
-            data.X_test,
-            data.y_test,
-            data.X_train[:n_track],
-            data.y_train[:n_track],
-            GRIDS[spec["track"]["grid"]],
-            batch_size=EVAL_BATCH,
-        )
+    tracker = make_tracker(spec, data)
+    if tracker is not None:
         tracker.on_train_begin(net)
         start = time.perf_counter()
         tracker.on_epoch_end(net)
