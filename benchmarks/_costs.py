@@ -9,8 +9,8 @@ tracker's per-epoch evaluation alone, and the run's final evaluation and record.
 estimate is then its epochs times its batches at the measured cost per batch, plus the
 tracker per epoch, plus the set-up, final evaluation and record. The reports' analysis is
 estimated from a timed post-hoc evaluation of the probe's logits (temperature search,
-metrics before and after scaling, histogram binning) per stored run and experiment, and
-one timed figure per experiment figure.
+metrics before and after scaling, histogram binning) per stored run (experiments share
+the evaluations of the runs they share), and one timed figure per experiment figure.
 """
 
 import gc
@@ -36,9 +36,6 @@ PROBE_BATCHES = 8
 STEADY_EPOCHS = 2
 #: Figures an experiment writes, for the analysis estimate (the experiments write 2-5).
 FIGURES_PER_EXPERIMENT = 4
-#: Post-hoc evaluations of a run per experiment that reads it (temperature by ECE and by
-#: NLL, histogram binning, subsampled validation sets, reliability panels).
-EVALUATIONS_PER_RUN = 3
 
 
 def cost_group(spec):

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 import torch
 
 from ._costs import (
-    EVALUATIONS_PER_RUN,
     FIGURES_PER_EXPERIMENT,
     cost_group,
     measure,
@@ -142,15 +141,13 @@ class Estimator:
         return seconds / jobs
 
     def analysis_seconds(self, runs_by_name):
-        """Expected seconds of the reports: post-hoc evaluations and figures."""
-        seconds = 0.0
-        for runs in runs_by_name.values():
-            for run in runs:
-                step = self.steps.get(cost_group(run.spec))
-                if step is not None:
-                    seconds += EVALUATIONS_PER_RUN * step.evaluation
-            seconds += FIGURES_PER_EXPERIMENT * (self.figure_seconds or 0.0)
-        return seconds
+        """Expected seconds of the reports: a post-hoc evaluation of every run (experiments
+        that share a run share its evaluation) and the experiments' figures."""
+        runs = {run.key: run for listed in runs_by_name.values() for run in listed}
+        steps = [self.steps.get(cost_group(run.spec)) for run in runs.values()]
+        evaluations = sum(step.evaluation for step in steps if step is not None)
+        figures = FIGURES_PER_EXPERIMENT * len(runs_by_name) * (self.figure_seconds or 0.0)
+        return evaluations + figures
 
 
 class Progress:
