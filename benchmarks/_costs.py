@@ -10,7 +10,7 @@ estimate is then its epochs times its batches at the measured cost per batch, pl
 tracker per epoch, plus the set-up, final evaluation and record. The reports' analysis is
 estimated from a timed post-hoc evaluation of the probe's logits (temperature search,
 metrics before and after scaling, histogram binning) per stored run (experiments share
-the evaluations of the runs they share), and one timed figure per experiment figure.
+the evaluations of the runs they share), and a timed figure per figure of the reports.
 """
 
 import gc
@@ -34,8 +34,8 @@ from ._train import EVAL_BATCH, GRIDS, build_estimator, make_tracker
 PROBE_BATCHES = 8
 #: Steady epochs timed after the first (the fastest counts: the machine may be shared).
 STEADY_EPOCHS = 2
-#: Figures an experiment writes, for the analysis estimate (the experiments write 2-5).
-FIGURES_PER_EXPERIMENT = 4
+#: Figures an experiment writes, for the analysis estimate (the experiments write 1-3).
+FIGURES_PER_EXPERIMENT = 2
 
 
 def cost_group(spec):
@@ -178,11 +178,14 @@ def _time_evaluation(logits, data, spec):
 
 
 def time_figure():
-    """Seconds to draw and save one figure of a report (matplotlib's import included)."""
+    """Seconds to import matplotlib's pyplot (once per sweep), and to draw and save one
+    figure of a report."""
     from ._report import pyplot
 
     start = time.perf_counter()
     plt = pyplot()
+    imported = time.perf_counter() - start
+    start = time.perf_counter()
     fig, axes = plt.subplots(2, 4, figsize=(12, 6), layout="constrained")
     for ax in axes.ravel():
         ax.plot(np.arange(50), np.random.default_rng(0).random(50))
@@ -190,7 +193,7 @@ def time_figure():
     with tempfile.TemporaryDirectory() as folder:
         fig.savefig(os.path.join(folder, "probe.png"), dpi=80)
     plt.close(fig)
-    return time.perf_counter() - start
+    return imported, time.perf_counter() - start
 
 
 def parallel_jobs(jobs):

@@ -83,7 +83,7 @@ class Estimator:
         self.prior_overhead = prior_overhead
         self.timed = {}
         self.steps = {}
-        self.figure_seconds = None
+        self.figure_seconds = None  # (matplotlib's import, one figure)
 
     def measure(self, tasks, *, device="auto", data_home=None, jobs=1):
         """Time a short training of every kind of run among ``tasks`` (with the threads a
@@ -146,8 +146,10 @@ class Estimator:
         runs = {run.key: run for listed in runs_by_name.values() for run in listed}
         steps = [self.steps.get(cost_group(run.spec)) for run in runs.values()]
         evaluations = sum(step.evaluation for step in steps if step is not None)
-        figures = FIGURES_PER_EXPERIMENT * len(runs_by_name) * (self.figure_seconds or 0.0)
-        return evaluations + figures
+        if self.figure_seconds is None:
+            return evaluations
+        imported, figure = self.figure_seconds
+        return evaluations + imported + FIGURES_PER_EXPERIMENT * len(runs_by_name) * figure
 
 
 class Progress:
