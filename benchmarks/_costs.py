@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
+from sklearn.utils import Bunch
 
 from ._data import DataSpec, load_split
 from ._posthoc import ece_temperature, evaluate, histogram_binning, scaled_probabilities
@@ -32,6 +33,9 @@ from ._train import EVAL_BATCH, GRIDS, build_estimator, make_tracker
 
 #: Batches of the probe's training epochs.
 PROBE_BATCHES = 8
+#: Samples of each evaluation the probe times (validation, test, the tracker's); the time
+#: is scaled to the full sizes.
+PROBE_EVAL = 2048
 #: Steady epochs timed after the first (the fastest counts: the machine may be shared).
 STEADY_EPOCHS = 2
 #: Figures an experiment writes, for the analysis estimate (the experiments write 1-3).
@@ -139,28 +143,54 @@ def measure(spec, *, device="cpu", data_home=None):
         start = time.perf_counter()
         net.partial_fit(X, y)
         steady = min(steady, time.perf_counter() - start)
-    track = 0.0
-    tracker = make_tracker(spec, data)
-    if tracker is not None:
-        tracker.on_train_begin(net)
-        start = time.perf_counter()
-        tracker.on_epoch_end(net)
-        track = time.perf_counter() - start
+    track = _time_tracker(net, spec, data)
     start = time.perf_counter()
-    logits = {}
+    logits, scale = {}, 1.0
     for split in ("val", "test"):
-        X_split = torch.as_tensor(data[f"X_{split}"], device=net.device_)
-        logits[split] = forward_logits(net.module_, X_split, EVAL_BATCH).cpu().numpy()
+        X_split, n_split = _head(data[f"X_{split}"]), len(data[f"y_{split}"])
+        scale = n_split / len(X_split)  # val and test are cut alike
+        X_split = torch.as_tensor(X_split, device=net.device_)
+        head = forward_logits(net.module_, X_split, EVAL_BATCH).cpu().numpy()
+        logits[split] = np.resize(head, (n_split, head.shape[1]))
+    final = scale * (time.perf_counter() - start)
+    start = time.perf_counter()
     arrays = {f"{split}_logits": values for split, values in logits.items()}
     with tempfile.TemporaryDirectory() as folder:
         RunStore(folder).save("probe", spec, arrays, {"dur": [steady]}, {"epochs": 1})
     gc.collect()
-    final = time.perf_counter() - start
+    final += time.perf_counter() - start
     batch = steady / math.ceil(_fit_samples(probe, n_samples) / batch_size)
     batches = math.ceil(_fit_samples(spec, len(data.y_train)) / batch_size)
     evaluation = _time_evaluation(logits, data, spec)
     setup = max(second - steady, 0.0) + final
     return StepCost(batches, batch, track, setup, max(first - second, 0.0), evaluation)
+
+
+def _head(X, total=PROBE_EVAL):
+    """The first ``total`` samples of ``X`` (the probe's evaluations run on them)."""
+    return X[: max(1, min(len(X), total))]
+
+
+def _time_tracker(net, spec, data):
+    """Seconds of the tracker's per-epoch evaluation, timed on a part of the test set and
+    of the followed samples and scaled to their full sizes (0 for an untracked run)."""
+    tracker = make_tracker(spec, data)
+    if tracker is None:
+        return 0.0
+    full = len(tracker.X_test) + len(tracker.X_track)
+    share = min(1.0, PROBE_EVAL / full)
+    part = Bunch(
+        X_test=tracker.X_test[: max(1, round(share * len(tracker.X_test)))],
+        y_test=tracker.y_test[: max(1, round(share * len(tracker.y_test)))],
+        X_train=tracker.X_track[: max(1, round(share * len(tracker.X_track)))],
+        y_train=tracker.y_track[: max(1, round(share * len(tracker.y_track)))],
+    )
+    tracker = make_tracker(spec, part)
+    tracker.on_train_begin(net)
+    start = time.perf_counter()
+    tracker.on_epoch_end(net)
+    seconds = time.perf_counter() - start
+    return seconds * full / (len(part.y_test) + len(part.y_train))
 
 
 def _time_evaluation(logits, data, spec):

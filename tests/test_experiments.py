@@ -361,8 +361,8 @@ def _fake_training(monkeypatch):
 def test_records_of_another_library_version_are_trained_again(tmp_path, monkeypatch):
     calls = _fake_training(monkeypatch)
     specs = [
-        {"seed": seed, "network": {"name": "mlp"}, "estimator": {"name": "net"},
-         "training": {"epochs": 1, "batch_size": 8}}
+        {"seed": seed, "network": {"name": "mlp"}, "estimator": {"name": "net", "params": {}},
+         "data": {"name": "digits"}, "training": {"epochs": 1, "batch_size": 8}, "track": None}
         for seed in range(3)
     ]  # fmt: skip
     tasks = [runner.Task(run_key(spec), spec, f"run {i}") for i, spec in enumerate(specs)]
