@@ -13,9 +13,11 @@ metrics before and after scaling, histogram binning) per stored run (experiments
 the evaluations of the runs they share), and a timed figure per figure of the reports.
 """
 
+import concurrent.futures
 import gc
 import json
 import math
+import multiprocessing
 import os
 import tempfile
 import time
@@ -224,6 +226,20 @@ def time_figure():
         fig.savefig(os.path.join(folder, "probe.png"), dpi=80)
     plt.close(fig)
     return imported, time.perf_counter() - start
+
+
+def _load_data(data, data_home):
+    load_split(DataSpec(**data), data_home)
+
+
+def time_worker_start(spec, data_home=None):
+    """Seconds to start a worker process (spawned: it imports torch, the library and
+    these modules) and load the data of ``spec`` there, as every ``--jobs`` worker does."""
+    context = multiprocessing.get_context("spawn")
+    start = time.perf_counter()
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
+        pool.submit(_load_data, spec["data"], data_home).result()
+    return time.perf_counter() - start
 
 
 def parallel_jobs(jobs):

@@ -25,6 +25,7 @@ from ._costs import (
     measure,
     parallel_jobs,
     time_figure,
+    time_worker_start,
 )
 from ._report import format_duration
 from ._store import RunStore
@@ -84,10 +85,12 @@ class Estimator:
         self.timed = {}
         self.steps = {}
         self.figure_seconds = None  # (matplotlib's import, one figure)
+        self.worker_start = None
 
     def measure(self, tasks, *, device="auto", data_home=None, jobs=1):
         """Time a short training of every kind of run among ``tasks`` (with the threads a
-        run will use: one per run when ``jobs`` > 1) and one report figure.
+        run will use: one per run when ``jobs`` > 1), one report figure and, when
+        ``jobs`` > 1, the start of a worker process.
 
         Returns
         -------
@@ -110,6 +113,8 @@ class Estimator:
                     self.steps[group] = None
             if tasks and self.figure_seconds is None:
                 self.figure_seconds = time_figure()
+            if tasks and jobs > 1 and self.worker_start is None:
+                self.worker_start = time_worker_start(tasks[0].spec, data_home)
         finally:
             torch.set_num_threads(threads)
         return failures
@@ -130,14 +135,16 @@ class Estimator:
     def total(self, tasks, jobs=1):
         """Expected wall seconds of ``tasks`` trained ``jobs`` at a time.
 
-        Worker processes (``jobs`` > 1) each pay the measured warm-up of a fresh process
-        once; a single job trains in this process, warmed up by the measurement.
+        Worker processes (``jobs`` > 1) each pay the measured start of a spawned process
+        and the warm-up of its first run; a single job trains in this process, warmed up
+        by the measurement.
         """
         jobs = parallel_jobs(jobs)
         seconds = sum(self.run_seconds(t.spec) for t in tasks)
         if jobs > 1 and tasks:
             steps = [step for step in self.steps.values() if step is not None]
-            seconds += jobs * max((step.warmup for step in steps), default=0.0)
+            warmup = max((step.warmup for step in steps), default=0.0)
+            seconds += jobs * (warmup + (self.worker_start or 0.0))
         return seconds / jobs
 
     def analysis_seconds(self, runs_by_name):
