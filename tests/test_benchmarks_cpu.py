@@ -6,6 +6,7 @@ import io
 import math
 import shutil
 
+import numpy as np
 import pytest
 import torch
 
@@ -15,6 +16,7 @@ from benchmarks._presets import OVERCONFIDENT_T, make_config
 from benchmarks._runner import Estimator
 from benchmarks._train import build_estimator, make_spec
 from benchmarks.experiments import EXPERIMENTS
+from benchmarks.experiments._base import Context, Run, regime_lines
 
 NAMES = "focal,meta,bins"
 
@@ -121,3 +123,42 @@ def one_thread_digits():
     torch.set_num_threads(1)
     yield make_config("quick", "digits", seeds=1, epochs=2)
     torch.set_num_threads(threads)
+
+
+class _Record:
+    """A stored run's stand-in: logits of a classifier right on 80 % of the samples."""
+
+    def __init__(self, scale, seed):
+        rng = np.random.default_rng(seed)
+        self.meta = {"wall_seconds": 60.0}
+        self._splits = {}
+        for split in ("val", "test"):
+            y = rng.integers(0, 10, 2000)
+            predicted = np.where(rng.random(2000) < 0.8, y, (y + 1) % 10)
+            self._splits[split] = (scale * np.eye(10, dtype=np.float32)[predicted], y)
+
+    def logits(self, split):
+        return self._splits[split]
+
+
+@pytest.mark.parametrize("scale, overconfident", [(8.0, True), (1.5, False)])
+def test_regime_line_states_and_flags_ces_temperature(scale, overconfident):
+    config = make_config("cpu", seeds=2)
+    method = EXPERIMENTS["focal"].methods(config)[0]  # CE, family seed002
+    runs = [Run(method, seed, make_spec(config, method, seed), f"k{seed}") for seed in (0, 1)]
+    records = {run.key: _Record(scale, run.seed) for run in runs}
+    context = Context(config, runs, records, None, "cmd", "cpu", premise="Claims X rest on it")
+    (line,) = regime_lines(context, ["seed002"])
+    temperatures = [context.evaluation(run, "seed002").nll_temperature for run in runs]
+    assert all((t >= OVERCONFIDENT_T) == overconfident for t in temperatures)
+    assert f"T = {np.mean(temperatures):.2f} ± {np.std(temperatures, ddof=1):.2f}" in line
+    accuracies = [
+        np.mean(r.logits("test")[0].argmax(1) == r.logits("test")[1]) for r in records.values()
+    ]
+    assert f"CE's test accuracy {100 * np.mean(accuracies):.2f} ± " in line
+    assert 0.78 < np.mean(accuracies) < 0.82
+    assert "40 epochs; 2m00s of training wall time over its 2 runs (CE: 1m00s a run)" in line
+    flag = f"**CE is not overconfident here (T < {OVERCONFIDENT_T:g})"
+    assert (flag in line) != overconfident
+    assert ("CE is overconfident here" in line) == overconfident
+    assert "Claims X rest on it" in line
