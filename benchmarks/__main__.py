@@ -11,11 +11,13 @@ prints the plan and its time estimate without training.
 import argparse
 import shlex
 import sys
+import time
 import traceback
 from pathlib import Path
 
 from sklearn_calib.estimators import resolve_device
 
+from ._costs import parallel_jobs
 from ._presets import DATASETS, PRESETS, make_config
 from ._report import format_duration
 from ._runner import Estimator, Task, execute
@@ -43,21 +45,29 @@ def _parser():
     commands.add_parser("list", help="list the experiments")
     run = commands.add_parser("run", help="train what is missing and write the reports")
     run.add_argument("names", help="experiment name(s), comma-separated, or 'all'")
-    run.add_argument("--preset", choices=PRESETS, default="quick")
+    run.add_argument(
+        "--preset",
+        choices=PRESETS,
+        default="quick",
+        help="quick (digits, seconds), cpu (the 2-core reproduction regime), full (GPU)",
+    )
     run.add_argument(
         "--dataset",
         choices=DATASETS,
         default=None,
-        help="default: digits (quick), fashion_mnist (full)",
+        help="default: digits (quick), fashion_mnist (full, cpu)",
     )
     run.add_argument(
         "--seeds",
         type=int,
         default=None,
-        help="number of training seeds (default: 2 quick, 3 full)",
+        help="number of training seeds (default: 2 quick, 3 full and cpu)",
     )
     run.add_argument(
-        "--epochs", type=int, default=None, help="training epochs (default: 12 quick, 10 full)"
+        "--epochs",
+        type=int,
+        default=None,
+        help="training epochs (default: 12 quick, 10 full, 40 cpu)",
     )
     run.add_argument(
         "--train-size",
@@ -114,6 +124,25 @@ def plan(experiments, config):
     return runs_by_name, list(tasks.values())
 
 
+def _estimate_text(estimator, missing, training, analysis, jobs, config):
+    """The plan line's estimate and what it rests on: measured steps or the preset's prior."""
+    if not missing:
+        return "nothing to train"
+    steps = [step for step in estimator.steps.values() if step is not None]
+    basis = (
+        f"measured here: {len(steps)} kinds of run, "
+        + ", ".join(f"{1000 * step.batch:.1f} ms/batch" for step in steps)
+        if steps
+        else f"not measured, the preset's prior: {config.epoch_seconds:g} s/epoch + "
+        f"{config.run_overhead:g} s/run"
+    )
+    return (
+        f"about {format_duration(training + analysis)} ({format_duration(training)} of "
+        f"training with {parallel_jobs(jobs)} at a time, {format_duration(analysis)} of "
+        f"analysis; {basis})"
+    )
+
+
 def run_command(args, argv, stream=sys.stdout):
     """Train what is missing and write the reports; return the exit status."""
     config = make_config(
@@ -139,12 +168,19 @@ def run_command(args, argv, stream=sys.stdout):
         setup = next(iter(described))
     else:
         setup = "; ".join(f"{', '.join(names)}: {text}" for text, names in described.items())
+    failures = estimator.measure(
+        missing, device=args.device, data_home=args.data_home, jobs=args.jobs
+    )
+    started = time.monotonic()
+    training = estimator.total(missing, args.jobs)
+    analysis = estimator.analysis_seconds(runs_by_name)
     stream.write(
         f"{len(tasks)} runs for {', '.join(args.names)} ({config.preset}, {setup}): "
         f"{len(missing)} to train, "
-        f"about {format_duration(estimator.total(missing, args.jobs))} (before timing: "
-        f"{config.epoch_seconds:g} s/epoch + {config.run_overhead:g} s/run)\n"
+        f"{_estimate_text(estimator, missing, training, analysis, args.jobs, config)}\n"
     )
+    for failure in failures:
+        stream.write(f"  not measured, the preset's prior stands: {failure}\n")
     if legacy:
         stream.write(
             f"  {legacy} stored records predate the version check (no sklearn_calib version "
@@ -189,7 +225,8 @@ def run_command(args, argv, stream=sys.stdout):
         if not all(run.key in records for run in runs):
             stream.write(f"{experiment.name}: runs missing, report not written (call again)\n")
             continue
-        context = Context(config, runs, records, Path(args.out) / experiment.name, command, device)
+        folder = Path(args.out) / experiment.name
+        context = Context(config, runs, records, folder, command, device, experiment.premise)
         try:
             path = experiment.analyze(context)
         except Exception:  # one failed analysis must not cost the other reports
@@ -197,6 +234,11 @@ def run_command(args, argv, stream=sys.stdout):
             stream.write(f"{experiment.name}: analysis failed\n{traceback.format_exc()}")
             continue
         stream.write(f"{experiment.name}: wrote {path}\n")
+    stream.write(
+        f"done in {format_duration(time.monotonic() - started)}"
+        + (f" (estimated {format_duration(training + analysis)})" if missing else "")
+        + "\n"
+    )
     if failed:
         return EXIT_FAILED
     return 0 if summary.complete else EXIT_INCOMPLETE

@@ -4,9 +4,10 @@
 version of sklearn_calib, is discarded and trained again), one after another in this
 process or in ``jobs`` worker processes (spawned, each training one run at a time and
 writing its record itself). Before a run starts, its duration is estimated from the runs
-already timed in this sweep (seconds per epoch of the same network and estimator, the
-preset's guess before any); with ``max_minutes`` a run that would end past the budget is
-not started, so a long sweep splits into calls that resume where the last one stopped.
+already timed in this sweep (seconds per epoch of the same kind of run), else from a
+measured step of its kind (:mod:`benchmarks._costs`); with ``max_minutes`` a run that
+would end past the budget is not started, so a long sweep splits into calls that resume
+where the last one stopped.
 """
 
 import concurrent.futures
@@ -18,6 +19,14 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ._costs import (
+    FIGURES_PER_EXPERIMENT,
+    cost_group,
+    measure,
+    parallel_jobs,
+    time_figure,
+    time_worker_start,
+)
 from ._report import format_duration
 from ._store import RunStore
 from ._train import train_run
@@ -25,7 +34,7 @@ from ._train import train_run
 #: Seconds between progress lines of the running epoch when the output is not a terminal.
 PROGRESS_INTERVAL = 20.0
 
-#: Prior cost of a meta-learned epoch relative to a plain one, until one is timed.
+#: Prior cost of a meta-learned epoch relative to a plain one, when none is measured.
 META_FACTOR = 3.0
 
 
@@ -54,22 +63,18 @@ class Summary:
         return not self.remaining
 
 
-def _cost_group(spec):
-    return (spec["network"]["name"], spec["estimator"]["name"], spec["training"]["batch_size"])
-
-
 class Estimator:
-    """Expected wall time of a run, from the runs timed so far in the sweep.
+    """Expected wall time of a run, from measured steps and the runs timed so far.
 
-    Runs are grouped by network, estimator and batch size; a group's runs take their
-    measured mean seconds per epoch (training and per-run overhead together). Before a
-    group is timed: the other plain groups' mean, else the prior ``epochs *
-    prior_epoch + prior_overhead``; meta-learned runs cost :data:`META_FACTOR` times that.
+    Runs are grouped by :func:`~benchmarks._costs.cost_group`; a group's runs take their
+    measured mean seconds per epoch once one has been trained in this sweep, else the
+    cost of a measured step of the group (:meth:`measure`), else the prior ``epochs *
+    prior_epoch + prior_overhead`` (meta-learned runs :data:`META_FACTOR` times that).
 
     Parameters
     ----------
     prior_epoch : float
-        Seconds per epoch assumed before any run is timed.
+        Seconds per epoch assumed for a group neither measured nor timed.
     prior_overhead : float, default=0.0
         Seconds per run on top of its epochs (setup, evaluation, writing the record).
     """
@@ -78,25 +83,80 @@ class Estimator:
         self.prior_epoch = prior_epoch
         self.prior_overhead = prior_overhead
         self.timed = {}
+        self.steps = {}
+        self.figure_seconds = None  # (matplotlib's import, one figure)
+        self.worker_start = None
+
+    def measure(self, tasks, *, device="auto", data_home=None, jobs=1):
+        """Time a short training of every kind of run among ``tasks`` (with the threads a
+        run will use: one per run when ``jobs`` > 1), one report figure and, when
+        ``jobs`` > 1, the start of a worker process.
+
+        Returns
+        -------
+        failures : list of str
+            Groups that could not be measured (the prior stands for them), with the reason.
+        """
+        threads = torch.get_num_threads()
+        if jobs > 1:
+            torch.set_num_threads(1)
+        failures = []
+        try:
+            for task in tasks:
+                group = cost_group(task.spec)
+                if group in self.steps or group in self.timed:
+                    continue
+                try:
+                    self.steps[group] = measure(task.spec, device=device, data_home=data_home)
+                except (OSError, RuntimeError, ValueError) as exc:
+                    failures.append(f"{task.label}: {exc}")
+                    self.steps[group] = None
+            if tasks and self.figure_seconds is None:
+                self.figure_seconds = time_figure()
+            if tasks and jobs > 1 and self.worker_start is None:
+                self.worker_start = time_worker_start(tasks[0].spec, data_home)
+        finally:
+            torch.set_num_threads(threads)
+        return failures
 
     def add(self, spec, seconds, epochs):
-        self.timed.setdefault(_cost_group(spec), []).append(seconds / max(epochs, 1))
+        self.timed.setdefault(cost_group(spec), []).append(seconds / max(epochs, 1))
 
     def run_seconds(self, spec):
         epochs = spec["training"]["epochs"]
-        group = _cost_group(spec)
+        group = cost_group(spec)
         if group in self.timed:
             return epochs * sum(self.timed[group]) / len(self.timed[group])
-        plain = [v for g, values in self.timed.items() if g[1] == "net" for v in values]
-        seconds = (
-            epochs * sum(plain) / len(plain)
-            if plain
-            else epochs * self.prior_epoch + self.prior_overhead
-        )
+        if self.steps.get(group) is not None:
+            return self.steps[group].run_seconds(spec)
+        seconds = epochs * self.prior_epoch + self.prior_overhead
         return seconds * (META_FACTOR if spec["estimator"]["name"] == "meta" else 1.0)
 
     def total(self, tasks, jobs=1):
-        return sum(self.run_seconds(t.spec) for t in tasks) / max(jobs, 1)
+        """Expected wall seconds of ``tasks`` trained ``jobs`` at a time.
+
+        Worker processes (``jobs`` > 1) each pay the measured start of a spawned process
+        and the warm-up of its first run; a single job trains in this process, warmed up
+        by the measurement.
+        """
+        jobs = parallel_jobs(jobs)
+        seconds = sum(self.run_seconds(t.spec) for t in tasks)
+        if jobs > 1 and tasks:
+            steps = [step for step in self.steps.values() if step is not None]
+            warmup = max((step.warmup for step in steps), default=0.0)
+            seconds += jobs * (warmup + (self.worker_start or 0.0))
+        return seconds / jobs
+
+    def analysis_seconds(self, runs_by_name):
+        """Expected seconds of the reports: a post-hoc evaluation of every run (experiments
+        that share a run share its evaluation) and the experiments' figures."""
+        runs = {run.key: run for listed in runs_by_name.values() for run in listed}
+        steps = [self.steps.get(cost_group(run.spec)) for run in runs.values()]
+        evaluations = sum(step.evaluation for step in steps if step is not None)
+        if self.figure_seconds is None:
+            return evaluations
+        imported, figure = self.figure_seconds
+        return evaluations + imported + FIGURES_PER_EXPERIMENT * len(runs_by_name) * figure
 
 
 class Progress:
@@ -264,7 +324,7 @@ def _redone_text(summary):
 def _execute_parallel(todo, store, device, data_home, jobs, fits, done, progress):
     context = multiprocessing.get_context("spawn")
     by_key = {task.key: task for task in todo}
-    threads = max(1, torch.get_num_threads() // jobs)
+    threads = 1  # N runs on N cores: one thread each is fastest for the presets' networks
     with context.Manager() as manager:
         progress_queue = manager.Queue()
         with concurrent.futures.ProcessPoolExecutor(

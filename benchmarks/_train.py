@@ -86,7 +86,7 @@ def make_spec(config, method, seed):
     training = {
         "recipe": family.recipe,
         "optimizer": None,
-        "lr": None,
+        "lr": family.lr,
         "epochs": config.epochs,
         "batch_size": family.batch_size,
         "reduction": method.reduction or family.reduction,
@@ -153,6 +153,21 @@ def build_estimator(spec, device, callbacks):
     return cls(spec["network"]["name"], **kwargs)
 
 
+def make_tracker(spec, data):
+    """The :class:`EpochTracker` of a tracked run's ``spec`` on its ``data``, else None."""
+    if spec["track"] is None:
+        return None
+    n_track = min(spec["track"]["n_train"], len(data.y_train))
+    return EpochTracker(
+        data.X_test,
+        data.y_test,
+        data.X_train[:n_track],
+        data.y_train[:n_track],
+        GRIDS[spec["track"]["grid"]],
+        batch_size=EVAL_BATCH,
+    )
+
+
 def train_run(spec, *, device="auto", data_home=None, report=None):
     """Train the run of ``spec`` and return its arrays, history and metadata.
 
@@ -179,17 +194,8 @@ def train_run(spec, *, device="auto", data_home=None, report=None):
     callbacks = []
     if report is not None:
         callbacks.append(("progress", EpochProgress(report)))
-    tracker = None
-    if spec["track"] is not None:
-        n_track = min(spec["track"]["n_train"], len(data.y_train))
-        tracker = EpochTracker(
-            data.X_test,
-            data.y_test,
-            data.X_train[:n_track],
-            data.y_train[:n_track],
-            GRIDS[spec["track"]["grid"]],
-            batch_size=EVAL_BATCH,
-        )
+    tracker = make_tracker(spec, data)
+    if tracker is not None:
         callbacks.append(("tracker", tracker))
     net = build_estimator(spec, device, callbacks)
     fit_start = time.perf_counter()

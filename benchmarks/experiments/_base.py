@@ -23,6 +23,7 @@ from .._posthoc import (
     nll_temperature,
     scaled_probabilities,
 )
+from .._presets import OVERCONFIDENT_T
 from .._report import finite_mean, format_duration, mean_std
 from .._store import run_key
 from .._train import GRIDS, make_spec, meta_estimator
@@ -62,6 +63,8 @@ class Context:
         The command line that produced the report.
     device : torch.device
         Where the vectorised temperature search runs.
+    premise : str
+        The experiment's :attr:`Experiment.premise`.
     """
 
     config: object
@@ -70,6 +73,7 @@ class Context:
     folder: Path
     command: str
     device: object = None
+    premise: str = ""
 
     def record(self, run):
         return self.records[run.key]
@@ -181,6 +185,9 @@ class Experiment:
     title = ""
     #: Which table or figure of which seed it reproduces (one line for ``list``).
     reproduces = ""
+    #: Which of its claims rest on cross-entropy ending overconfident, the papers' regime
+    #: (the report's setup says so when CE's validation temperature shows the regime).
+    premise = ""
 
     def methods(self, config):
         """Every method the experiment reports, meta-learned ones included."""
@@ -414,6 +421,7 @@ def setup_text(context, families, extra=(), *, own_setup=None):
             "order; the data split is the same for all seeds). Tables give mean ± std over "
             "seeds (sample std)."
         )
+        lines += regime_lines(context, families)
     lines += [
         *extra,
         f"- Trained on {', '.join(devices) or 'n/a'}; {len(records)} runs, "
@@ -422,6 +430,70 @@ def setup_text(context, families, extra=(), *, own_setup=None):
         f"- Command: `{context.command}`",
     ]
     return "\n".join(lines)
+
+
+def is_plain_ce(method):
+    """Whether ``method`` is plain cross-entropy (no mixup, no meta-learning)."""
+    return method.loss == "ce" and method.estimator == "net" and not method.mixup_alpha
+
+
+def ce_regime(context, family):
+    """CE's test accuracies, NLL-optimal validation temperatures and training wall seconds
+    in ``family``, one per seed (empty lists without a CE run)."""
+    runs = [r for r in context.runs if r.method.family == family and is_plain_ce(r.method)]
+    evaluations = [context.evaluation(run, family) for run in runs]
+    return (
+        [ev.pre["accuracy"] for ev in evaluations],
+        [ev.nll_temperature for ev in evaluations],
+        [context.record(run).meta["wall_seconds"] for run in runs],
+    )
+
+
+def regime_lines(context, families):
+    """Setup lines with the regime's own numbers, per family: CE's test accuracy and
+    validation temperature, the epochs and the training wall time; whether CE is
+    overconfident (T >= :data:`~benchmarks._presets.OVERCONFIDENT_T`), flagged when not,
+    and why verdicts may then differ from other regimes (the experiment's premise)."""
+    lines = []
+    for family in families:
+        accuracy, temperature, wall = ce_regime(context, family)
+        runs = [r for r in context.runs if r.method.family == family]
+        total = sum(context.record(run).meta["wall_seconds"] for run in runs)
+        epochs = sorted({run.spec["training"]["epochs"] for run in runs})
+        text = (
+            f"- Regime of `{family}`: {', '.join(map(str, epochs))} epochs; "
+            f"{format_duration(total)} of training wall time over its {len(runs)} runs"
+        )
+        if not temperature:
+            lines.append(text + " (no CE run in this experiment).")
+            continue
+        mean_t = finite_mean(temperature)
+        overconfident = math.isfinite(mean_t) and round(mean_t, 2) >= OVERCONFIDENT_T
+        text += (
+            f" (CE: {format_duration(finite_mean(wall))} a run); CE's test accuracy "
+            f"{mean_std(accuracy, 100.0)} %, CE's validation temperature "
+            f"T = {mean_std(temperature)} (NLL-optimal; T > 1: overconfident). "
+        )
+        if overconfident:
+            text += f"CE is overconfident here (T ≥ {OVERCONFIDENT_T:g}), as in the papers" + (
+                f". {context.premise}: where CE's T is near 1 (an underfit regime, as "
+                "in the quick Fashion-MNIST reports) that premise fails and verdicts may differ."
+                if context.premise
+                else "."
+            )
+        else:
+            text += (
+                f"**CE is not overconfident here (T < {OVERCONFIDENT_T:g}), unlike in the "
+                "papers**"
+                + (
+                    f". {context.premise}: verdicts here may differ from the papers' and "
+                    "from a regime where CE overfits the NLL for that reason."
+                    if context.premise
+                    else "."
+                )
+            )
+        lines.append(text)
+    return lines
 
 
 def pending_note(experiment, config):

@@ -53,6 +53,10 @@ class Dynamics(Experiment):
     name = "dynamics"
     title = "Calibration during training (seed 001 Figures 4-5, seed 002 Figure 2)"
     reproduces = "seed 001 Figs 4-5, seed 002 Fig. 2: optimal ECE, max logits, NLL per epoch"
+    premise = (
+        "The per-epoch claims (the optimal ECE and the test NLL growing late in training, the "
+        "focal loss holding them down) describe a CE that overfits the NLL"
+    )
 
     def methods(self, config):
         return regularizer_methods() + [focal_gra(2)]

@@ -28,6 +28,10 @@ class Gra(Experiment):
     name = "gra"
     title = "Gradient-weighted uncertainty losses, BSCE-GRA (seed 004, Tables 1 and 2)"
     reproduces = "seed 004 Tables 1-2: BSCE-GRA and loss- vs gradient-weighted pairs"
+    premise = (
+        "The comparisons of the focal-family losses with CE assume the overconfident CE of the "
+        "papers' networks"
+    )
 
     def methods(self, config):
         return TABLE1 + [FLSD53_GRA, DUAL_FOCAL_GRA]

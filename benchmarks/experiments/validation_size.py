@@ -30,6 +30,10 @@ class ValidationSize(Experiment):
     name = "validation_size"
     title = "Post-hoc calibration against validation-set size (seed 001, Figure 3)"
     reproduces = "seed 001 Fig. 3: ECE after TS and HB against the validation-set size"
+    premise = (
+        "The comparison of CE's and the regularisers' ECE after TS and HB over validation sizes"
+        " rests on CE being overconfident"
+    )
 
     def methods(self, config):
         return regularizer_methods()
