@@ -183,7 +183,8 @@ def train_run(spec, *, device="auto", data_home=None, report=None):
     -------
     arrays : dict of str to ndarray
         ``val_logits``, ``val_y``, ``test_logits``, ``test_y`` (float32 logits computed in
-        float32 after training) and, for tracked runs, the tracker's arrays.
+        float32 after training), for γ-Net runs ``test_gamma`` (the final per-sample focal γ
+        of the test images) and, for tracked runs, the tracker's arrays.
     history : dict of str to list
         Per epoch: ``train_loss``, ``lr``, ``dur`` and the tracked metrics.
     meta : dict
@@ -207,6 +208,8 @@ def train_run(spec, *, device="auto", data_home=None, report=None):
         X = torch.as_tensor(data[f"X_{split}"], device=device_)
         arrays[f"{split}_logits"] = forward_logits(net.module_, X, EVAL_BATCH).cpu().numpy()
         arrays[f"{split}_y"] = np.asarray(data[f"y_{split}"], dtype=np.int16)
+    if "gamma_mean" in net.history[-1]:
+        arrays["test_gamma"] = net.sample_gamma(data.X_test)
     history = {
         name: [float(v) for v in net.history[:, name]] for name in ("train_loss", "lr", "dur")
     }
