@@ -9,8 +9,9 @@ ROOT = DOCS.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(DOCS))
 
-import sklearn_calib  # noqa: E402
 from api_pages import find_object, write_api_pages  # noqa: E402
+
+import sklearn_calib  # noqa: E402
 
 # The examples train small networks: one torch thread each unless the caller says otherwise.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
