@@ -21,8 +21,20 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-with open(ROOT / "benchmarks" / "reports" / "focal" / "runs.csv", newline="") as file:
+
+
+def reports_folder():
+    """``benchmarks/reports`` of the repository holding the working directory."""
+    for folder in [Path.cwd(), *Path.cwd().parents]:
+        if (folder / "benchmarks" / "reports").is_dir():
+            return folder / "benchmarks" / "reports"
+    raise FileNotFoundError(
+        "This example reads benchmarks/reports/ of the sklearn_calib repository: run it "
+        "from inside a clone of the repository."
+    )
+
+
+with open(reports_folder() / "focal" / "runs.csv", newline="") as file:
     runs = list(csv.DictReader(file))
 methods = list(dict.fromkeys(run["method"] for run in runs))
 print(len(runs), "runs;", "methods:", ", ".join(methods))
