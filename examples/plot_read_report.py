@@ -22,7 +22,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 
-
 def reports_folder():
     """``benchmarks/reports`` of the repository holding the working directory."""
     for folder in [Path.cwd(), *Path.cwd().parents]:
