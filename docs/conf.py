@@ -75,43 +75,45 @@ html_show_sourcelink = False
 
 
 def _candidates(node):
-    """Full paths a Python reference may mean: as written, in its class, in its module."""
+    """Full paths a Python reference may mean: as written, then in its class, its module
+    and the module's packages (a submodule's docstring names its package's classes)."""
     target = node["reftarget"].lstrip("~.")
-    context = [node.get("py:module"), node.get("py:class")]
+    module, cls = node.get("py:module"), node.get("py:class")
     paths = [target]
-    if context[0]:
-        paths.append(f"{context[0]}.{target}")
-        if context[1]:
-            paths.append(f"{context[0]}.{context[1]}.{target}")
+    if module:
+        if cls:
+            paths.append(f"{module}.{cls}.{target}")
+        parts = module.split(".")
+        paths += [".".join([*parts[:end], target]) for end in range(len(parts), 0, -1)]
     return paths
 
 
 def resolve_public_paths(app, env, node, contnode):
     """Resolve the references the Python domain cannot, where they name real objects.
 
-    A name importable from several public modules (``sklearn_calib.HistogramBinning``,
-    ``sklearn_calib.scoring.expected_calibration_error``) is documented once, at its home
-    (``api_pages.py``); a reference through another public path links there. A reference
-    to a private object that exists (``sklearn_calib.metrics._binning``, ``_set_layers``)
-    is shown as text, unlinked, since private objects are not documented. Anything else
-    stays unresolved, and the build fails on it.
+    A public name is documented once, at its home (``api_pages.py``); a reference through
+    another public path (``sklearn_calib.HistogramBinning``,
+    ``sklearn_calib.scoring.expected_calibration_error``) or relative to a submodule
+    links there. A reference to an object that exists but is not documented (a private
+    module such as ``sklearn_calib.metrics._binning``, an inherited method) is shown as
+    text, unlinked. Anything else stays unresolved, and the build fails on it.
     """
     if node.get("refdomain") != "py":
         return None
     domain = env.get_domain("py")
-    for path in _candidates(node):
+    candidates = _candidates(node)
+    for path in candidates:
         module, _, name = path.rpartition(".")
         home = HOMES.get((module, name))
-        if home is not None and home != module:
+        if home is not None:
             for reftype in (node["reftype"], "obj"):
                 resolved = domain.resolve_xref(
                     env, node["refdoc"], app.builder, reftype, f"{home}.{name}", node, contnode
                 )
                 if resolved is not None:
                     return resolved
-    for path in _candidates(node):
-        if any(part.startswith("_") for part in path.split(".")) and find_object(path):
-            return contnode
+    if any(find_object(path) for path in candidates):
+        return contnode
     return None
 
 
