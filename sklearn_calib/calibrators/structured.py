@@ -1,13 +1,13 @@
 """Structured vector and matrix scaling (Berta, Holzmüller, Jordan and Bach, AISTATS 2026).
 
 Both first fit temperature scaling (unpenalised, exact NLL, as :class:`TemperatureScaling`)
-and mix its probabilities with the uniform distribution at weight ``1 / (n + 1)``:
+and mix its probabilities with the uniform distribution at weight ``1 / (n + 1)``::
 
     u = log((1 - 1/(n + 1)) softmax(z / T) + 1/((n + 1) K)),
 
 so that every feature is finite. They then fit ``softmax((I + D) u + b)`` by the weighted
 mean NLL plus ridge penalties scaled with the number of classes ``K`` and the (weighted)
-number of samples ``n``:
+number of samples ``n``::
 
     lambda_b K/n |b|^2 + lambda_d K/n |diag D|^2 + lambda_o K(K - 1)/n |offdiag D|^2,
 

@@ -231,7 +231,7 @@ default=None
         Class labels, sorted, in the order of the columns of ``predict_proba``.
     n_features_in_ : int
         ``X.shape[1]`` at fit (the number of channels for images).
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Column names of a DataFrame ``X``.
     input_shape_ : tuple of int
         Shape of one sample, ``X.shape[1:]``.

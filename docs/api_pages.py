@@ -1,0 +1,234 @@
+"""Write the API reference's pages from the ``__all__`` of sklearn_calib's public modules.
+
+A public module is one whose dotted path has no component starting with ``_`` and which
+defines ``__all__``. Every name in an ``__all__`` gets documented once, on the page of
+its *home*: the deepest public module exporting it among the packages its ``__module__``
+lives in (``expected_calibration_error`` lives in ``sklearn_calib.metrics._metrics``, so
+its home is ``sklearn_calib.metrics``; :mod:`sklearn_calib.scoring` and the top-level
+package list it with a link there). Constants have no ``__module__``: their home is the
+first public module exporting them. A name added to an ``__all__`` thus appears in the
+reference without editing the documentation.
+"""
+
+import importlib
+import inspect
+import pkgutil
+from pathlib import Path
+
+PACKAGE = "sklearn_calib"
+
+
+def _module_names():
+    package = importlib.import_module(PACKAGE)
+    names = [PACKAGE]
+    for info in pkgutil.walk_packages(package.__path__, prefix=f"{PACKAGE}."):
+        if not any(part.startswith("_") for part in info.name.split(".")):
+            names.append(info.name)
+    return names
+
+
+def public_modules():
+    """Return the public modules, the top-level package first, then by dotted path.
+
+    Returns
+    -------
+    modules : list of module
+        The modules without a private component in their path that define ``__all__``.
+    """
+    modules = [importlib.import_module(name) for name in _module_names()]
+    modules = [module for module in modules if hasattr(module, "__all__")]
+    return sorted(modules, key=lambda module: (module.__name__ != PACKAGE, module.__name__))
+
+
+def note_modules():
+    """Return the modules without ``__all__`` whose path has no private component.
+
+    Their names are exported by their package; their docstrings explain them, and
+    docstrings refer to them (``:mod:`~.binning```), so they get a page too.
+
+    Returns
+    -------
+    modules : list of module
+    """
+    modules = [importlib.import_module(name) for name in _module_names()]
+    return sorted(
+        (module for module in modules if not hasattr(module, "__all__")),
+        key=lambda module: module.__name__,
+    )
+
+
+def find_object(path):
+    """Return whether ``path`` names an importable object (a module or an attribute).
+
+    Parameters
+    ----------
+    path : str
+        Dotted path, such as ``"sklearn_calib.metrics._binning.assign_bins"``.
+
+    Returns
+    -------
+    found : bool
+    """
+    parts = path.split(".")
+    for end in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:end]))
+        except ImportError:
+            continue
+        for attribute in parts[end:]:
+            if not hasattr(obj, attribute):
+                return False
+            obj = getattr(obj, attribute)
+        return True
+    return False
+
+
+def _owners(obj):
+    """Dotted paths of the packages ``obj`` was defined in, deepest first."""
+    module = getattr(obj, "__module__", None)
+    if not (inspect.isclass(obj) or inspect.isroutine(obj)) or not isinstance(module, str):
+        return []
+    parts = module.split(".")
+    return [".".join(parts[:end]) for end in range(len(parts), 0, -1)]
+
+
+def home_modules(modules):
+    """Map each ``(module name, name)`` of an ``__all__`` to the module documenting it.
+
+    Parameters
+    ----------
+    modules : list of module
+        The public modules, as :func:`public_modules` returns them.
+
+    Returns
+    -------
+    homes : dict
+        ``{(module name, name): home module name}``.
+    """
+    exporters = {}
+    for module in modules:
+        for name in module.__all__:
+            exporters.setdefault((name, id(getattr(module, name))), []).append(module.__name__)
+    homes = {}
+    for module in modules:
+        for name in module.__all__:
+            candidates = exporters[(name, id(getattr(module, name)))]
+            nested = [path for path in candidates if path != PACKAGE] or candidates
+            owners = _owners(getattr(module, name))
+            home = next((path for path in owners if path in nested), nested[0])
+            homes[(module.__name__, name)] = home
+    return homes
+
+
+def _relative(path, module):
+    """``path`` relative to ``module`` when inside it (autosummary's rule), else as is."""
+    return path.removeprefix(f"{module}.") if path.startswith(f"{module}.") else path
+
+
+def _title(text, underline="="):
+    return f"{text}\n{underline * len(text)}\n"
+
+
+def module_page(module, homes):
+    """Return the reStructuredText of one module's page.
+
+    Parameters
+    ----------
+    module : module
+        A public module.
+    homes : dict
+        As :func:`home_modules` returns it.
+
+    Returns
+    -------
+    text : str
+    """
+    own = [name for name in module.__all__ if homes[(module.__name__, name)] == module.__name__]
+    elsewhere = [name for name in module.__all__ if name not in own]
+    lines = [
+        f".. _api-{module.__name__}:\n",
+        _title(f":mod:`{module.__name__}`"),
+        f".. automodule:: {module.__name__}\n   :no-members:\n",
+        f".. currentmodule:: {module.__name__}\n",
+    ]
+    if own:
+        lines += [
+            _title("Defined here", "-"),
+            ".. autosummary::\n   :toctree: generated/\n   :template: public\n",
+            *(f"   {name}" for name in sorted(own, key=str.lower)),
+            "",
+        ]
+    if elsewhere:
+        lines += [
+            _title("Also importable from here", "-"),
+            "Documented where they are defined:\n",
+            ".. autosummary::\n",
+            *(
+                f"   ~{_relative(homes[(module.__name__, name)], module.__name__)}.{name}"
+                for name in sorted(elsewhere, key=str.lower)
+            ),
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def note_page(module):
+    """Return the reStructuredText of the page of a module without ``__all__``.
+
+    Parameters
+    ----------
+    module : module
+
+    Returns
+    -------
+    text : str
+    """
+    package = module.__name__.rpartition(".")[0]
+    return "\n".join(
+        [
+            _title(f":mod:`{module.__name__}`"),
+            f".. automodule:: {module.__name__}\n   :no-members:\n",
+            f"Its public names are documented with :mod:`{package}`.\n",
+        ]
+    )
+
+
+def write_api_pages(folder):
+    """Write ``index.rst`` and one page per public module into ``folder``.
+
+    A page is rewritten only when its text changes, so that Sphinx does not rebuild the
+    pages of an unchanged reference.
+
+    Parameters
+    ----------
+    folder : path-like
+        Output folder, created if needed.
+
+    Returns
+    -------
+    homes : dict
+        As :func:`home_modules` returns it.
+    """
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    modules = public_modules()
+    homes = home_modules(modules)
+    pages = {module.__name__: module_page(module, homes) for module in modules}
+    pages.update({module.__name__: note_page(module) for module in note_modules()})
+    pages["index"] = "\n".join(
+        [
+            ".. _api:\n",
+            _title("API reference"),
+            "Every public name of sklearn_calib, generated from the ``__all__`` of each public",
+            "module and the numpydoc docstrings. The top-level package re-exports the names",
+            "most scripts need.\n",
+            ".. toctree::\n   :maxdepth: 1\n",
+            *(f"   {name}" for name in sorted(pages)),
+            "",
+        ]
+    )
+    for stem, text in pages.items():
+        path = folder / f"{stem}.rst"
+        if not path.is_file() or path.read_text() != text:
+            path.write_text(text)
+    return homes
