@@ -55,6 +55,13 @@ def table_values(rows):
     return {label: values[label] for label in order if label in values}
 
 
+#: Line styles of the seeds in the γ histogram.
+_SEED_STYLES = ("-", "--", ":")
+#: Within-run std of the final γ above which γ counts as spread (a γ difference of 0.05
+#: changes the focal factor (1 - p)^γ by 3-11 % for p between 0.5 and 0.9).
+_SPREAD = 0.05
+
+
 class Meta(Experiment):
     name = "meta"
     title = "Meta-regularisation with a learned focal γ (seed 003, Table 1)"
@@ -111,6 +118,11 @@ class Meta(Experiment):
             "10 % of it out as their meta-validation part (`MetaNetClassifier(train_split="
             "None)`, so no data is spent on model selection), and post-hoc calibration uses "
             "the same validation set for every method.",
+            "The γ-Net methods use MetaNetClassifier's default meta step (`meta_lr=None`), "
+            "chosen by `benchmarks/sweep_meta_gamma.py` (benchmarks/RESULTS.md, \"γ-Net meta "
+            "step: sweep and defaults\"): the paper's Adam step of 1e-3 drove γ to 18 and the "
+            "ECE to 34 % there, and after the learning-rate decays γ stops moving, so its spread "
+            "stays small.",
         ]
         note = pending_note(self, context.config)
         if note:
@@ -144,18 +156,18 @@ class Meta(Experiment):
             trajectory.fill_between(
                 epochs, mean - std, mean + std, alpha=0.2, color=line.get_color()
             )
-            if gammas:
+            for seed, gamma in enumerate(gammas):
                 histogram.hist(
-                    np.concatenate(gammas),
-                    bins=50,
+                    gamma,
+                    bins=30,
                     histtype="step",
-                    label=label,
                     color=line.get_color(),
+                    linestyle=_SEED_STYLES[seed % len(_SEED_STYLES)],
                 )
         trajectory.set_xlabel("epoch")
         trajectory.set_ylabel("γ")
         trajectory.legend()
-        histogram.set_xlabel("final γ (test images)")
+        histogram.set_xlabel("final γ of the test images (one line per seed)")
         histogram.set_ylabel("images")
         return fig
 
@@ -163,21 +175,23 @@ class Meta(Experiment):
         runs = self._gamma_runs(context)
         if not runs:
             return
-        growth, parts = [], []
+        checks, parts = [], []
         for label, (histories, gammas) in runs.items():
             first = np.mean([h["gamma_std"][0] for h in histories])
             last = np.mean([h["gamma_std"][-1] for h in histories])
-            growth.append(last >= 2 * first)
-            spread = ""
+            checks.append(last >= 2 * first)
+            text = f"{label}: meta-validation std {first:.4f} after epoch 1 → {last:.4f}"
             if gammas:
-                low, high = np.percentile(np.concatenate(gammas), [5, 95])
-                spread = f", final test γ 5–95 % range {low:.3f}–{high:.3f}"
-            parts.append(f"{label}: std {first:.4f} after epoch 1 → {last:.4f}{spread}")
+                test_std = np.mean([np.std(gamma) for gamma in gammas])
+                checks.append(test_std >= _SPREAD)
+                text += f", final test std {test_std:.4f} within a run (mean over seeds)"
+            parts.append(text)
         report.claim(
-            "The per-sample γ starts nearly uniform and spreads out over training (std at "
-            "least doubles) as the γ-Net learns a value per sample (seed 003, Figure 3(c-d)).",
+            "The per-sample γ starts nearly uniform and spreads out over training as the "
+            "γ-Net learns a value per sample (seed 003, Figure 3(c-d)); checked: the std at "
+            f"least doubles, and the final std within a run is at least {_SPREAD:g}.",
             "; ".join(parts) + ".",
-            verdict(np.mean(growth)),
+            verdict(np.mean(checks)),
         )
 
     def _claims(self, report, values):
