@@ -1,11 +1,13 @@
-"""Command line of the experiments: ``python -m benchmarks list|run ...``.
+"""Command line of the experiments: ``python -m benchmarks list|run|summary ...``.
 
 ``run NAME[,NAME...]|all`` trains the runs the named experiments need that the store does
 not hold yet (shared between experiments), then writes each experiment's ``runs.csv``,
 ``report.md`` and figures under ``OUT/NAME/``. With ``--max-minutes`` no run is started
 that would end past the budget; the reports of experiments whose runs are not all stored
 are then left for a later call, and the exit status is 75 ("call again"). ``--dry-run``
-prints the plan and its time estimate without training.
+prints the plan and its time estimate without training. ``summary`` writes the one-page
+summary of the committed reports (``benchmarks/reports/README.md``); with ``--check`` it
+only says whether that page is current (exit status 1 when not).
 """
 
 import argparse
@@ -22,6 +24,7 @@ from ._presets import DATASETS, PRESETS, make_config
 from ._report import format_duration
 from ._runner import Estimator, Task, execute
 from ._store import RunStore
+from ._summary import write_summary
 from ._train import meta_estimator
 from .experiments import EXPERIMENTS
 from .experiments._base import Context
@@ -34,6 +37,7 @@ EXIT_FAILED = 1
 
 DEFAULT_STORE = "benchmarks/results/store"
 DEFAULT_OUT = "benchmarks/results/reports"
+DEFAULT_REPORTS = "benchmarks/reports"
 
 
 def _parser():
@@ -87,6 +91,15 @@ def _parser():
     )
     run.add_argument("--jobs", type=int, default=1, help="runs trained at the same time")
     run.add_argument("--dry-run", action="store_true", help="print the plan, train nothing")
+    summary = commands.add_parser(
+        "summary", help="write the claim-by-regime summary of the committed reports"
+    )
+    summary.add_argument(
+        "--reports", default=DEFAULT_REPORTS, help=f"reports folder ({DEFAULT_REPORTS})"
+    )
+    summary.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 if the summary is stale"
+    )
     return parser
 
 
@@ -244,6 +257,23 @@ def run_command(args, argv, stream=sys.stdout):
     return 0 if summary.complete else EXIT_INCOMPLETE
 
 
+def summary_command(args, stream=sys.stdout):
+    """Write (or check) the reports' summary page; return the exit status."""
+    if not Path(args.reports).is_dir():
+        stream.write(f"expected --reports to be a folder of reports, got {args.reports!r}\n")
+        return EXIT_FAILED
+    path, current = write_summary(args.reports, check=args.check)
+    if args.check:
+        stream.write(
+            f"{path} is current\n"
+            if current
+            else f"{path} is stale: run python -m benchmarks summary\n"
+        )
+        return 0 if current else EXIT_FAILED
+    stream.write(f"{path} {'unchanged' if current else 'written'}\n")
+    return 0
+
+
 def main(argv=None, stream=sys.stdout):
     """Entry point; returns the exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -252,6 +282,8 @@ def main(argv=None, stream=sys.stdout):
     if args.command == "list":
         list_experiments(stream)
         return 0
+    if args.command == "summary":
+        return summary_command(args, stream)
     args.names = _names(args.names, parser)
     if args.jobs < 1:
         parser.error(f"expected --jobs >= 1, got {args.jobs}")

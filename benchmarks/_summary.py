@@ -1,0 +1,424 @@
+"""The one-page summary of the committed reports: ``python -m benchmarks summary``.
+
+Every ``report.md`` under the reports folder is read back: its experiment is its folder's
+name, its regime the folder above (``quick``, ``quick_fashion_mnist``, ``cpu``; reports
+directly in the reports folder are the ``full`` preset's). From each report come the
+verdicts of its "Agreement with the paper" table and, from its Setup and tables, the
+regime's own numbers: CE's test accuracy and validation temperature per recipe family.
+:func:`summary_text` lays them out as one Markdown page, claim by claim and regime by
+regime; it depends on the reports' text only (sorted, no dates), so the page can be
+regenerated and compared with the committed one.
+"""
+
+import re
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
+from pathlib import Path
+
+from ._presets import OVERCONFIDENT_T
+
+#: The verdicts a report's agreement table may give, in the order totals are printed.
+VERDICTS = ("agrees", "partly", "disagrees", "not tested")
+#: The regime of the reports lying directly in the reports folder (the ``full`` preset).
+FULL = "full"
+#: Regimes in column order; others follow in sorted order.
+REGIME_ORDER = ("quick", "quick_fashion_mnist", "cpu", FULL)
+#: Least similarity (difflib ratio) for two wordings of a claim with the same citation.
+SIMILAR = 0.6
+#: The name of the summary page in the reports folder.
+SUMMARY_NAME = "README.md"
+#: What a missing claim or report shows.
+MISSING = "—"
+
+_AGREEMENT = "## Agreement with the paper"
+_CITATION = re.compile(r"\((seeds? \d[^()]*(?:\([^()]*\)[^()]*)*)\)")
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+@dataclass(frozen=True)
+class CEValue:
+    """One of CE's numbers in one report: the value and whether the Setup's regime line
+    gave it (the NLL-optimal T) rather than a results table."""
+
+    value: float
+    from_setup: bool
+
+
+@dataclass
+class ParsedReport:
+    """What the summary uses of one ``report.md``.
+
+    ``claims`` are ``(claim, verdict)`` pairs in the table's order; ``accuracy`` and
+    ``temperature`` map a recipe family to CE's test accuracy (%) and validation T.
+    """
+
+    experiment: str
+    regime: str
+    link: str
+    title: str = ""
+    claims: list = field(default_factory=list)
+    accuracy: dict = field(default_factory=dict)
+    temperature: dict = field(default_factory=dict)
+    setup: str = ""
+    device: str = ""
+
+
+def _cells(line):
+    """The cells of a Markdown table row (a cell may not contain `` | ``)."""
+    return [cell.strip() for cell in line.strip().strip("|").split(" | ")]
+
+
+def _tables(lines):
+    """The Markdown tables in ``lines``, as (header cells, rows of cells)."""
+    tables, block = [], []
+    for line in [*lines, ""]:
+        if line.startswith("|"):
+            block.append(line)
+            continue
+        if len(block) >= 2:
+            tables.append((_cells(block[0]), [_cells(row) for row in block[2:]]))
+        block = []
+    return tables
+
+
+def _first_number(cell):
+    match = _NUMBER.match(cell)
+    return float(match.group()) if match else None
+
+
+def _section(lines, heading):
+    """The lines under ``heading`` up to the next ``## `` heading (none if absent)."""
+    if heading not in lines:
+        return []
+    start = lines.index(heading) + 1
+    end = next((i for i in range(start, len(lines)) if lines[i].startswith("## ")), len(lines))
+    return lines[start:end]
+
+
+def _agreement(lines, where):
+    """The (claim, verdict) pairs of the agreement table; a bad verdict raises.
+
+    The claim is the first cell and the verdict the last: the middle cell ("our
+    numbers") may hold a ``|`` of its own.
+    """
+    claims = []
+    for row in [line for line in _section(lines, _AGREEMENT) if line.startswith("|")][2:]:
+        row = row.strip().strip("|")
+        claim, verdict = row.split(" | ", 1)[0].strip(), row.rsplit(" | ", 1)[-1]
+        verdict = verdict.strip().strip("*")
+        if verdict not in VERDICTS:
+            raise ValueError(
+                f"{where}: expected a verdict in {list(VERDICTS)} for the claim "
+                f"{claim!r}, got {verdict!r}"
+            )
+        claims.append((claim, verdict))
+    return claims
+
+
+def _setup_lines(lines):
+    """The ``- `` lines of the Setup section, without the leading dash."""
+    return [line[2:] for line in _section(lines, "## Setup") if line.startswith("- ")]
+
+
+def _from_regime_lines(report, setup):
+    """CE's numbers from the Setup's "Regime of `family`" lines (the cpu reports)."""
+    for line in setup:
+        match = re.match(r"Regime of `([^`]+)`: (\d+) epochs", line)
+        if not match:
+            continue
+        family = match.group(1)
+        accuracy = re.search(r"CE's test accuracy (\d+(?:\.\d+)?)", line)
+        temperature = re.search(r"CE's validation temperature T = (\d+(?:\.\d+)?)", line)
+        if accuracy:
+            report.accuracy[family] = CEValue(float(accuracy.group(1)), True)
+        if temperature:
+            report.temperature[family] = CEValue(float(temperature.group(1)), True)
+
+
+def _from_tables(report, family, lines):
+    """CE's numbers from the CE row of the first tables with a T, an accuracy or an
+    error column (reports without regime lines)."""
+    for header, rows in _tables(lines):
+        ce = next((row for row in rows if row and row[0] == "CE"), None)
+        if ce is None or len(ce) != len(header):
+            continue
+        values = dict(zip(header, ce, strict=True))
+        if family not in report.temperature and "T" in values:
+            value = _first_number(values["T"])
+            if value is not None:
+                report.temperature[family] = CEValue(value, False)
+        if family not in report.accuracy:
+            if "accuracy (%)" in values:
+                value = _first_number(values["accuracy (%)"])
+            elif "error (%)" in values:
+                value = _first_number(values["error (%)"])
+                value = None if value is None else round(100.0 - value, 10)
+            else:
+                value = None
+            if value is not None:
+                report.accuracy[family] = CEValue(value, False)
+
+
+def parse_report(text, experiment, regime, link):
+    """Read one report's claims, setup and CE numbers.
+
+    Parameters
+    ----------
+    text : str
+        The content of ``report.md``.
+    experiment, regime : str
+        The experiment's and the regime's names.
+    link : str
+        The report's path relative to the summary page.
+
+    Returns
+    -------
+    ParsedReport
+    """
+    lines = text.splitlines()
+    report = ParsedReport(experiment, regime, link)
+    report.title = next((line[2:] for line in lines if line.startswith("# ")), experiment)
+    report.claims = _agreement(lines, link)
+    setup = _setup_lines(lines)
+    family = next(
+        (m.group(1) for line in setup if (m := re.match(r"Recipe `([^`]+)` family", line))),
+        None,
+    )
+    if family is None:
+        return report
+    data = next((line[6:] for line in setup if line.startswith("Data: ")), "")
+    model = next((line[7:] for line in setup if line.startswith("Model: ")), "")
+    epochs = next(
+        (m.group(1) for line in setup if (m := re.search(r"epochs [^()]*? of (\d+)", line))),
+        "?",
+    )
+    report.setup = f"{data.split(':')[0]}, {model.split(';')[0]}, {epochs} epochs"
+    report.device = next(
+        (m.group(1) for line in setup if (m := re.match(r"Trained on ([^;]+);", line))), ""
+    )
+    _from_regime_lines(report, setup)
+    _from_tables(report, family, lines)
+    return report
+
+
+def find_reports(root):
+    """Every ``report.md`` below ``root``, parsed, sorted by experiment and regime."""
+    root = Path(root)
+    reports = []
+    for path in sorted(root.rglob("report.md")):
+        relative = path.relative_to(root)
+        regime = "/".join(relative.parts[:-2]) or FULL
+        text = path.read_text(encoding="utf-8")
+        reports.append(parse_report(text, relative.parts[-2], regime, relative.as_posix()))
+    return reports
+
+
+def regimes_of(reports):
+    """The regimes present, in :data:`REGIME_ORDER` and then sorted."""
+    present = {report.regime for report in reports}
+    known = [regime for regime in REGIME_ORDER if regime in present]
+    return known + sorted(present - set(known))
+
+
+def _citations(claim):
+    return tuple(_CITATION.findall(claim))
+
+
+def align_claims(claims_by_regime):
+    """Rows of one experiment's claims across regimes.
+
+    A claim joins the row of the same text; a claim left over then joins the most similar
+    row left over in its regime with the same citation ("(seed 003, Figure 5)") and a
+    similarity of at least :data:`SIMILAR`, so a reworded claim (a pending text, an added
+    condition) stays on one row; any other claim opens a row.
+
+    Parameters
+    ----------
+    claims_by_regime : dict
+        Regime to its ``(claim, value)`` pairs, in column order.
+
+    Returns
+    -------
+    list of (str, dict)
+        Each row's claim (the wording of its first regime) and its values by regime.
+    """
+    rows = []
+    for regime, claims in claims_by_regime.items():
+        left = []
+        for claim, value in claims:
+            row = next((r for r in rows if r[0] == claim and regime not in r[1]), None)
+            if row is None:
+                left.append((claim, value))
+            else:
+                row[1][regime] = value
+        for claim, value in left:
+            open_rows = [
+                row
+                for row in rows
+                if regime not in row[1] and _citations(row[0]) == _citations(claim)
+            ]
+            # max keeps the first of equally similar rows
+            best = max(
+                open_rows,
+                key=lambda row: SequenceMatcher(None, claim, row[0]).ratio(),
+                default=None,
+            )
+            if best is not None and SequenceMatcher(None, claim, best[0]).ratio() >= SIMILAR:
+                best[1][regime] = value
+            else:
+                rows.append((claim, {regime: value}))
+    return rows
+
+
+def _span(values):
+    """``"1.02"`` or ``"0.97–1.02"``, with a dagger when a value came from a table."""
+    low = min(v.value for v in values)
+    high = max(v.value for v in values)
+    text = f"{low:.2f}" if low == high else f"{low:.2f}–{high:.2f}"
+    return text + ("" if all(v.from_setup for v in values) else "†")
+
+
+def _by_family(reports, attribute):
+    """``"`family` value"`` per family of the reports, joined; "n/a" if none."""
+    values = {}
+    for report in reports:
+        for family, value in getattr(report, attribute).items():
+            values.setdefault(family, []).append(value)
+    if not values:
+        return "n/a", {}
+    text = ", ".join(f"`{family}` {_span(values[family])}" for family in sorted(values))
+    return text, values
+
+
+def _overconfident(temperatures):
+    """Whether CE is overconfident (T ≥ OVERCONFIDENT_T) in every, some or no family."""
+    if not temperatures:
+        return "n/a"
+    high = sorted(
+        family
+        for family, values in temperatures.items()
+        if min(round(v.value, 2) for v in values) >= OVERCONFIDENT_T
+    )
+    if len(high) == len(temperatures):
+        return "**yes**"
+    if not high:
+        return "no"
+    return "only " + ", ".join(f"`{family}`" for family in high)
+
+
+def _regime_rows(reports, regimes):
+    rows = []
+    for regime in regimes:
+        mine = [report for report in reports if report.regime == regime]
+        accuracy, _ = _by_family(mine, "accuracy")
+        temperature, values = _by_family(mine, "temperature")
+        counts = {verdict: 0 for verdict in VERDICTS}
+        for report in mine:
+            for _, verdict in report.claims:
+                counts[verdict] += 1
+        folder = "reports in this folder" if regime == FULL else f"[`{regime}/`]({regime}/)"
+        rows.append(
+            [
+                f"**{regime}** ({folder})",
+                "; ".join(sorted({r.setup for r in mine if r.setup})) or "n/a",
+                ", ".join(sorted({r.device for r in mine if r.device})) or "n/a",
+                accuracy,
+                temperature,
+                _overconfident(values),
+                " · ".join(f"{counts[verdict]} {verdict}" for verdict in VERDICTS)
+                + f" ({sum(counts.values())} claims)",
+            ]
+        )
+    return rows
+
+
+def _table(headers, rows):
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    return lines + ["| " + " | ".join(row) + " |" for row in rows]
+
+
+def summary_text(reports):
+    """The summary page (Markdown) of the parsed ``reports``."""
+    regimes = regimes_of(reports)
+    lines = [
+        "# The papers' claims, regime by regime",
+        "",
+        "Generated by `python -m benchmarks summary` from the agreement table of every "
+        "`report.md` below this folder; do not edit it by hand "
+        "(`tests/test_benchmarks_summary.py` checks that it is current). A regime is a "
+        "folder of reports; the reports lying directly in this folder are the `full` "
+        "preset's.",
+        "",
+        "## Regimes",
+        "",
+        *_table(
+            [
+                "regime",
+                "data, model, epochs",
+                "trained on",
+                "CE's test accuracy (%)",
+                "CE's validation T",
+                f"CE overconfident (T ≥ {OVERCONFIDENT_T:g})",
+                "verdicts",
+            ],
+            _regime_rows(reports, regimes),
+        ),
+        "",
+        "CE's numbers are per recipe family, taken from the reports of each regime (a range "
+        "when its reports differ). T is the NLL-optimal validation temperature of the "
+        "Setup's regime line; † marks a value read from the CE row of a results table "
+        "instead (T there as that table states, e.g. chosen on validation ECE; accuracy "
+        "as 100 − error where only the error is given). The seeds' premise is an "
+        "overconfident CE (T > 1 after overfitting the NLL); where CE's T is near 1 the "
+        "regularised losses' advantage cannot appear, so verdicts differ for that reason.",
+    ]
+    for experiment in sorted({report.experiment for report in reports}):
+        mine = {r.regime: r for r in reports if r.experiment == experiment}
+        claims = {
+            regime: [
+                (claim, (verdict, mine[regime].link)) for claim, verdict in mine[regime].claims
+            ]
+            for regime in regimes
+            if regime in mine
+        }
+        title = mine[next(regime for regime in regimes if regime in mine)].title
+        rows = [
+            [claim]
+            + [
+                f"[{values[regime][0]}]({values[regime][1]}#agreement-with-the-paper)"
+                if regime in values
+                else MISSING
+                for regime in regimes
+            ]
+            for claim, values in align_claims(claims)
+        ]
+        reports_line = ", ".join(
+            f"[{regime}]({mine[regime].link})" for regime in regimes if regime in mine
+        )
+        lines += [
+            "",
+            f"## `{experiment}`: {title}",
+            "",
+            f"Reports: {reports_line}.",
+            "",
+            *_table(["paper's claim", *regimes], rows),
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def write_summary(root, *, check=False):
+    """Write (or with ``check`` compare) the summary page of the reports under ``root``.
+
+    Returns
+    -------
+    path : Path
+        The summary page.
+    current : bool
+        Whether the page already held this text.
+    """
+    path = Path(root) / SUMMARY_NAME
+    text = summary_text(find_reports(root))
+    current = path.is_file() and path.read_text(encoding="utf-8") == text
+    if not check and not current:
+        path.write_text(text, encoding="utf-8")
+    return path, current
