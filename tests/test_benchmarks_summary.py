@@ -1,0 +1,161 @@
+"""The reports' summary page: parsing, claim alignment, and the committed page is current."""
+
+import io
+from pathlib import Path
+
+import pytest
+
+from benchmarks.__main__ import main
+from benchmarks._summary import align_claims, find_reports, parse_report, summary_text
+
+ROOT = Path(__file__).resolve().parents[1]
+
+QUICK = """# Toy experiment (seed 009)
+
+## Setup
+
+- Data: Toy digits (8x8): 100 images.
+- Model: `mlp` (hidden_units=[8]); float32.
+- Recipe `seed001` family: SGD, lr x0.1 after epochs 2 and 3 of 4 (the fractions 0.5, 0.75).
+- Trained on cpu (x86_64); 2 runs, 1s of training in total.
+
+## Results
+
+| method | error (%) | T |
+|---|---|---|
+| Focal | 9.00 ± 1.00 | 0.70 ± 0.01 |
+| CE | 4.50 ± 0.50 | 1.10 ± 0.02 |
+
+## Agreement with the paper
+
+| paper's claim | our numbers | verdict |
+|---|---|---|
+| CE is overconfident (seed 009). | T 1.10. | **disagrees** |
+| Focal loss keeps the hardness visible (seed 009, Fig. 2). | |ρ| 0.5 vs 0.4. | **partly** |
+| The γ-Net has the lowest ECE (seed 009, Figure 5). | Pending. | **not tested** |
+"""
+
+CPU = """# Toy experiment (seed 009)
+
+## Setup
+
+- Data: Toy digits (8x8): 1,000 images.
+- Model: `mlp` (hidden_units=[512]); float32.
+- Recipe `seed001` family: SGD, lr x0.1 after epochs 20 and 30 of 40 (the fractions 0.5, 0.75).
+- Regime of `seed001`: 40 epochs; CE's test accuracy 88.00 ± 0.10 %, \
+CE's validation temperature T = 2.40 ± 0.05 (NLL-optimal).
+- Trained on cpu (x86_64); 2 runs, 2m of training in total.
+
+## Agreement with the paper
+
+| paper's claim | our numbers | verdict |
+|---|---|---|
+| CE is overconfident (seed 009). | T 2.40. | **agrees** |
+| The γ-Net has the lowest ECE at every number of bins (seed 009, Figure 5). | 7/7. | **agrees** |
+| A claim only the cpu regime checks (seed 009, Fig. 7). | 3/3. | **agrees** |
+"""
+
+
+@pytest.fixture
+def reports_folder(tmp_path):
+    for regime, text in (("quick", QUICK), ("cpu", CPU)):
+        folder = tmp_path / regime / "toy"
+        folder.mkdir(parents=True)
+        (folder / "report.md").write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def test_parse_report_reads_claims_setup_and_ce_numbers():
+    quick = parse_report(QUICK, "toy", "quick", "quick/toy/report.md")
+    assert quick.title == "Toy experiment (seed 009)"
+    assert quick.claims == [
+        ("CE is overconfident (seed 009).", "disagrees"),
+        ("Focal loss keeps the hardness visible (seed 009, Fig. 2).", "partly"),
+        ("The γ-Net has the lowest ECE (seed 009, Figure 5).", "not tested"),
+    ]
+    assert quick.setup == "Toy digits (8x8), `mlp` (hidden_units=[8]), 4 epochs"
+    assert quick.device == "cpu (x86_64)"
+    # from the CE row of the table (not the Focal row above it): 100 - error, and T
+    assert quick.accuracy["seed001"].value == pytest.approx(95.5)
+    assert quick.temperature["seed001"].value == 1.10
+    assert not quick.temperature["seed001"].from_setup
+    cpu = parse_report(CPU, "toy", "cpu", "cpu/toy/report.md")
+    assert cpu.accuracy["seed001"].value == 88.0
+    assert cpu.temperature["seed001"].value == 2.40
+    assert cpu.temperature["seed001"].from_setup
+
+
+def test_parse_report_rejects_an_unknown_verdict():
+    text = QUICK.replace("**partly**", "**maybe**")
+    with pytest.raises(ValueError, match=r"quick/toy/report.md: expected a verdict .* 'maybe'"):
+        parse_report(text, "toy", "quick", "quick/toy/report.md")
+
+
+def test_align_claims_joins_rewordings_with_the_same_citation_only():
+    rows = align_claims(
+        {
+            "quick": [("The NLL of correct samples is higher (seed 2, Fig. 2b).", "a")],
+            "cpu": [
+                ("The NLL of wrong samples is lower (seed 2, Fig. 2c).", "b"),
+                ("The NLL of correct samples is higher with focal (seed 2, Fig. 2b).", "c"),
+            ],
+        }
+    )
+    assert rows == [
+        ("The NLL of correct samples is higher (seed 2, Fig. 2b).", {"quick": "a", "cpu": "c"}),
+        ("The NLL of wrong samples is lower (seed 2, Fig. 2c).", {"cpu": "b"}),
+    ]
+
+
+def test_summary_aligns_claims_across_regimes_and_marks_missing_ones(reports_folder):
+    text = summary_text(find_reports(reports_folder))
+    lines = text.splitlines()
+    link = "{}/toy/report.md#agreement-with-the-paper"
+    assert "| paper's claim | quick | cpu |" in lines
+    assert (
+        f"| CE is overconfident (seed 009). | [disagrees]({link.format('quick')}) | "
+        f"[agrees]({link.format('cpu')}) |" in lines
+    )
+    # the pending wording and the final one share a row
+    assert (
+        f"| The γ-Net has the lowest ECE (seed 009, Figure 5). | "
+        f"[not tested]({link.format('quick')}) | [agrees]({link.format('cpu')}) |" in lines
+    )
+    # a "|" inside "our numbers" does not shift the verdict
+    assert (
+        f"| Focal loss keeps the hardness visible (seed 009, Fig. 2). | "
+        f"[partly]({link.format('quick')}) | — |" in lines
+    )
+    assert (
+        f"| A claim only the cpu regime checks (seed 009, Fig. 7). | — | "
+        f"[agrees]({link.format('cpu')}) |" in lines
+    )
+    regimes = [line for line in lines if line.startswith("| **")]
+    assert regimes[0].startswith("| **quick** ([`quick/`](quick/)) | Toy digits (8x8), `mlp`")
+    assert "`seed001` 95.50† | `seed001` 1.10† | no |" in regimes[0]
+    assert regimes[0].endswith("| 0 agrees · 1 partly · 1 disagrees · 1 not tested (3 claims) |")
+    assert "`seed001` 88.00 | `seed001` 2.40 | **yes** |" in regimes[1]
+    assert regimes[1].endswith("| 3 agrees · 0 partly · 0 disagrees · 0 not tested (3 claims) |")
+    # regenerating gives the same page
+    assert summary_text(find_reports(reports_folder)) == text
+
+
+def test_summary_command_writes_then_checks(reports_folder):
+    stream = io.StringIO()
+    assert main(["summary", "--check", "--reports", str(reports_folder)], stream) == 1
+    assert "stale" in stream.getvalue()
+    assert not (reports_folder / "README.md").exists()
+    assert main(["summary", "--reports", str(reports_folder)], stream) == 0
+    assert (reports_folder / "README.md").read_text(encoding="utf-8") == summary_text(
+        find_reports(reports_folder)
+    )
+    assert main(["summary", "--check", "--reports", str(reports_folder)], stream) == 0
+    assert main(["summary", "--reports", str(reports_folder / "absent")], stream) == 1
+
+
+def test_committed_summary_is_current():
+    """benchmarks/reports/README.md is what the command writes from the committed reports:
+    after a report changes, run ``python -m benchmarks summary`` and commit the page."""
+    reports = ROOT / "benchmarks" / "reports"
+    expected = summary_text(find_reports(reports))
+    assert (reports / "README.md").read_text(encoding="utf-8") == expected
