@@ -202,10 +202,11 @@ def parse_report(text, experiment, regime, link):
 
 
 def find_reports(root):
-    """Every ``report.md`` below ``root``, parsed, sorted by experiment and regime."""
+    """Every ``report.md`` in a folder below ``root`` (its experiment), parsed, in path
+    order."""
     root = Path(root)
     reports = []
-    for path in sorted(root.rglob("report.md")):
+    for path in sorted(root.rglob("*/report.md")):
         relative = path.relative_to(root)
         regime = "/".join(relative.parts[:-2]) or FULL
         text = path.read_text(encoding="utf-8")
