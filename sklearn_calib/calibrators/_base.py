@@ -22,6 +22,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
+from threadpoolctl import ThreadpoolController
 
 from .._validation import (
     check_class_labels,
@@ -33,6 +34,21 @@ from .._validation import (
 
 #: Smallest probability used when probabilities are turned into log-probabilities.
 PROBABILITY_FLOOR = 1e-12
+
+_THREADPOOLS = []
+
+
+def single_threaded_blas():
+    """Context manager that limits BLAS to one thread (the controller is built once).
+
+    The calibrators' fits call BLAS on small matrices (Hessians of a few hundred
+    parameters, products with a few columns) many times; threads there cost more in
+    synchronisation than they gain, by orders of magnitude on a loaded machine.
+    """
+    if not _THREADPOOLS:
+        _THREADPOOLS.append(ThreadpoolController())
+    return _THREADPOOLS[0].limit(limits=1, user_api="blas")
+
 
 #: Largest accepted absolute value of a logit. Squares of the scores and their products
 #: with the calibrators' parameters, summed over many rows, stay finite in float64; every
@@ -176,7 +192,8 @@ class BaseCalibrator(TransformerMixin, BaseEstimator):
             scores, y_index, sample_weight = self._validate_fit_data(
                 scores, y, sample_weight, classes
             )
-            self._fit(scores, y_index, sample_weight)
+            with single_threaded_blas():
+                self._fit(scores, y_index, sample_weight)
         except BaseException:
             self.__dict__.clear()
             self.__dict__.update(saved)
