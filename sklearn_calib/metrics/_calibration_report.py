@@ -213,9 +213,15 @@ def calibration_report(
     )
     rng = check_random_state(random_state)
     common = {"labels": labels, "sample_weight": sample_weight}
+    # one automatic-bandwidth search, reused by the interval (whose plan would search again)
+    _, smece_bandwidth = smooth_ece(
+        y_true, y_prob, return_bandwidth=True, convention=convention, **common
+    )
     errors = {}
     for key, _, metric, binned, conventional in _ERRORS:
         options = dict(common)
+        if metric is smooth_ece:
+            options["bandwidth"] = smece_bandwidth
         if binned:
             options["n_bins"] = n_bins
         if conventional:
@@ -231,9 +237,7 @@ def calibration_report(
             **options,
         )
         errors[key] = {part: interval[part] for part in ("estimate", "low", "high")}
-    _, errors["smooth_ece"]["bandwidth"] = smooth_ece(
-        y_true, y_prob, return_bandwidth=True, convention=convention, **common
-    )
+    errors["smooth_ece"]["bandwidth"] = smece_bandwidth
     tests = {}
     for key, _ in _TESTS:
         statistic, pvalue = calibration_test(

@@ -6,7 +6,7 @@ from sklearn.isotonic import isotonic_regression
 from sklearn.utils import Bunch
 
 from .._validation import check_classification_inputs
-from ._metrics import NLL_EPS, _check_option, _row_blocks, _weighted_mean
+from ._metrics import NLL_EPS, _check_option, _row_blocks, _true_class_proba, _weighted_mean
 
 _SCORES = ("brier", "log_loss")
 _METHODS = ("isotonic", "temperature")
@@ -14,8 +14,7 @@ _METHODS = ("isotonic", "temperature")
 
 def per_sample_score(proba, y_index, score):
     """Return each sample's Brier score (summed over classes) or log loss (clipped at NLL_EPS)."""
-    rows = np.arange(proba.shape[0])
-    true_proba = proba[rows, y_index].astype(np.float64)
+    true_proba = _true_class_proba(proba, y_index)
     if score == "log_loss":
         return -np.log(np.clip(true_proba, NLL_EPS, 1.0))
     return np.einsum("ij,ij->i", proba, proba, dtype=np.float64) - 2.0 * true_proba + 1.0

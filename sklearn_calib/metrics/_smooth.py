@@ -13,7 +13,7 @@ import numpy as np
 from scipy.signal import fftconvolve
 
 from .._validation import check_classification_inputs, check_number
-from ._metrics import SECE_EPS, _weighted_mean, scores_and_outcomes
+from ._metrics import SECE_EPS, _check_option, _weighted_mean, scores_and_outcomes
 from ._resampling import ResamplingPlan, cell_sums
 
 #: Smallest ``x`` for which ``exp(-x)`` is exactly 0 in float64 (rounded up): a Gaussian
@@ -271,8 +271,7 @@ def smooth_calibration_error(
     bandwidth = check_number("bandwidth", bandwidth, low=0, low_open=True)
     if not isinstance(include_self, (bool, np.bool_)):
         raise ValueError(f"Expected `include_self` to be a bool, got {include_self!r}.")
-    if not isinstance(method, str) or method not in _SECE_METHODS:
-        raise ValueError(f"Expected `method` to be one of {_SECE_METHODS}, got {method!r}.")
+    _check_option(method, "method", _SECE_METHODS)
     y_index, proba, sample_weight = check_classification_inputs(
         y_true, y_prob, labels=labels, sample_weight=sample_weight
     )
