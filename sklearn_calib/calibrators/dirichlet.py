@@ -133,7 +133,7 @@ class DirichletCalibration(MatrixScalingBase):
 
     def _features(self, scores):
         if self.input == "probabilities":
-            return self._logits(scores).astype(np.float64)
+            return super()._features(scores)
         return np.maximum(log_softmax(scores.astype(np.float64), axis=1), np.log(PROBABILITY_FLOOR))
 
     def _fit_features(self, scores, y_index, sample_weight):
