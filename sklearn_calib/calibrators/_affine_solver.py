@@ -46,6 +46,9 @@ PRECONDITIONER_ENTRIES = 1 << 22
 _REFRESH = 10
 #: Curvature pairs kept by L-BFGS.
 _MEMORY = 20
+#: A Newton fit keeps its Hessian's factor for the next step while full steps shrink the
+#: predicted decrease by at least this factor each (the Hessian then changes little).
+_KEEP_HESSIAN = 1e-2
 #: Sufficient-decrease constant of the Armijo line search, and its largest number of halvings.
 _ARMIJO = 1e-4
 _HALVINGS = 40
@@ -93,18 +96,20 @@ class VectorMap:
     def hessian(columns, proba, weight):
         """Hessian of the weighted NLL: diagonal blocks minus ``U diag(w) U'``, ``U = [x p; p]``."""
         n_classes = columns.shape[0]
+        root = np.sqrt(weight)
         scaled = np.empty((2 * n_classes, columns.shape[1]))
-        np.multiply(columns, proba, out=scaled[:n_classes])
-        scaled[n_classes:] = proba
-        scaled *= np.sqrt(weight)
-        hessian = -(scaled @ scaled.T)
-        weighted = proba * weight
-        cross = np.einsum("ij,ij->i", columns, weighted)
+        np.multiply(proba, root, out=scaled[n_classes:])
+        np.multiply(columns, scaled[n_classes:], out=scaled[:n_classes])
+        hessian = scaled @ scaled.T
+        np.negative(hessian, out=hessian)
+        # sums over rows of w p x^2, w p x and w p, as products with sqrt(w)
+        square = (scaled[:n_classes] * columns) @ root
+        cross = scaled[:n_classes] @ root
         diagonal = np.arange(n_classes)
-        hessian[diagonal, diagonal] += np.einsum("ij,ij->i", columns * columns, weighted)
+        hessian[diagonal, diagonal] += square
         hessian[diagonal, diagonal + n_classes] += cross
         hessian[diagonal + n_classes, diagonal] += cross
-        hessian[diagonal + n_classes, diagonal + n_classes] += weighted.sum(axis=1)
+        hessian[diagonal + n_classes, diagonal + n_classes] += scaled[n_classes:] @ root
         return hessian
 
     @staticmethod
@@ -359,22 +364,30 @@ def _scaled_inverses(blocks):
     return inverses * scale[:, :, None] * scale[:, None, :]
 
 
-def _newton_step(hessian, gradient):
-    """Solve ``H step = -g`` after scaling ``H`` to unit diagonal (Cholesky).
+def _newton_factor(hessian):
+    """Factor ``H`` for Newton steps: ``(scale, Cholesky factor or None)``.
 
-    A relative shift of 1e-12 (more if needed) makes the directions in which the NLL is
-    flat (adding a constant to every logit) solvable; the gradient is 0 along them.
+    ``H`` is scaled to unit diagonal; a relative shift of 1e-12 (more if needed) makes the
+    directions in which the NLL is flat (adding a constant to every logit) solvable; the
+    gradient is 0 along them. None when no shift gives a factor (steps along ``-g``).
     """
     diagonal = np.diag(hessian)
     scale = 1.0 / np.sqrt(np.where(diagonal > 0, diagonal, 1.0))
     scaled = hessian * scale[:, None] * scale[None, :]
     for shift in (1e-12, 1e-8, 1e-4, 1.0):
         try:
-            factor = cho_factor(scaled + shift * np.eye(len(scale)), check_finite=False)
+            return scale, cho_factor(scaled + shift * np.eye(len(scale)), check_finite=False)
         except LinAlgError:
             continue
-        return -scale * cho_solve(factor, scale * gradient, check_finite=False)
-    return -gradient * scale * scale
+    return scale, None
+
+
+def _newton_step(factor, gradient):
+    """Solve ``H step = -g`` with the factor of :func:`_newton_factor`."""
+    scale, cholesky = factor
+    if cholesky is None:
+        return -gradient * scale * scale
+    return -scale * cho_solve(cholesky, scale * gradient, check_finite=False)
 
 
 def _lbfgs_direction(gradient, pairs, precondition):
@@ -424,10 +437,13 @@ def _minimise(objective, theta, max_iter, tol):
     gradient = objective.gradient(theta, softmax)
     precondition = None if newton else objective.preconditioner(softmax)
     pairs = []
-    decrease = np.inf
+    decrease = previous = np.inf
+    factor = None
     for iteration in range(1, max_iter + 1):
         if newton:
-            step = _newton_step(objective.hessian(softmax), gradient)
+            if factor is None:
+                factor = _newton_factor(objective.hessian(softmax))
+            step = _newton_step(factor, gradient)
         else:
             if iteration % _REFRESH == 0:
                 precondition = objective.preconditioner(softmax)
@@ -446,6 +462,10 @@ def _minimise(objective, theta, max_iter, tol):
             return theta, iteration, 0.0, value
         size, value, softmax = found
         theta = theta + size * step
+        if newton and not (size == 1.0 and decrease <= _KEEP_HESSIAN * previous):
+            # Keep the factor only while full steps shrink the predicted decrease fast.
+            factor = None
+        previous = decrease
         new_gradient = objective.gradient(theta, softmax)
         if not newton:
             change = new_gradient - gradient
