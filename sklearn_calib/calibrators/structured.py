@@ -18,6 +18,7 @@ diagonal. The penalties pull towards temperature scaling, and vanish as ``n`` gr
 import numbers
 
 import numpy as np
+import torch
 from sklearn.utils._param_validation import Interval
 
 from ._base import softmax
@@ -42,7 +43,7 @@ class _TemperatureMixture:
         proba = softmax(self._logits(scores), 1.0 / self.temperature_)
         proba *= 1.0 - self.uniform_weight_
         proba += self.uniform_weight_ / proba.shape[1]
-        return np.log(proba, out=proba)
+        return torch.from_numpy(proba).log_().numpy()
 
 
 _COMMON_PARAMETERS = """input : {"logits", "probabilities"}, default="logits"
