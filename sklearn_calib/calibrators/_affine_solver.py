@@ -34,7 +34,7 @@ import torch
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
 from sklearn.exceptions import ConvergenceWarning
 
-from ._base import evenly_spaced_rows
+from ._base import evenly_spaced_rows, normalised_weights
 
 #: Rows on which the Newton Hessian is formed; larger inputs use an evenly spaced subsample.
 HESSIAN_ROWS = 1 << 13
@@ -540,11 +540,7 @@ def fit_affine(
         below 1e-6 (scores that separate the classes).
     """
     n_samples = features.shape[0]
-    weight = (
-        np.full(n_samples, 1.0 / n_samples)
-        if sample_weight is None
-        else sample_weight / sample_weight.sum()
-    )
+    weight = normalised_weights(n_samples, sample_weight)
     columns = np.ascontiguousarray(features.T, dtype=np.float64)
     objective = _Objective(affine, columns, y_index, weight, penalty, reference)
     theta = start.astype(np.float64, copy=True)

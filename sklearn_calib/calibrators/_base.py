@@ -84,6 +84,29 @@ def softmax(logits, scale=1.0):
     return proba
 
 
+def normalised_weights(n_samples, sample_weight):
+    """Weights that sum to 1: uniform, or ``sample_weight`` over its sum.
+
+    Parameters
+    ----------
+    n_samples : int
+    sample_weight : ndarray of shape (n_samples,) or None
+        Non-negative weights with a positive sum.
+
+    Returns
+    -------
+    weight : ndarray of shape (n_samples,), dtype float64
+    """
+    if sample_weight is None:
+        return np.full(n_samples, 1.0 / n_samples)
+    return sample_weight / sample_weight.sum()
+
+
+def weighted_count(n_samples, sample_weight):
+    """The weighted number of samples: ``n_samples``, or the sum of ``sample_weight``."""
+    return n_samples if sample_weight is None else float(sample_weight.sum())
+
+
 def evenly_spaced_rows(n_samples, size):
     """Indices of ``size`` evenly spaced rows out of ``n_samples`` (all rows if fewer).
 

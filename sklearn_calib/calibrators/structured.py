@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from sklearn.utils._param_validation import Interval
 
-from ._base import softmax
+from ._base import softmax, weighted_count
 from ._temperature_solver import fit_inverse_temperature
 from .linear import MatrixScalingBase, VectorScalingBase, matrix_penalty
 
@@ -35,8 +35,7 @@ class _TemperatureMixture:
         logits = self._logits(scores)
         beta, _ = fit_inverse_temperature(logits, y_index, sample_weight)
         self.temperature_ = 1.0 / beta
-        total_weight = len(y_index) if sample_weight is None else float(sample_weight.sum())
-        self.uniform_weight_ = 1.0 / (total_weight + 1.0)
+        self.uniform_weight_ = 1.0 / (weighted_count(len(y_index), sample_weight) + 1.0)
         return self._features(scores)
 
     def _features(self, scores):
