@@ -233,6 +233,7 @@ class _Objective:
         self.weight = weight
         self.penalty = penalty
         self.reference = reference
+        self._hessian_sample = None
 
     def _gauge(self):
         """The shift groups and the weights that fix a point within each of them.
@@ -310,9 +311,13 @@ class _Objective:
         return rows, weight / weight.sum()
 
     def hessian(self, softmax):
-        """The Hessian, on an evenly spaced subsample of at most HESSIAN_ROWS rows."""
-        rows, weight = self._rows_and_weights(HESSIAN_ROWS)
-        hessian = self.affine.hessian(self.columns[:, rows], softmax.proba(rows), weight)
+        """The Hessian, on an evenly spaced subsample of at most HESSIAN_ROWS rows (drawn
+        once, with its features, for every Newton step)."""
+        if self._hessian_sample is None:
+            rows, weight = self._rows_and_weights(HESSIAN_ROWS)
+            self._hessian_sample = rows, weight, self.columns[:, rows]
+        rows, weight, columns = self._hessian_sample
+        hessian = self.affine.hessian(columns, softmax.proba(rows), weight)
         hessian[np.diag_indices_from(hessian)] += 2 * self.penalty
         return hessian
 

@@ -16,6 +16,7 @@ subsample, so that two or three full passes reach the optimum.
 import warnings
 
 import numpy as np
+import torch
 from sklearn.exceptions import ConvergenceWarning
 
 from ._base import evenly_spaced_rows, normalised_weights
@@ -73,7 +74,9 @@ class NLLPasses:
         for start in range(0, self.logits.shape[0], self.chunk):
             stop = start + self.chunk
             gap = self.logits[start:stop] - self.row_max[start:stop, None]
-            expo = np.exp(gap * scale)
+            expo = gap * scale
+            # torch's vectorised exp, on its threads: several times numpy's
+            torch.from_numpy(expo).exp_()
             sum0 = (expo @ self.ones).astype(np.float64)
             expo *= gap
             mean = (expo @ self.ones).astype(np.float64) / sum0
