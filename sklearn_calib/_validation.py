@@ -277,6 +277,9 @@ def check_class_labels(y, name="y"):
         Name of the argument in error messages.
     """
     check_label_types(y, name)
+    if y.ndim == 1 and y.dtype.kind in "biu":
+        # 1-D integer or boolean labels are always discrete: skip scikit-learn's scan of them
+        return
     check_classification_targets(y)
 
 

@@ -25,7 +25,12 @@ from sklearn_calib.calibrators import (
     TemperatureScaling,
     VectorScaling,
 )
-from sklearn_calib.calibrators._affine_solver import MatrixMap, VectorMap, _Objective
+from sklearn_calib.calibrators._affine_solver import (
+    MatrixMap,
+    VectorMap,
+    _Objective,
+    _scaled_inverses,
+)
 
 probmetrics = pytest.importorskip("probmetrics.calibrators")
 betacal = pytest.importorskip("betacal")
@@ -97,6 +102,29 @@ def test_matrix_scaling_by_lbfgs_reaches_the_multinomial_logistic_regression_min
     theirs = mean_nll(reference.predict_proba(logits), y)
     assert ours <= theirs + 1e-8
     assert ours == pytest.approx(theirs, abs=1e-6)
+
+
+def test_preconditioner_block_inverses_by_cholesky_and_by_eigenvalues():
+    # Positive definite blocks (Cholesky) are inverted exactly; a singular block gets the
+    # inverse of itself plus 1e-12 m on the (unit) diagonal; an indefinite one (Cholesky
+    # fails) has its eigenvalues floored at 1e-12 m, on the unit-diagonal scale.
+    rng = np.random.default_rng(0)
+    factors = rng.normal(size=(3, 4, 10)) * np.array([1.0, 10.0, 0.1, 3.0])[:, None]
+    definite = factors @ factors.transpose(0, 2, 1)
+    singular = np.outer([1.0, 2.0, 0.0, 1.0], [1.0, 2.0, 0.0, 1.0]) + np.diag([0, 0, 4.0, 0])
+    indefinite = np.diag([2.0, 1.0, 3.0, 1.0])
+    indefinite[0, 1] = indefinite[1, 0] = 2.0  # top-left eigenvalues (3 -+ sqrt(17)) / 2
+    blocks = np.concatenate([definite, singular[None], indefinite[None]])
+    inverses = _scaled_inverses(blocks)
+    np.testing.assert_allclose(inverses[:3], np.linalg.inv(definite), rtol=1e-8)
+    for block, inverse in zip(blocks[3:], inverses[3:], strict=True):
+        scale = 1 / np.sqrt(np.diag(block))
+        scaled = block * np.outer(scale, scale)
+        values, vectors = np.linalg.eigh(scaled)
+        floored = np.where(values > 4e-12, values, 4e-12) if values.min() < 0 else values + 4e-12
+        expected = (vectors / floored) @ vectors.T * np.outer(scale, scale)
+        # the singular block's inverse has condition number 1e12: rounding errors of 1e-4
+        np.testing.assert_allclose(inverse, expected, rtol=1e-3)
 
 
 # ------------------------------------------------------------ structured scaling (SMS/SVS)

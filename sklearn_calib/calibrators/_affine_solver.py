@@ -34,7 +34,7 @@ import torch
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
 from sklearn.exceptions import ConvergenceWarning
 
-from ._base import evenly_spaced_rows
+from ._base import evenly_spaced_rows, normalised_weights
 
 #: Rows on which the Newton Hessian is formed; larger inputs use an evenly spaced subsample.
 HESSIAN_ROWS = 1 << 13
@@ -46,12 +46,22 @@ PRECONDITIONER_ENTRIES = 1 << 22
 _REFRESH = 10
 #: Curvature pairs kept by L-BFGS.
 _MEMORY = 20
+#: A Newton fit keeps its Hessian's factor for the next step while full steps shrink the
+#: predicted decrease by at least this factor each (the Hessian then changes little).
+_KEEP_HESSIAN = 1e-2
 #: Sufficient-decrease constant of the Armijo line search, and its largest number of halvings.
 _ARMIJO = 1e-4
 _HALVINGS = 40
 #: A fit whose weighted mean NLL is below this has saturated probabilities: the scores
 #: separate the classes.
 _SATURATED = 1e-6
+
+
+def _product(left, right):
+    """``left @ right`` by torch, on its threads: the fits run BLAS on one thread, faster
+    for their many small products; the products of a matrix map with the features are
+    large."""
+    return (torch.from_numpy(left) @ torch.from_numpy(right)).numpy()
 
 
 class VectorMap:
@@ -93,18 +103,20 @@ class VectorMap:
     def hessian(columns, proba, weight):
         """Hessian of the weighted NLL: diagonal blocks minus ``U diag(w) U'``, ``U = [x p; p]``."""
         n_classes = columns.shape[0]
+        root = np.sqrt(weight)
         scaled = np.empty((2 * n_classes, columns.shape[1]))
-        np.multiply(columns, proba, out=scaled[:n_classes])
-        scaled[n_classes:] = proba
-        scaled *= np.sqrt(weight)
-        hessian = -(scaled @ scaled.T)
-        weighted = proba * weight
-        cross = np.einsum("ij,ij->i", columns, weighted)
+        np.multiply(proba, root, out=scaled[n_classes:])
+        np.multiply(columns, scaled[n_classes:], out=scaled[:n_classes])
+        hessian = scaled @ scaled.T
+        np.negative(hessian, out=hessian)
+        # sums over rows of w p x^2, w p x and w p, as products with sqrt(w)
+        square = (scaled[:n_classes] * columns) @ root
+        cross = scaled[:n_classes] @ root
         diagonal = np.arange(n_classes)
-        hessian[diagonal, diagonal] += np.einsum("ij,ij->i", columns * columns, weighted)
+        hessian[diagonal, diagonal] += square
         hessian[diagonal, diagonal + n_classes] += cross
         hessian[diagonal + n_classes, diagonal] += cross
-        hessian[diagonal + n_classes, diagonal + n_classes] += weighted.sum(axis=1)
+        hessian[diagonal + n_classes, diagonal + n_classes] += scaled[n_classes:] @ root
         return hessian
 
     @staticmethod
@@ -156,13 +168,13 @@ class MatrixMap:
     @classmethod
     def forward(cls, columns, theta):
         matrix, bias = cls.split(theta, columns.shape[0])
-        logits = matrix @ columns
+        logits = _product(matrix, columns)
         logits += bias[:, None]
         return logits
 
     @staticmethod
     def gradient(columns, residual):
-        return np.hstack([residual @ columns.T, residual.sum(axis=1)[:, None]]).ravel()
+        return np.hstack([_product(residual, columns.T), residual.sum(axis=1)[:, None]]).ravel()
 
     @staticmethod
     def _extended(columns):
@@ -221,6 +233,7 @@ class _Objective:
         self.weight = weight
         self.penalty = penalty
         self.reference = reference
+        self._hessian_sample = None
 
     def _gauge(self):
         """The shift groups and the weights that fix a point within each of them.
@@ -273,12 +286,13 @@ class _Objective:
         """Return ``F(theta)`` and the :class:`_Softmax` of the logits (for the gradient)."""
         logits = self.affine.forward(self.columns, theta)
         true = logits[self.y_index, self.rows]
-        row_max = logits.max(axis=0)
-        logits -= row_max
-        # torch's vectorised exp is about 2.5 times numpy's (float64, one thread)
-        torch.from_numpy(logits).exp_()
-        total = logits.sum(axis=0)
-        nll = self.weight @ (np.log(total) + row_max - true)
+        # torch's elementwise kernels and reductions run on its threads, and its
+        # vectorised exp is about 2.5 times numpy's (float64, one thread)
+        exp = torch.from_numpy(logits)
+        row_max = exp.amax(dim=0)
+        exp.sub_(row_max).exp_()
+        total = exp.sum(dim=0).numpy()
+        nll = self.weight @ (np.log(total) + row_max.numpy() - true)
         return nll + self.penalty_value(theta), _Softmax(logits, total)
 
     def gradient(self, theta, softmax):
@@ -297,9 +311,13 @@ class _Objective:
         return rows, weight / weight.sum()
 
     def hessian(self, softmax):
-        """The Hessian, on an evenly spaced subsample of at most HESSIAN_ROWS rows."""
-        rows, weight = self._rows_and_weights(HESSIAN_ROWS)
-        hessian = self.affine.hessian(self.columns[:, rows], softmax.proba(rows), weight)
+        """The Hessian, on an evenly spaced subsample of at most HESSIAN_ROWS rows (drawn
+        once, with its features, for every Newton step)."""
+        if self._hessian_sample is None:
+            rows, weight = self._rows_and_weights(HESSIAN_ROWS)
+            self._hessian_sample = rows, weight, self.columns[:, rows]
+        rows, weight, columns = self._hessian_sample
+        hessian = self.affine.hessian(columns, softmax.proba(rows), weight)
         hessian[np.diag_indices_from(hessian)] += 2 * self.penalty
         return hessian
 
@@ -347,34 +365,54 @@ class _Softmax:
 
 
 def _scaled_inverses(blocks):
-    """Inverses of positive semi-definite blocks (K, m, m) through their eigenvalues, after
-    scaling each to unit diagonal; eigenvalues below 1e-12 of the largest count as 1e-12
-    of it, so that flat directions stay finite."""
+    """Inverses of positive semi-definite blocks (K, m, m), after scaling each to unit
+    diagonal and adding ``1e-12 m`` (at least 1e-12 of the largest eigenvalue) to the
+    diagonal, so that flat directions stay finite.
+
+    torch's batched Cholesky inverts them (about 5 times an eigendecomposition); blocks it
+    cannot factor go through their eigenvalues, those below 1e-12 m counting as 1e-12 m.
+    """
+    size = blocks.shape[1]
     diagonal = np.einsum("kii->ki", blocks)
     scale = 1.0 / np.sqrt(np.where(diagonal > 0, diagonal, 1.0))
     scaled = blocks * scale[:, :, None] * scale[:, None, :]
-    values, vectors = np.linalg.eigh(scaled)
-    values = np.maximum(values, 1e-12 * values.max(axis=1, keepdims=True))
-    inverses = (vectors / values[:, None, :]) @ vectors.transpose(0, 2, 1)
+    floor = 1e-12 * size
+    index = np.arange(size)
+    scaled[:, index, index] += floor
+    factor, info = torch.linalg.cholesky_ex(torch.from_numpy(scaled))
+    inverses = torch.cholesky_inverse(factor).numpy()
+    failed = info.numpy() != 0
+    if failed.any():
+        values, vectors = np.linalg.eigh(scaled[failed])
+        values = np.maximum(values, floor)
+        inverses[failed] = (vectors / values[:, None, :]) @ vectors.transpose(0, 2, 1)
     return inverses * scale[:, :, None] * scale[:, None, :]
 
 
-def _newton_step(hessian, gradient):
-    """Solve ``H step = -g`` after scaling ``H`` to unit diagonal (Cholesky).
+def _newton_factor(hessian):
+    """Factor ``H`` for Newton steps: ``(scale, Cholesky factor or None)``.
 
-    A relative shift of 1e-12 (more if needed) makes the directions in which the NLL is
-    flat (adding a constant to every logit) solvable; the gradient is 0 along them.
+    ``H`` is scaled to unit diagonal; a relative shift of 1e-12 (more if needed) makes the
+    directions in which the NLL is flat (adding a constant to every logit) solvable; the
+    gradient is 0 along them. None when no shift gives a factor (steps along ``-g``).
     """
     diagonal = np.diag(hessian)
     scale = 1.0 / np.sqrt(np.where(diagonal > 0, diagonal, 1.0))
     scaled = hessian * scale[:, None] * scale[None, :]
     for shift in (1e-12, 1e-8, 1e-4, 1.0):
         try:
-            factor = cho_factor(scaled + shift * np.eye(len(scale)), check_finite=False)
+            return scale, cho_factor(scaled + shift * np.eye(len(scale)), check_finite=False)
         except LinAlgError:
             continue
-        return -scale * cho_solve(factor, scale * gradient, check_finite=False)
-    return -gradient * scale * scale
+    return scale, None
+
+
+def _newton_step(factor, gradient):
+    """Solve ``H step = -g`` with the factor of :func:`_newton_factor`."""
+    scale, cholesky = factor
+    if cholesky is None:
+        return -gradient * scale * scale
+    return -scale * cho_solve(cholesky, scale * gradient, check_finite=False)
 
 
 def _lbfgs_direction(gradient, pairs, precondition):
@@ -424,10 +462,13 @@ def _minimise(objective, theta, max_iter, tol):
     gradient = objective.gradient(theta, softmax)
     precondition = None if newton else objective.preconditioner(softmax)
     pairs = []
-    decrease = np.inf
+    decrease = previous = np.inf
+    factor = None
     for iteration in range(1, max_iter + 1):
         if newton:
-            step = _newton_step(objective.hessian(softmax), gradient)
+            if factor is None:
+                factor = _newton_factor(objective.hessian(softmax))
+            step = _newton_step(factor, gradient)
         else:
             if iteration % _REFRESH == 0:
                 precondition = objective.preconditioner(softmax)
@@ -446,6 +487,10 @@ def _minimise(objective, theta, max_iter, tol):
             return theta, iteration, 0.0, value
         size, value, softmax = found
         theta = theta + size * step
+        if newton and not (size == 1.0 and decrease <= _KEEP_HESSIAN * previous):
+            # Keep the factor only while full steps shrink the predicted decrease fast.
+            factor = None
+        previous = decrease
         new_gradient = objective.gradient(theta, softmax)
         if not newton:
             change = new_gradient - gradient
@@ -500,11 +545,7 @@ def fit_affine(
         below 1e-6 (scores that separate the classes).
     """
     n_samples = features.shape[0]
-    weight = (
-        np.full(n_samples, 1.0 / n_samples)
-        if sample_weight is None
-        else sample_weight / sample_weight.sum()
-    )
+    weight = normalised_weights(n_samples, sample_weight)
     columns = np.ascontiguousarray(features.T, dtype=np.float64)
     objective = _Objective(affine, columns, y_index, weight, penalty, reference)
     theta = start.astype(np.float64, copy=True)

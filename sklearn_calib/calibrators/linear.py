@@ -15,7 +15,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval
 
 from ._affine_solver import MatrixMap, VectorMap, fit_affine
-from ._base import BaseCalibrator, softmax
+from ._base import BaseCalibrator, softmax, weighted_count
 
 
 class AffineScalingBase(BaseCalibrator):
@@ -47,7 +47,7 @@ class AffineScalingBase(BaseCalibrator):
     def _fit(self, scores, y_index, sample_weight):
         features = self._fit_features(scores, y_index, sample_weight)
         n_samples, n_classes = features.shape
-        total_weight = n_samples if sample_weight is None else float(sample_weight.sum())
+        total_weight = weighted_count(n_samples, sample_weight)
         identity = self._affine.identity(n_classes)
         theta, self.n_iter_ = fit_affine(
             self._affine,

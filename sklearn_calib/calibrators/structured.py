@@ -18,9 +18,10 @@ diagonal. The penalties pull towards temperature scaling, and vanish as ``n`` gr
 import numbers
 
 import numpy as np
+import torch
 from sklearn.utils._param_validation import Interval
 
-from ._base import softmax
+from ._base import softmax, weighted_count
 from ._temperature_solver import fit_inverse_temperature
 from .linear import MatrixScalingBase, VectorScalingBase, matrix_penalty
 
@@ -34,15 +35,14 @@ class _TemperatureMixture:
         logits = self._logits(scores)
         beta, _ = fit_inverse_temperature(logits, y_index, sample_weight)
         self.temperature_ = 1.0 / beta
-        total_weight = len(y_index) if sample_weight is None else float(sample_weight.sum())
-        self.uniform_weight_ = 1.0 / (total_weight + 1.0)
+        self.uniform_weight_ = 1.0 / (weighted_count(len(y_index), sample_weight) + 1.0)
         return self._features(scores)
 
     def _features(self, scores):
         proba = softmax(self._logits(scores), 1.0 / self.temperature_)
         proba *= 1.0 - self.uniform_weight_
         proba += self.uniform_weight_ / proba.shape[1]
-        return np.log(proba, out=proba)
+        return torch.from_numpy(proba).log_().numpy()
 
 
 _COMMON_PARAMETERS = """input : {"logits", "probabilities"}, default="logits"

@@ -6,7 +6,7 @@ import numpy as np
 from scipy.optimize import minimize, minimize_scalar
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._base import BaseCalibrator, softmax
+from ._base import BaseCalibrator, normalised_weights, softmax
 from ._temperature_grid import grid_ece
 from ._temperature_solver import fit_inverse_temperature
 
@@ -249,11 +249,7 @@ class EnsembleTemperatureScaling(BaseCalibrator):
     def _nll_weights(components, y_index, sample_weight):
         rows = np.arange(len(y_index))
         true_proba = np.column_stack([c[rows, y_index] for c in components])
-        weight = (
-            np.full(len(y_index), 1.0 / len(y_index))
-            if sample_weight is None
-            else sample_weight / sample_weight.sum()
-        )
+        weight = normalised_weights(len(y_index), sample_weight)
 
         def nll(w):
             mixture = np.maximum(true_proba @ w, np.finfo(np.float64).tiny)

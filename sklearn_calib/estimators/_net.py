@@ -52,6 +52,7 @@ from ._training import (
     TrainingBatches,
     TrainingRun,
     clip_gradient_norm,
+    generator_states,
     stopped_by_early_stopping,
 )
 from ._weights import fit_weights
@@ -743,16 +744,23 @@ default=None
         """Whether a training call may continue the fitted net (same network and optimiser)."""
         if not self.__sklearn_is_fitted__():
             return False
-        built, current = self.built_params_, self._param_values()
-        names = set(built) | set(current)
-        if any(
-            self._rebuilds_network(name) and not same_value(built.get(name), current.get(name))
-            for name in names
-        ):
+        current, changed = self._changed_params()
+        if any(self._rebuilds_network(name) for name in changed):
             return False
-        before = OptimizerSettings.from_params(built)
+        before = OptimizerSettings.from_params(self.built_params_)
         after = OptimizerSettings.from_params(current)
         return before.optimizer is after.optimizer and same_value(before.patterns, after.patterns)
+
+    def _changed_params(self):
+        """The current parameter values and the names of those changed since the parts were
+        built (``built_params_``)."""
+        built, current = self.built_params_, self._param_values()
+        changed = {
+            name
+            for name in set(built) | set(current)
+            if not same_value(built.get(name), current.get(name))
+        }
+        return current, changed
 
     def _rebuilds_network(self, name):
         """Whether a new value of the parameter ``name`` needs a new network (a fresh fit)."""
@@ -765,14 +773,9 @@ default=None
         changed values are written into it (after the same checks as at a fresh fit), the
         callbacks are re-initialised if ``callbacks`` or ``callbacks__*`` changed.
         """
-        built, current = self.built_params_, self._param_values()
-        changed = {
-            name
-            for name in set(built) | set(current)
-            if not same_value(built.get(name), current.get(name))
-        }
+        current, changed = self._changed_params()
         OptimizerSettings.from_params(current).update(
-            self.optimizer_, OptimizerSettings.from_params(built)
+            self.optimizer_, OptimizerSettings.from_params(self.built_params_)
         )
         if any(name.split("__", 1)[0] == "criterion" for name in changed):
             with self._current_init_context("criterion"):
@@ -866,14 +869,9 @@ default=None
                 torch.cuda.manual_seed(seeds[0])
         self.initialize()
         generator = torch.Generator(device=self.device_).manual_seed(seeds[1])
-        self.rng_state_ = {
-            "device_type": self.device_.type,
-            "torch": torch.get_rng_state(),
-            "cuda": torch.cuda.get_rng_state(self.device_) if cuda else None,
-            "generator": generator.get_state(),
-            "numpy": np.random.default_rng(seeds[2]).bit_generator.state,
-            "split_seed": seeds[3],
-        }
+        self.rng_state_ = generator_states(
+            self.device_, generator, np.random.default_rng(seeds[2]), seeds[3]
+        )
 
     def _seeds(self):
         """Seeds from ``random_state``: torch's global generator, the batch order, numpy, split."""

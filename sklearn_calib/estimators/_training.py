@@ -280,16 +280,39 @@ class TrainingRun:
 
     def rng_state(self):
         """Return the generator states now (the net's ``rng_state_``)."""
-        device = self.net.device_
-        cuda = device.type == "cuda"
-        return {
-            "device_type": device.type,
-            "torch": torch.get_rng_state(),
-            "cuda": torch.cuda.get_rng_state(device) if cuda else None,
-            "generator": self.generator.get_state(),
-            "numpy": self.np_rng.bit_generator.state,
-            "split_seed": self.generators["split_seed"],
-        }
+        return generator_states(
+            self.net.device_, self.generator, self.np_rng, self.generators["split_seed"]
+        )
+
+
+def generator_states(device, generator, np_rng, split_seed):
+    """The states of a run's generators now, as a net's ``rng_state_``.
+
+    Parameters
+    ----------
+    device : torch.device
+        The net's device; on CUDA, the device's generator state is recorded too.
+    generator : torch.Generator
+        The generator of the batch order.
+    np_rng : numpy.random.Generator
+        numpy's generator (augmentation, mixing).
+    split_seed : int
+        Seed of the validation split.
+
+    Returns
+    -------
+    dict
+        ``device_type``, ``torch`` (the global generator), ``cuda`` (None off CUDA),
+        ``generator``, ``numpy`` and ``split_seed``.
+    """
+    return {
+        "device_type": device.type,
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
+        "generator": generator.get_state(),
+        "numpy": np_rng.bit_generator.state,
+        "split_seed": split_seed,
+    }
 
 
 def clip_gradient_norm(parameters, max_norm):

@@ -17,7 +17,7 @@ from ._metrics import (
     _check_option,
     _row_blocks,
     adaptive_calibration_error,
-    bin_edges,
+    binned_columns,
     brier_score,
     classwise_calibration_error,
     expected_calibration_error,
@@ -59,10 +59,7 @@ def _binned_plan(
         y_true, y_prob, labels=labels, sample_weight=sample_weight
     )
     score, outcome = scores_and_outcomes(proba, y_index, convention)
-    edges = bin_edges(score, n_bins, strategy, sample_weight)
-    cell = assign_bins(score, edges)
-    weight = np.ones(score.shape[0]) if sample_weight is None else sample_weight
-    columns = [weight, weight * score, weight * outcome]
+    cell, columns = binned_columns(score, outcome, sample_weight, n_bins, strategy)
 
     def accumulate(group, n_groups):
         return cell_sums(group, n_groups, cell, n_bins, columns)

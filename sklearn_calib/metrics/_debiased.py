@@ -3,8 +3,7 @@
 import numpy as np
 
 from .._validation import check_classification_inputs, check_n_bins
-from ._binning import assign_bins
-from ._metrics import _STRATEGIES, _check_option, bin_edges, scores_and_outcomes
+from ._metrics import _STRATEGIES, _check_option, binned_columns, scores_and_outcomes
 from ._resampling import ResamplingPlan, cell_sums
 
 
@@ -35,16 +34,10 @@ def _debiased_bins(y_true, y_prob, n_bins, strategy, convention, labels, sample_
         y_true, y_prob, labels=labels, sample_weight=sample_weight
     )
     score, outcome = scores_and_outcomes(proba, y_index, convention)
-    edges = bin_edges(score, n_bins, strategy, sample_weight)
-    weight = np.ones(score.shape[0]) if sample_weight is None else sample_weight
-    columns = [
-        weight,
-        weight * score,
-        weight * outcome,
-        weight * weight,
-        (weight > 0).astype(np.float64),
-    ]
-    return assign_bins(score, edges), n_bins, columns
+    cell, columns = binned_columns(score, outcome, sample_weight, n_bins, strategy)
+    weight = columns[0]
+    columns += [weight * weight, (weight > 0).astype(np.float64)]
+    return cell, n_bins, columns
 
 
 def debiased_calibration_error(

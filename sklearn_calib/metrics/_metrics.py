@@ -170,6 +170,22 @@ def bin_edges(score, n_bins, strategy, sample_weight=None):
     return uniform_bin_edges(n_bins)
 
 
+def binned_columns(score, outcome, sample_weight, n_bins, strategy):
+    """Each sample's bin and the columns whose sums over a bin give its weighted count,
+    score sum and outcome sum (the inputs of a resampling plan's cell sums).
+
+    Returns
+    -------
+    cell : ndarray of shape (n_samples,)
+        Bin of each sample.
+    columns : list of 3 ndarrays of shape (n_samples,)
+        The weight (1 without ``sample_weight``), weight x score and weight x outcome.
+    """
+    edges = bin_edges(score, n_bins, strategy, sample_weight)
+    weight = np.ones(score.shape[0]) if sample_weight is None else sample_weight
+    return assign_bins(score, edges), [weight, weight * score, weight * outcome]
+
+
 def binned_sums(score, outcome, sample_weight, n_bins, strategy):
     """Bin edges and per-bin count, score sum and outcome sum.
 
