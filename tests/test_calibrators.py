@@ -931,8 +931,10 @@ def test_linear_scaling_stops_on_a_scale_aware_criterion(calibrator):
     "calibrator", [VectorScaling(), MatrixScaling(), MatrixScaling(off_diagonal_l2=0.0)], ids=repr
 )
 def test_linear_scaling_on_a_tiny_separable_set_saturates_whatever_the_row_order(calibrator):
-    # The NLL has no minimum: the fit runs until the probabilities saturate (not one step),
-    # warns, and gives the same probabilities for every row order.
+    # The NLL has no minimum: the fit runs until the probabilities saturate (the start at
+    # temperature scaling of VectorScaling and MatrixScaling saturates them at once: its
+    # temperature goes to its bound), warns, and gives the same probabilities for every
+    # row order.
     logits = np.random.default_rng(0).normal(size=(6, 3))
     y = logits.argmax(axis=1)
     fits = []
@@ -941,7 +943,6 @@ def test_linear_scaling_on_a_tiny_separable_set_saturates_whatever_the_row_order
         with pytest.warns(ConvergenceWarning, match="separate the classes"):
             fits.append(clone(calibrator).fit(logits[order], y[order]))
     proba = [fitted.predict_proba(logits) for fitted in fits]
-    assert fits[0].n_iter_ > 5
     assert proba[0][np.arange(6), y].min() > 1 - 1e-5
     for other in proba[1:]:
         np.testing.assert_allclose(other, proba[0], atol=1e-9)
