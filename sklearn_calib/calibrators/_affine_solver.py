@@ -34,7 +34,7 @@ import torch
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
 from sklearn.exceptions import ConvergenceWarning
 
-from ._base import evenly_spaced_rows, normalised_weights
+from ._base import evenly_spaced_rows, normalised_weights, weighted_subsample
 
 #: Rows on which the Newton Hessian is formed; larger inputs use an evenly spaced subsample.
 HESSIAN_ROWS = 1 << 13
@@ -304,9 +304,8 @@ class _Objective:
 
     def _rows_and_weights(self, size):
         """An evenly spaced subsample of at most ``size`` rows and its normalised weights."""
-        rows = evenly_spaced_rows(len(self.y_index), size)
-        weight = self.weight[rows]
-        if not weight.sum() > 0:
+        rows, weight = weighted_subsample(len(self.y_index), size, self.weight)
+        if rows is None:
             rows, weight = self.rows, self.weight
         return rows, weight / weight.sum()
 

@@ -107,6 +107,29 @@ def weighted_count(n_samples, sample_weight):
     return n_samples if sample_weight is None else float(sample_weight.sum())
 
 
+def weighted_subsample(n_samples, size, sample_weight=None):
+    """Evenly spaced rows (:func:`evenly_spaced_rows`) and their sample weights.
+
+    Parameters
+    ----------
+    n_samples : int
+    size : int
+    sample_weight : ndarray of shape (n_samples,) or None
+
+    Returns
+    -------
+    rows : ndarray of shape (min(n_samples, size),), dtype intp, or None
+        None when the rows' weights sum to 0 (the subsample carries no information).
+    weight : ndarray of shape (len(rows),) or None
+        The rows' sample weights (not normalised); None without ``sample_weight``.
+    """
+    rows = evenly_spaced_rows(n_samples, size)
+    if sample_weight is None:
+        return rows, None
+    weight = sample_weight[rows]
+    return (rows, weight) if weight.sum() > 0 else (None, None)
+
+
 def evenly_spaced_rows(n_samples, size):
     """Indices of ``size`` evenly spaced rows out of ``n_samples`` (all rows if fewer).
 

@@ -24,7 +24,7 @@ import torch
 from scipy.special import expit, log_expit
 from sklearn.exceptions import ConvergenceWarning
 
-from ._base import PROBABILITY_FLOOR, BaseCalibrator, evenly_spaced_rows, renormalize
+from ._base import PROBABILITY_FLOOR, BaseCalibrator, renormalize, weighted_subsample
 
 #: Newton stops, after taking the step, when the decrease it predicts (half the squared
 #: Newton decrement of the weighted mean loss) falls below this: the step then moves the
@@ -244,12 +244,12 @@ def _subsample_minimum(design, target, weight, name):
     """The minimum on an evenly spaced subsample of a large input (None for a small one)."""
     if len(target) <= 4 * _WARM_START_ROWS:
         return None
-    rows = evenly_spaced_rows(len(target), _WARM_START_ROWS)
-    if not weight[rows].sum() > 0:
+    rows, sub_weight = weighted_subsample(len(target), _WARM_START_ROWS, weight)
+    if rows is None:
         return None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        params, _ = _newton(design[rows], target[rows], weight[rows] / weight[rows].sum(), name)
+        params, _ = _newton(design[rows], target[rows], sub_weight / sub_weight.sum(), name)
     return params
 
 

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
-from ._base import evenly_spaced_rows, normalised_weights
+from ._base import normalised_weights, weighted_subsample
 
 #: beta = 1/T is searched in [BETA_MIN, BETA_MAX], that is T in [1e-4, 1e4].
 BETA_MIN = 1e-4
@@ -176,9 +176,8 @@ def fit_inverse_temperature(logits, y_index, sample_weight=None):
     beta = 1.0
     n_samples = logits.shape[0]
     if n_samples > 4 * _SUBSAMPLE_ROWS:
-        rows = evenly_spaced_rows(n_samples, _SUBSAMPLE_ROWS)
-        weight = None if sample_weight is None else sample_weight[rows]
-        if weight is None or weight.sum() > 0:
+        rows, weight = weighted_subsample(n_samples, _SUBSAMPLE_ROWS, sample_weight)
+        if rows is not None:
             subsample = NLLPasses(logits[rows], y_index[rows], weight)
             try:
                 beta, _, _ = _newton(subsample, beta, max(rtol, 1e-4))

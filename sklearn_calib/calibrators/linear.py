@@ -16,7 +16,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval
 
 from ._affine_solver import HESSIAN_ROWS, MatrixMap, VectorMap, fit_affine
-from ._base import BaseCalibrator, evenly_spaced_rows, softmax, weighted_count
+from ._base import BaseCalibrator, softmax, weighted_count, weighted_subsample
 from ._temperature_solver import fit_inverse_temperature
 
 
@@ -75,9 +75,8 @@ class AffineScalingBase(BaseCalibrator):
         evenly spaced subsample of HESSIAN_ROWS rows (fewer Newton steps from there)."""
         if not self._start_at_temperature:
             return identity
-        rows = evenly_spaced_rows(len(y_index), HESSIAN_ROWS)
-        weight = None if sample_weight is None else sample_weight[rows]
-        if weight is not None and not weight.sum() > 0:
+        rows, weight = weighted_subsample(len(y_index), HESSIAN_ROWS, sample_weight)
+        if rows is None:
             return identity
         with warnings.catch_warnings():
             # separable or tied scores: the affine fit warns about them itself
