@@ -12,6 +12,7 @@ SECE and smECE, are in ``_smooth``. The statistics of calibration: bootstrap int
 (``_report``), and :func:`metric_values` computes them for one set of predictions.
 """
 
+from ._accumulator import CalibrationAccumulator
 from ._bootstrap import calibration_error_ci
 from ._calibration_report import calibration_report
 from ._debiased import debiased_calibration_error
@@ -37,6 +38,7 @@ from ._top_label import top_label_calibration_error
 __all__ = [
     "NLL_EPS",
     "REPORT_METRICS",
+    "CalibrationAccumulator",
     "CalibrationTestResult",
     "ReportMetric",
     "adaptive_calibration_error",

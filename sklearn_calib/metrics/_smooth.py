@@ -95,6 +95,51 @@ def _pairs_within_reach(score, bandwidth):
     return int(np.sum(stop - first, dtype=np.int64))
 
 
+def kernel_grid_sums(grid, bandwidth, step):
+    """Gaussian kernel sums at the points of a grid of linearly binned sums.
+
+    ``grid`` holds, per row, sums linearly binned on points ``step`` apart; the result
+    at each point is the sum over points of ``exp(-d^2 / (2 h^2))`` times the grid value,
+    by FFT, the kernel cut at ``_TRUNCATION`` bandwidths. Against the exact sums over the
+    samples binned into the grid, each point's sum (and each bilinear interpolation of
+    them) is off by at most ``rho`` times itself plus ``absolute`` times the total
+    weight (see :func:`_binned_kernel_sums`).
+
+    Parameters
+    ----------
+    grid : ndarray of shape (n_rows, n_grid)
+        Linearly binned sums.
+    bandwidth : float
+        Kernel bandwidth ``h``.
+    step : float
+        Distance between grid points.
+
+    Returns
+    -------
+    smoothed : ndarray of shape (n_rows, n_grid)
+    rho : float
+        Relative error bound.
+    absolute : float
+        Absolute error bound per unit of total weight.
+    """
+    n_grid = grid.shape[1]
+    n_taps = min(int(math.ceil(_TRUNCATION * bandwidth / step)), n_grid)
+    offsets = np.arange(-n_taps, n_taps + 1) * (step / (np.sqrt(2.0) * bandwidth))
+    taps = np.exp(-(offsets**2))
+    smoothed = fftconvolve(grid, taps[None, :], mode="same", axes=1)
+    q = step / bandwidth
+    rho = q * q / 4.0 * (1.0 + (_TRUNCATION + 2.0 * q) ** 2) * math.exp(2.0 * _TRUNCATION * q)
+    absolute = math.exp(-((max(_TRUNCATION - 2.0 * q, 0.0)) ** 2) / 2.0) + fft_rounding(
+        n_grid + taps.shape[0], taps
+    )
+    return smoothed, rho, absolute
+
+
+def fft_rounding(size, taps):
+    """Bound on the rounding of an FFT convolution with ``taps``, per unit of input."""
+    return 16.0 * 2.0**-53 * math.log2(size) * float(np.linalg.norm(taps))
+
+
 def _binned_kernel_sums(score, outcome, weight, bandwidth, include_self):
     """Kernel sums by linear binning, FFT convolution and linear interpolation.
 
@@ -125,24 +170,15 @@ def _binned_kernel_sums(score, outcome, weight, bandwidth, include_self):
     for row, values in enumerate((weight * outcome, weight)):
         grid[row] = np.bincount(index, values * (1.0 - frac), minlength=n_grid)
         grid[row] += np.bincount(index + 1, values * frac, minlength=n_grid)
-    n_taps = min(int(math.ceil(_TRUNCATION * bandwidth / step)), n_grid)
-    offsets = np.arange(-n_taps, n_taps + 1) * (step / (np.sqrt(2.0) * bandwidth))
-    taps = np.exp(-(offsets**2))
-    smoothed = fftconvolve(grid, taps[None, :], mode="same", axes=1)
+    smoothed, rho, absolute = kernel_grid_sums(grid, bandwidth, step)
     numerator = smoothed[0, index] * (1.0 - frac) + smoothed[0, index + 1] * frac
     denominator = smoothed[1, index] * (1.0 - frac) + smoothed[1, index + 1] * frac
-
-    q = step / bandwidth
-    rho = q * q / 4.0 * (1.0 + (_TRUNCATION + 2.0 * q) ** 2) * math.exp(2.0 * _TRUNCATION * q)
-    size = n_grid + taps.shape[0]
-    absolute = (
-        math.exp(-((max(_TRUNCATION - 2.0 * q, 0.0)) ** 2) / 2.0)
-        + 16.0 * 2.0**-53 * math.log2(size) * float(np.linalg.norm(taps))
-    ) * float(weight.sum())
+    absolute *= float(weight.sum())
     numerator_error = (rho * np.abs(numerator) + absolute) / (1.0 - rho)
     denominator_error = (rho * np.abs(denominator) + absolute) / (1.0 - rho)
     if not include_self:
         # the self pair is binned like any other: (1-f)^2 K(0) + f^2 K(0) + 2 f (1-f) K(d)
+        q = step / bandwidth
         self_kernel = (1.0 - frac) ** 2 + frac**2 + 2.0 * frac * (1.0 - frac) * np.exp(-q * q / 2)
         numerator = numerator - weight * outcome * self_kernel
         denominator = denominator - weight * self_kernel
@@ -356,6 +392,35 @@ def _smece_from_grid(sums, bandwidth, density_eps):
     return np.abs(residual).sum(axis=-1) / (density + density_eps).sum(axis=-1)
 
 
+def fixed_point_bandwidth(smece_at):
+    """The automatic bandwidth of smECE: the fixed point ``h = smECE_h``, by bisection.
+
+    Parameters
+    ----------
+    smece_at : callable
+        ``smece_at(h)`` is smECE at bandwidth ``h``.
+
+    Returns
+    -------
+    bandwidth : float
+        The end of the last bisection bracket above the fixed point (at least 1e-3).
+    """
+
+    def below(h):  # h is still below the fixed point
+        return h < _SMECE_MIN_BANDWIDTH or h < smece_at(h)
+
+    if below(1.0):
+        return 1.0
+    high, low = 1.0, 0.0
+    for _ in range(_SMECE_BISECTIONS):
+        middle = (high + low) / 2
+        if below(middle):
+            low = middle
+        else:
+            high = middle
+    return high
+
+
 class _SmoothECE:
     """smECE of one set of scores and outcomes at any bandwidth (grid sums are cached)."""
 
@@ -389,22 +454,7 @@ class _SmoothECE:
 
     def resolve(self, bandwidth):
         """The bandwidth itself, or for "auto" the fixed point ``h = smECE_h``."""
-        if bandwidth != "auto":
-            return bandwidth
-
-        def below(h):  # h is still below the fixed point
-            return h < _SMECE_MIN_BANDWIDTH or h < self(h)
-
-        if below(1.0):
-            return 1.0
-        high, low = 1.0, 0.0
-        for _ in range(_SMECE_BISECTIONS):
-            middle = (high + low) / 2
-            if below(middle):
-                low = middle
-            else:
-                high = middle
-        return high
+        return bandwidth if bandwidth != "auto" else fixed_point_bandwidth(self)
 
     def plan(self, bandwidth, columns, evaluate):
         """Resampling plan of ``evaluate`` on the grid sums of ``columns`` (weight first).

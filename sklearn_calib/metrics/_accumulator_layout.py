@@ -1,0 +1,113 @@
+"""What a :class:`~sklearn_calib.metrics.CalibrationAccumulator` sums, and the shapes.
+
+Every statistic is a float64 array that adds across batches (the state). Always kept:
+``rows`` (the number of rows) and ``invalid`` (4,): the rows rejected by the deferred
+checks of torch input (non-finite or negative probabilities, rows not summing to 1,
+labels out of range, negative or non-finite weights). The parts, kept when a chosen
+metric needs them (:data:`METRIC_PARTS`):
+
+- ``top`` (5, n_bins): per equal-width bin of the score (top-label confidence, or the
+  positive-class probability), the sums of ``w``, ``w s``, ``w y``, ``w^2`` and the
+  count of positive weights.
+- ``fine`` (5, n_fine): the same on ``n_fine`` equal-width cells (equal-mass bins, the
+  tests of the cumulative differences).
+- ``classwise`` (3, K, n_bins): per class and bin of ``p_k``: ``w``, ``w p_k``,
+  ``w 1[y = k]``; ``predicted`` (3, K, n_bins): per predicted class and bin of the
+  top-label confidence: ``w``, ``w r``, ``w 1[correct]``.
+- ``scores`` (8,): ``w``, ``w NLL``, ``w Brier``, ``w 1[correct]``, Spiegelhalter's
+  ``w (y - s)(1 - 2 s)`` and ``w^2 (1 - 2 s)^2 s (1 - s)``, ``w^2 s (1 - s)``, and the
+  number of rows whose weight is not an integer.
+- ``grid`` (3, n_grid): ``w``, ``w s`` and ``w y`` linearly binned on ``n_grid`` points
+  of [0, 1] (smECE, SECE).
+- ``replicates`` (n_cells, 3, n_resamples): the Poisson bootstrap's sums of the
+  resampled groups (:data:`RESAMPLED`): each replicate's ``w``, ``w s``, ``w y`` (or
+  ``w``, ``w NLL``, ``w Brier``) per cell.
+"""
+
+from dataclasses import dataclass
+
+#: The state's parts each metric of ``compute`` needs.
+METRIC_PARTS = {
+    "ece": "top",
+    "mce": "top",
+    "reliability": "top",
+    "adaptive_ece": "fine",
+    "debiased_ce": "fine",
+    "ks": "fine",
+    "kuiper": "fine",
+    "classwise_ece": "classwise",
+    "top_label_ece": "predicted",
+    "accuracy": "scores",
+    "nll": "scores",
+    "brier": "scores",
+    "spiegelhalter": "scores",
+    "smooth_ece": "grid",
+    "sece": "grid",
+}
+#: The statistics a Poisson bootstrap resamples in one pass, and the metrics whose
+#: intervals they give.
+RESAMPLED = {
+    "top": ("ece", "mce", "accuracy"),
+    "scores": ("nll", "brier"),
+    "smooth": ("smooth_ece",),
+    "classwise": ("classwise_ece",),
+}
+#: Each resampled metric's group.
+INTERVAL_GROUPS = {metric: group for group, metrics in RESAMPLED.items() for metric in metrics}
+#: Points of the replicates' smECE grid (smECE's own grid for bandwidths of at least 0.01).
+REPLICATE_GRID = 1001
+#: Cells of the fine histogram (equal-mass bins, tests).
+FINE_BINS = 1 << 14
+#: Points of the smECE and SECE grid: 4 * 10^5 steps, a multiple of smECE's own 1000.
+GRID_POINTS = 400_001
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Sizes of an accumulator's statistics; two accumulators merge when they agree."""
+
+    n_classes: int
+    n_bins: int
+    convention: str
+    parts: frozenset
+    n_resamples: int
+    groups: tuple
+    n_fine: int = FINE_BINS
+    n_grid: int = GRID_POINTS
+
+    def shapes(self):
+        """The name and shape of each statistic of the state."""
+        k, b = self.n_classes, self.n_bins
+        shapes = {
+            "rows": (),
+            "invalid": (4,),
+            "top": (5, b),
+            "fine": (5, self.n_fine),
+            "classwise": (3, k, b),
+            "predicted": (3, k, b),
+            "scores": (8,),
+            "grid": (3, self.n_grid),
+        }
+        shapes = {
+            name: shape
+            for name, shape in shapes.items()
+            if name in self.parts | {"rows", "invalid"}
+        }
+        if self.n_resamples:
+            shapes["replicates"] = (self.replicate_offsets()["end"], 3, self.n_resamples)
+        return shapes
+
+    def replicate_offsets(self):
+        """The first replicate cell of each resampled group (and ``"end"``, their count)."""
+        sizes = {
+            "top": self.n_bins,
+            "scores": 1,
+            "smooth": REPLICATE_GRID,
+            "classwise": self.n_classes * self.n_bins,
+        }
+        offsets, start = {}, 0
+        for group in self.groups:
+            offsets[group] = start
+            start += sizes[group]
+        offsets["end"] = start
+        return offsets

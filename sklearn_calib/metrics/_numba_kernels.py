@@ -1,0 +1,200 @@
+"""numba kernels of the fused passes; imported only when numba is installed.
+
+Each kernel adds in the same order as its numpy counterpart in :mod:`._fused`, so the two
+give the same float64 sums bit for bit (no fast-math contraction or reassociation of the
+sums).
+"""
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from ._poisson import _MIX1, _MIX2, GAMMA
+
+#: Rows whose maxima are found together, column by column (the loop over rows vectorises).
+_TILE = 512
+_MASK32 = np.uint64(0xFFFFFFFF)
+
+
+@njit(inline="always")
+def _bin_of(value, inner, n_bins):
+    """Bin of ``value`` under ``(lower, upper]``: the number of inner edges below it."""
+    guess = int(value * n_bins)
+    bin_index = min(max(guess, 0), n_bins - 1)
+    while bin_index > 0 and value <= inner[bin_index - 1]:
+        bin_index -= 1
+    while bin_index < n_bins - 1 and value > inner[bin_index]:
+        bin_index += 1
+    return bin_index
+
+
+@njit(parallel=True, nogil=True, cache=True, fastmath={"nnan", "ninf"})
+def top_label_bins(proba, y_index, weight, weighted, inner, n_bins, block):
+    """Per-bin weight, confidence and correctness sums of the top label, and input summaries.
+
+    Blocks of ``block`` rows are summed in parallel, each row after row, and the block
+    sums are added in block order (as ``binned_sums`` adds its ``np.bincount`` blocks).
+
+    Returns
+    -------
+    sums : ndarray of shape (3, n_bins)
+    summary : ndarray of shape (4,)
+        Smallest and largest row sum (float64), smallest and largest entry.
+    """
+    n_rows, n_classes = proba.shape
+    n_blocks = (n_rows + block - 1) // block
+    partial = np.zeros((n_blocks, 3, n_bins))
+    summaries = np.empty((n_blocks, 4))
+    for b in prange(n_blocks):
+        best = np.empty(_TILE, proba.dtype)
+        lowest = np.empty(_TILE, proba.dtype)
+        arg = np.empty(_TILE, np.int64)
+        total = np.empty(_TILE, np.float64)
+        low_sum, high_sum, low, high = np.inf, -np.inf, np.inf, -np.inf
+        stop = min(n_rows, (b + 1) * block)
+        for start in range(b * block, stop, _TILE):
+            size = min(_TILE, stop - start)
+            for i in range(size):
+                value = proba[start + i, 0]
+                best[i] = value
+                lowest[i] = value
+                arg[i] = 0
+                total[i] = value
+            for j in range(1, n_classes):
+                for i in range(size):
+                    value = proba[start + i, j]
+                    greater = value > best[i]
+                    best[i] = value if greater else best[i]
+                    arg[i] = j if greater else arg[i]
+                    lowest[i] = min(lowest[i], value)
+                    total[i] += value
+            for i in range(size):
+                row = start + i
+                confidence = best[i]
+                low_sum = min(low_sum, total[i])
+                high_sum = max(high_sum, total[i])
+                low = min(low, lowest[i])
+                high = max(high, confidence)
+                g = _bin_of(confidence, inner, n_bins)
+                correct = 1.0 if arg[i] == y_index[row] else 0.0
+                if weighted:
+                    w = weight[row]
+                    partial[b, 0, g] += w
+                    partial[b, 1, g] += np.float64(confidence) * w
+                    partial[b, 2, g] += correct * w
+                else:
+                    partial[b, 0, g] += 1.0
+                    partial[b, 1, g] += np.float64(confidence)
+                    partial[b, 2, g] += correct
+        summaries[b, 0] = low_sum
+        summaries[b, 1] = high_sum
+        summaries[b, 2] = low
+        summaries[b, 3] = high
+    sums = np.zeros((3, n_bins))
+    for b in range(n_blocks):
+        sums += partial[b]
+    summary = np.array(
+        [
+            summaries[:, 0].min(),
+            summaries[:, 1].max(),
+            summaries[:, 2].min(),
+            summaries[:, 3].max(),
+        ]
+    )
+    return sums, summary
+
+
+@njit(inline="always")
+def _mix64(z):
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(_MIX1)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(_MIX2)
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(nogil=True, cache=True)
+def _poisson_counts(key, steps, thresholds, uniform, counts):
+    """Fill ``counts`` with the row's Poisson(1) counts of the replicates of ``steps``.
+
+    The first four thresholds are compared without branches (a count of 4 or more has
+    probability 0.019); the rare larger counts are finished one by one.
+    """
+    for p in range(steps.shape[0]):
+        bits = _mix64(key + steps[p])
+        uniform[2 * p] = np.float64(bits >> np.uint64(32))
+        uniform[2 * p + 1] = np.float64(bits & _MASK32)
+    t0, t1, t2, t3 = thresholds[0], thresholds[1], thresholds[2], thresholds[3]
+    rare = 0.0
+    for r in range(counts.shape[0]):
+        u = uniform[r]
+        counts[r] = (
+            (1.0 if u >= t0 else 0.0)
+            + (1.0 if u >= t1 else 0.0)
+            + (1.0 if u >= t2 else 0.0)
+            + (1.0 if u >= t3 else 0.0)
+        )
+        rare += 1.0 if u >= t3 else 0.0
+    if rare > 0:
+        for r in range(counts.shape[0]):
+            if uniform[r] >= t3:
+                count = 4
+                while count < thresholds.shape[0] and uniform[r] >= thresholds[count]:
+                    count += 1
+                counts[r] = count
+
+
+@njit(nogil=True, cache=True)
+def _add_scaled(target, counts, value):
+    for r in range(counts.shape[0]):
+        target[r] += counts[r] * value
+
+
+@njit(nogil=True, cache=True)
+def _replicate_range(base, cells, values, thresholds, out, first_pair, last_pair):
+    """The replicate sums of pairs ``[first_pair, last_pair)``, rows in order."""
+    n_resamples = out.shape[2]
+    first = 2 * first_pair
+    stop = min(n_resamples, 2 * last_pair)
+    steps = np.arange(first_pair + 1, last_pair + 1).astype(np.uint64) * np.uint64(GAMMA)
+    uniform = np.empty(2 * (last_pair - first_pair))
+    counts = np.empty(2 * (last_pair - first_pair))
+    for i in range(cells.shape[0]):
+        _poisson_counts(base[i], steps, thresholds, uniform, counts)
+        for e in range(cells.shape[1]):
+            cell = cells[i, e]
+            for v in range(values.shape[2]):
+                _add_scaled(out[cell, v, first:stop], counts[: stop - first], values[i, e, v])
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def replicate_sums(base, cells, values, thresholds, out, n_threads):
+    """Add each row's Poisson-weighted values into its cells, for every replicate.
+
+    ``out[cells[i, e], :, r] += count(i, r) * values[i, e, :]`` over rows ``i`` in order
+    and entries ``e``; each thread takes a range of replicates (in pairs, which share one
+    64-bit draw) and vectorises over them.
+
+    Parameters
+    ----------
+    base : ndarray of shape (n_rows,), uint64
+        Row keys (:func:`sklearn_calib.metrics._poisson.row_keys`).
+    cells : ndarray of shape (n_rows, n_entries), int64
+    values : ndarray of shape (n_rows, n_entries, n_values), float64
+    thresholds : ndarray of shape (n_thresholds,), float64
+        The Poisson thresholds of a 32-bit uniform (at least four).
+    out : ndarray of shape (n_cells, n_values, n_resamples), float64
+        Added to in place.
+    n_threads : int
+        numba's number of threads (each takes a range of replicates).
+    """
+    n_pairs = (out.shape[2] + 1) // 2
+    per_thread = (n_pairs + n_threads - 1) // n_threads
+    for t in prange(n_threads):
+        first_pair = t * per_thread
+        last_pair = min(n_pairs, first_pair + per_thread)
+        if first_pair < last_pair:
+            _replicate_range(base, cells, values, thresholds, out, first_pair, last_pair)
+
+
+def thread_count():
+    """numba's number of threads (for reports)."""
+    return numba.get_num_threads()
