@@ -494,6 +494,10 @@ class CalibrationAccumulator:
             sece_bandwidth,
         )
 
+    def n_samples_total(self):
+        """Rows in the state: added here, merged and reduced."""
+        return 0 if self._state is None else int(_to_numpy(self._state["rows"]))
+
     def __getstate__(self):
         state = dict(self.__dict__)
         if self._state is not None:
