@@ -17,12 +17,13 @@ ROOT = Path(__file__).resolve().parents[1]
 #: ``_experiment``). The package's ``__init__`` may import any part but the main job.
 ALLOWED = {
     "_validation": set(),
-    "metrics": {"_validation"},
+    "_dask_chunks": set(),
+    "metrics": {"_validation", "_dask_chunks"},
     "scoring": {"metrics", "_validation"},
     "datasets": {"_validation"},
     "plotting": {"metrics", "_validation"},
     "losses": {"metrics", "_validation"},
-    "calibrators": {"metrics", "scoring", "_validation"},
+    "calibrators": {"metrics", "scoring", "_validation", "_dask_chunks"},
     "estimators": {"losses", "metrics", "_validation"},
     "evaluation": {"calibrators", "metrics", "_validation"},
     "persistence": {"calibrators", "estimators", "losses", "metrics", "_validation"},
@@ -41,7 +42,8 @@ ALLOWED["__init__"] = set(ALLOWED) - {"main", "__init__"}
 #: Outside packages a part may not import: skorch belongs to the estimators.
 FORBIDDEN_EXTERNAL = {
     part: {"skorch"}
-    for part in ("_validation", "metrics", "scoring", "datasets", "plotting", "losses")
+    for part in ("_validation", "_dask_chunks", "metrics", "scoring", "datasets", "plotting")
+    + ("losses",)
     + ("calibrators", "evaluation")
 }
 

@@ -20,6 +20,7 @@ import copy
 
 import numpy as np
 
+from .._dask_chunks import ChunkedRows
 from .._validation import check_classification_inputs, resolve_classes
 from ._accumulator import CalibrationAccumulator
 from ._binning import _group_ends, assign_bins, uniform_bin_edges
@@ -28,101 +29,33 @@ from ._smooth import _SMECE_DENSITY_EPS, _smece_from_grid, _smece_grid_size, lin
 from ._smooth_grid import grid_smooth_ece
 
 
-def _as_array(value, name):
-    """A Dask array of a Dask array, DataFrame or Series (None stays None)."""
-    if value is None:
-        return None
-    import dask.array as da
-
-    if hasattr(value, "to_dask_array"):
-        value = value.to_dask_array(lengths=True)
-    elif not hasattr(value, "chunks"):
-        value = np.asarray(value)
-    if not isinstance(value, da.Array):
-        value = da.from_array(value)
-    if value.ndim == 2 and value.shape[1] == 1 and name != "y_prob":
-        value = value[:, 0]
-    if any(np.isnan(size) for size in value.shape):
-        raise ValueError(f"Expected `{name}` with known chunk sizes, got shape {value.shape}.")
-    return value
-
-
-class DaskPredictions:
-    """Labels, probabilities and weights as Dask arrays with the same row chunks.
+class DaskPredictions(ChunkedRows):
+    """Labels, probabilities and weights of Dask input, in the probabilities' row chunks.
 
     Parameters
     ----------
-    y_true, y_prob, sample_weight : Dask or array-like
-        As the metric functions take them; the probabilities' row chunks are kept.
+    y_true, y_prob, sample_weight : Dask collection or array-like
+        As the metric functions take them.
     labels : array-like, default=None
         The class of each column; None resolves them from the distinct labels as the
         in-memory functions do (one pass over the labels).
     """
 
     def __init__(self, y_true, y_prob, sample_weight=None, labels=None):
-        proba = _as_array(y_prob, "y_prob")
-        if proba.ndim == 2 and proba.numblocks[1] > 1:
-            proba = proba.rechunk({1: -1})
-        rows = proba.chunks[0]
-        self.proba = proba
-        self.y_true = self._aligned(y_true, rows, "y_true")
-        self.sample_weight = self._aligned(sample_weight, rows, "sample_weight")
-        self.n_classes = 2 if proba.ndim == 1 else proba.shape[1]
-        self.offsets = np.concatenate([[0], np.cumsum(rows)[:-1]]).astype(np.int64)
+        super().__init__(y_true, y_prob, sample_weight)
+        self.n_classes = 2 if self.scores.ndim == 1 else self.scores.shape[1]
         if labels is None:
-            import dask.array as da
-
-            present = np.asarray(da.unique(self.y_true).compute())
-            labels = resolve_classes(present, None, self.n_classes)
+            labels = resolve_classes(self.distinct_labels(), None, self.n_classes)
         self.labels = np.asarray(labels)
-
-    @staticmethod
-    def _aligned(value, rows, name):
-        value = _as_array(value, name)
-        if value is None:
-            return None
-        if value.shape[0] != sum(rows):
-            raise ValueError(
-                f"`{name}` has {value.shape[0]} samples but `y_prob` has {sum(rows)}; "
-                "they must have the same length."
-            )
-        return value.rechunk({0: rows})
-
-    def blocks(self):
-        """Per chunk: delayed labels, probabilities, weights (or None) and first row."""
-        y_blocks = self.y_true.to_delayed().ravel()
-        p_blocks = self.proba.to_delayed().ravel()
-        w_blocks = (
-            [None] * len(p_blocks)
-            if self.sample_weight is None
-            else self.sample_weight.to_delayed().ravel()
-        )
-        return list(zip(y_blocks, p_blocks, w_blocks, self.offsets.tolist(), strict=True))
-
-    def reduce(self, function, *args):
-        """``function(y, p, w, first_row, *args)`` of every chunk, added up by merges.
-
-        The results are accumulators (merged), arrays or lists (added).
-        """
-        import dask
-
-        parts = [dask.delayed(function)(*block, *args) for block in self.blocks()]
-        while len(parts) > 1:
-            pairs = zip(parts[::2], parts[1::2], strict=False)
-            merged = [dask.delayed(_add)(first, second) for first, second in pairs]
-            parts = merged + ([parts[-1]] if len(parts) % 2 else [])
-        return dask.compute(parts[0])[0]
 
     def accumulate(self, **options):
         """A :class:`CalibrationAccumulator` of all rows (the options as its own)."""
         template = CalibrationAccumulator(labels=self.labels, **options)
-        return self.reduce(_accumulate_chunk, template)
+        return self.reduce(_accumulate_chunk, template, merge=_merge)
 
 
-def _add(first, second):
-    if isinstance(first, CalibrationAccumulator):
-        return first.merge(second)
-    return first + second
+def _merge(first, second):
+    return first.merge(second)
 
 
 def _accumulate_chunk(y, p, w, first_row, template):

@@ -2,34 +2,17 @@
 
 A metric function decorated with :func:`dask_aware` runs as before on arrays; given a
 Dask collection (an object with a ``__dask_graph__`` method: a Dask array, DataFrame or
-Series) it calls the handler that :mod:`._dask` registered under its name, which
-accumulates chunk by chunk and merges. Dask is imported only there, so a user without
+Series) it calls the handler that :mod:`._dask_metrics` registered under its name, which
+accumulates chunk by chunk and merges. Dask is imported only then, so a user without
 Dask never imports it.
 """
 
 import functools
 
+from .._dask_chunks import uses_dask
+
 #: Handlers of Dask input, by metric name (filled by ``_dask``).
 HANDLERS = {}
-
-
-def is_dask_collection(value):
-    """Whether ``value`` is a Dask collection (checked without importing Dask).
-
-    Parameters
-    ----------
-    value : object
-
-    Returns
-    -------
-    bool
-    """
-    return callable(getattr(value, "__dask_graph__", None)) and not isinstance(value, type)
-
-
-def uses_dask(*values):
-    """Whether any of ``values`` is a Dask collection."""
-    return any(is_dask_collection(value) for value in values)
 
 
 def register(name):

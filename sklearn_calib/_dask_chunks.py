@@ -1,0 +1,134 @@
+"""Rows of Dask collections in aligned chunks, and sums over them merged as a tree.
+
+Shared by the metrics and the calibrators that accept Dask input. Dask is imported only
+when a Dask collection is met: :func:`is_dask_collection` recognises one by its
+``__dask_graph__`` method, so a user without Dask never imports it.
+"""
+
+import numpy as np
+
+
+def is_dask_collection(value):
+    """Whether ``value`` is a Dask collection (array, DataFrame, Series), without Dask.
+
+    Parameters
+    ----------
+    value : object
+
+    Returns
+    -------
+    bool
+    """
+    return callable(getattr(value, "__dask_graph__", None)) and not isinstance(value, type)
+
+
+def uses_dask(*values):
+    """Whether any of ``values`` is a Dask collection."""
+    return any(is_dask_collection(value) for value in values)
+
+
+def _as_array(value, name, *, columns):
+    """A Dask array of a Dask array, DataFrame, Series or array-like (None stays None)."""
+    if value is None:
+        return None
+    import dask.array as da
+
+    if hasattr(value, "to_dask_array"):
+        value = value.to_dask_array(lengths=True)
+    elif not isinstance(value, da.Array):
+        value = da.from_array(np.asarray(value))
+    if not columns and value.ndim == 2 and value.shape[1] == 1:
+        value = value[:, 0]
+    if any(np.isnan(size) for size in value.shape):
+        raise ValueError(f"Expected `{name}` with known chunk sizes, got shape {value.shape}.")
+    return value
+
+
+class ChunkedRows:
+    """Labels, scores and weights as Dask arrays with the scores' row chunks.
+
+    Parameters
+    ----------
+    y : Dask collection or array-like of shape (n_samples,)
+        Labels.
+    scores : Dask collection or array-like of shape (n_samples, n_classes) or (n_samples,)
+        Probabilities or logits; their row chunks are kept, their columns joined.
+    sample_weight : Dask collection or array-like of shape (n_samples,), default=None
+        Sample weights.
+    names : tuple of str, default=("y_true", "y_prob", "sample_weight")
+        Names of the three in error messages.
+    """
+
+    def __init__(self, y, scores, sample_weight=None, names=("y_true", "y_prob", "sample_weight")):
+        scores = _as_array(scores, names[1], columns=True)
+        if scores.ndim == 2 and scores.numblocks[1] > 1:
+            scores = scores.rechunk({1: -1})
+        rows = scores.chunks[0]
+        self.scores = scores
+        self.y = self._aligned(y, rows, names[0], names[1])
+        self.sample_weight = self._aligned(sample_weight, rows, names[2], names[1])
+        self.n_samples = int(sum(rows))
+        self.offsets = np.concatenate([[0], np.cumsum(rows)[:-1]]).astype(np.int64)
+
+    @staticmethod
+    def _aligned(value, rows, name, scores_name):
+        value = _as_array(value, name, columns=False)
+        if value is None:
+            return None
+        if value.shape[0] != sum(rows):
+            raise ValueError(
+                f"`{name}` has {value.shape[0]} samples but `{scores_name}` has {sum(rows)}; "
+                "they must have the same length."
+            )
+        return value.rechunk({0: rows})
+
+    def distinct_labels(self):
+        """The sorted distinct labels (one pass over the labels)."""
+        import dask.array as da
+
+        return np.asarray(da.unique(self.y).compute())
+
+    def blocks(self):
+        """Per chunk: delayed labels, scores, weights (or None) and the first row's index."""
+        y_blocks = self.y.to_delayed().ravel()
+        score_blocks = self.scores.to_delayed().ravel()
+        if self.sample_weight is None:
+            weight_blocks = [None] * len(score_blocks)
+        else:
+            weight_blocks = self.sample_weight.to_delayed().ravel()
+        return list(
+            zip(y_blocks, score_blocks, weight_blocks, self.offsets.tolist(), strict=True)
+        )
+
+    def reduce(self, function, *args, merge=None):
+        """``function(y, scores, weight, first_row, *args)`` of every chunk, added up.
+
+        The chunks' results are added pairwise, as a tree (``merge(first, second)``, or
+        ``first + second``), on the active Dask scheduler (the user's client if any).
+
+        Returns
+        -------
+        total : object
+            The computed sum.
+        """
+        import dask
+
+        combine = _plus if merge is None else merge
+        parts = [dask.delayed(function)(*block, *args) for block in self.blocks()]
+        while len(parts) > 1:
+            pairs = zip(parts[::2], parts[1::2], strict=False)
+            merged = [dask.delayed(combine)(first, second) for first, second in pairs]
+            parts = merged + ([parts[-1]] if len(parts) % 2 else [])
+        return dask.compute(parts[0])[0]
+
+    def rows(self, index):
+        """The rows ``index`` (sorted) of labels, scores and weights, in memory."""
+        import dask
+
+        y, scores = self.y[index], self.scores[index]
+        weight = None if self.sample_weight is None else self.sample_weight[index]
+        return dask.compute(y, scores, weight)
+
+
+def _plus(first, second):
+    return first + second
