@@ -25,6 +25,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import ThreadpoolController
 
+from .._dask_chunks import uses_dask
 from .._validation import (
     check_class_labels,
     check_probabilities,
@@ -237,6 +238,9 @@ class BaseCalibrator(TransformerMixin, BaseEstimator):
         """
         saved = dict(self.__dict__)
         try:
+            if uses_dask(scores, y, sample_weight):
+                self._fit_dask(scores, y, sample_weight, classes)
+                return self
             scores, y_index, sample_weight = self._validate_fit_data(
                 scores, y, sample_weight, classes
             )
@@ -300,6 +304,13 @@ class BaseCalibrator(TransformerMixin, BaseEstimator):
     @abstractmethod
     def _predict_proba(self, scores):
         """Apply the calibration map to validated 2-D scores."""
+
+    def _fit_dask(self, scores, y, sample_weight, classes):
+        """Fit on Dask collections (scores, labels or weights); most calibrators cannot."""
+        raise ValueError(
+            f"{type(self).__name__} fits in-memory data only, got a Dask collection; "
+            "TemperatureScaling and HistogramBinning fit Dask input (or compute it first)."
+        )
 
     def _logits(self, scores):
         """Return the scores as logits (log-probabilities for probability input)."""

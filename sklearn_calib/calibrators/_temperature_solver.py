@@ -178,20 +178,54 @@ def fit_inverse_temperature(logits, y_index, sample_weight=None):
     if n_samples > 4 * _SUBSAMPLE_ROWS:
         rows, weight = weighted_subsample(n_samples, _SUBSAMPLE_ROWS, sample_weight)
         if rows is not None:
-            subsample = NLLPasses(logits[rows], y_index[rows], weight)
-            try:
-                beta, _, _ = _newton(subsample, beta, max(rtol, 1e-4))
-            except _FlatNLL:
-                beta = 1.0
+            beta = subsample_start(logits[rows], y_index[rows], weight, rtol)
+    return solve_inverse_temperature(
+        NLLPasses(logits, y_index, sample_weight),
+        beta,
+        rtol,
+        lambda: _every_weighted_row_ties(logits, sample_weight),
+    )
+
+
+def subsample_start(logits, y_index, sample_weight, rtol):
+    """The optimum of a subsample, to a looser tolerance: the start of a large fit."""
     try:
-        beta, n_passes, at_bound = _newton(NLLPasses(logits, y_index, sample_weight), beta, rtol)
+        beta, _, _ = _newton(NLLPasses(logits, y_index, sample_weight), 1.0, max(rtol, 1e-4))
     except _FlatNLL:
-        if _every_weighted_row_ties(logits, sample_weight):
+        beta = 1.0
+    return beta
+
+
+def solve_inverse_temperature(evaluate, beta, rtol, every_row_ties):
+    """Minimise the NLL from ``beta`` (:func:`fit_inverse_temperature`'s search and warnings).
+
+    Parameters
+    ----------
+    evaluate : callable
+        ``evaluate(beta)`` returns the weighted mean NLL and its two derivatives (one pass
+        over the data, as :class:`NLLPasses`).
+    beta : float
+        Starting point.
+    rtol : float
+        Relative tolerance on beta.
+    every_row_ties : callable
+        ``every_row_ties()`` says whether the scores tie within every weighted row (asked
+        only when the NLL is flat).
+
+    Returns
+    -------
+    beta : float
+    n_passes : int
+    """
+    try:
+        beta, n_passes, at_bound = _newton(evaluate, beta, rtol)
+    except _FlatNLL:
+        if every_row_ties():
             warnings.warn(
                 "The NLL does not depend on the temperature (the scores tie within every "
                 "row), so every temperature is optimal; the temperature is set to 1.",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
             return 1.0, 1
         # The rows that do not tie are so well separated that their derivatives round to
@@ -207,6 +241,6 @@ def fit_inverse_temperature(logits, y_index, sample_weight=None):
             f"[{1 / BETA_MAX:g}, {1 / BETA_MIN:g}] (for example when {reason}); "
             f"the temperature is set to {1 / beta:g}.",
             ConvergenceWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
     return beta, n_passes

@@ -26,6 +26,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..metrics._binning import assign_bins, bin_sums, quantile_bin_edges, uniform_bin_edges
 from ._base import BaseCalibrator, renormalize, softmax
+from ._dask_fit import fit_histogram_binning
 from ._temperature_solver import fit_inverse_temperature
 
 
@@ -193,6 +194,9 @@ class HistogramBinning(_BinMapCalibrator):
 
     def _predict_proba(self, scores):
         return self._apply_bins(self._native_probabilities(scores))
+
+    def _fit_dask(self, scores, y, sample_weight, classes):
+        fit_histogram_binning(self, scores, y, sample_weight, classes)
 
 
 class ScalingBinning(_BinMapCalibrator):

@@ -7,6 +7,7 @@ from scipy.optimize import minimize, minimize_scalar
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import BaseCalibrator, normalised_weights, softmax
+from ._dask_fit import fit_temperature
 from ._temperature_grid import grid_ece
 from ._temperature_solver import fit_inverse_temperature
 
@@ -114,6 +115,9 @@ class TemperatureScaling(BaseCalibrator):
 
     def _predict_proba(self, scores):
         return softmax(self._logits(scores), 1.0 / self.temperature_)
+
+    def _fit_dask(self, scores, y, sample_weight, classes):
+        fit_temperature(self, scores, y, sample_weight, classes)
 
 
 def _brier(proba, y_index, sample_weight):

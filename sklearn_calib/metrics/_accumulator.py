@@ -299,9 +299,7 @@ class CalibrationAccumulator:
             scores = _softmax(scores)
         n_classes = 2 if scores.ndim == 1 else scores.shape[-1]
         classes = self.labels if self.labels is not None else np.arange(n_classes)
-        y_index, proba, weight = check_classification_inputs(
-            y_true, scores, labels=classes, sample_weight=sample_weight
-        )
+        y_index, proba, weight = check_batch(y_true, scores, classes, sample_weight)
         self._ensure_state(proba.shape[1], None)
         ids = self._row_ids(row_ids, proba.shape[0])
         base = None if ids is None else row_keys(ids, seed_key(self.random_state))
@@ -503,6 +501,26 @@ class CalibrationAccumulator:
         if self._state is not None:
             state["_state"] = {name: _to_numpy(value) for name, value in self._state.items()}
         return state
+
+
+def check_batch(y_true, y_prob, labels, sample_weight):
+    """``check_classification_inputs`` of one batch, which may weigh nothing in all.
+
+    The weights' positive sum is a property of all batches together (checked by
+    ``compute``), so a batch of zero weights passes with zeros.
+    """
+    weightless = sample_weight is not None and not np.any(sample_weight)
+    y_index, proba, weight = check_classification_inputs(
+        y_true, y_prob, labels=labels, sample_weight=None if weightless else sample_weight
+    )
+    if weightless:
+        weight = np.zeros(np.shape(sample_weight))
+        if weight.shape != (proba.shape[0],):
+            raise ValueError(
+                f"Expected `sample_weight` of shape ({proba.shape[0]},), got shape "
+                f"{weight.shape}."
+            )
+    return y_index, proba, weight
 
 
 def _softmax(scores):

@@ -21,8 +21,8 @@ import copy
 import numpy as np
 
 from .._dask_chunks import ChunkedRows
-from .._validation import check_classification_inputs, resolve_classes
-from ._accumulator import CalibrationAccumulator
+from .._validation import resolve_classes
+from ._accumulator import CalibrationAccumulator, check_batch
 from ._binning import _group_ends, assign_bins, uniform_bin_edges
 from ._metrics import scores_and_outcomes
 from ._smooth import _SMECE_DENSITY_EPS, _smece_from_grid, _smece_grid_size, linear_binning
@@ -63,7 +63,7 @@ def _accumulate_chunk(y, p, w, first_row, template):
 
 
 def _checked(y, p, w, labels):
-    return check_classification_inputs(y, p, labels=labels, sample_weight=w)
+    return check_batch(y, p, labels, w)
 
 
 def _cell_members(y, p, w, first_row, labels, convention, n_fine, cells):
