@@ -7,10 +7,12 @@ import numpy as np
 import torch
 from scipy.special import softmax
 
+from .._dask_chunks import uses_dask
 from .._validation import check_classification_inputs, check_confidence_level, check_n_bins
 from ._accumulator_layout import INTERVAL_GROUPS, METRIC_PARTS, RESAMPLED, Layout
 from ._accumulator_results import results
 from ._batch_sums import add_numpy_batch, add_torch_batch
+from ._dispatch import HANDLERS
 from ._metrics import CONVENTIONS, _check_option
 from ._poisson import row_keys, seed_key
 from ._smooth import _check_smece_bandwidth
@@ -288,10 +290,27 @@ class CalibrationAccumulator:
             which is right for one stream; give the ids (such as each chunk's first
             row) when accumulators of different chunks or workers are merged.
 
+        Notes
+        -----
+        Dask collections (arrays, DataFrame columns) are accumulated chunk by chunk on
+        the active Dask scheduler (the user's client, if any) and merged into this
+        accumulator; their rows get consecutive ids from ``row_ids`` (an int).
+
         Returns
         -------
         self : CalibrationAccumulator
         """
+        if uses_dask(y_true, y_prob, sample_weight):
+            first_row = self.n_samples_ if row_ids is None else row_ids
+            if not isinstance(first_row, numbers.Integral):
+                raise ValueError(
+                    "Expected `row_ids` of Dask input to be the first row's id (an int)."
+                )
+            self._implicit_ids = self._implicit_ids or row_ids is None
+            merged = HANDLERS["accumulate"](self, y_true, y_prob, sample_weight, first_row)
+            self.merge(merged)
+            self.n_samples_ += merged.n_samples_
+            return self
         if isinstance(y_prob, torch.Tensor):
             return self._update_torch(y_true, y_prob, sample_weight, row_ids)
         scores = np.asarray(y_prob)
@@ -517,8 +536,7 @@ def check_batch(y_true, y_prob, labels, sample_weight):
         weight = np.zeros(np.shape(sample_weight))
         if weight.shape != (proba.shape[0],):
             raise ValueError(
-                f"Expected `sample_weight` of shape ({proba.shape[0]},), got shape "
-                f"{weight.shape}."
+                f"Expected `sample_weight` of shape ({proba.shape[0]},), got shape {weight.shape}."
             )
     return y_index, proba, weight
 

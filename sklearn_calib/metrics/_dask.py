@@ -24,6 +24,7 @@ from .._dask_chunks import ChunkedRows
 from .._validation import resolve_classes
 from ._accumulator import CalibrationAccumulator, check_batch
 from ._binning import _group_ends, assign_bins, uniform_bin_edges
+from ._dispatch import register
 from ._metrics import scores_and_outcomes
 from ._smooth import _SMECE_DENSITY_EPS, _smece_from_grid, _smece_grid_size, linear_binning
 from ._smooth_grid import grid_smooth_ece
@@ -48,14 +49,38 @@ class DaskPredictions(ChunkedRows):
             labels = resolve_classes(self.distinct_labels(), None, self.n_classes)
         self.labels = np.asarray(labels)
 
-    def accumulate(self, **options):
-        """A :class:`CalibrationAccumulator` of all rows (the options as its own)."""
-        template = CalibrationAccumulator(labels=self.labels, **options)
-        return self.reduce(_accumulate_chunk, template, merge=_merge)
+    def accumulate(self, template=None, first_row=0, **options):
+        """A :class:`CalibrationAccumulator` of all rows.
+
+        Parameters
+        ----------
+        template : CalibrationAccumulator, default=None
+            Whose options to take (its state is not used); None builds one of
+            ``options`` with these labels.
+        first_row : int, default=0
+            Id of the first row (the bootstrap's key).
+        """
+        if template is None:
+            template = CalibrationAccumulator(labels=self.labels, **options)
+        empty = copy.copy(template)
+        empty._layout, empty._state, empty.n_samples_, empty._implicit_ids = None, None, 0, False
+        self.offsets = self.offsets + first_row
+        return self.reduce(_accumulate_chunk, empty, merge=_merge)
 
 
 def _merge(first, second):
     return first.merge(second)
+
+
+@register("accumulate")
+def accumulate(accumulator, y_true, y_prob, sample_weight, first_row):
+    """``accumulator.update`` of Dask input: its chunks accumulated and merged."""
+    n_classes = 2 if np.ndim(y_prob) == 1 else y_prob.shape[1]
+    labels = accumulator.labels if accumulator.labels is not None else np.arange(n_classes)
+    data = DaskPredictions(y_true, y_prob, sample_weight, labels)
+    merged = data.accumulate(accumulator, first_row)
+    merged.n_samples_ = data.n_samples
+    return merged
 
 
 def _accumulate_chunk(y, p, w, first_row, template):
