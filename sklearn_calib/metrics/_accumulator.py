@@ -318,6 +318,8 @@ class CalibrationAccumulator:
             scores = _softmax(scores)
         n_classes = 2 if scores.ndim == 1 else scores.shape[-1]
         classes = self.labels if self.labels is not None else np.arange(n_classes)
+        if scores.ndim in (1, 2):
+            self._ensure_state(n_classes, None)
         y_index, proba, weight = check_batch(y_true, scores, classes, sample_weight)
         self._ensure_state(proba.shape[1], None)
         ids = self._row_ids(row_ids, proba.shape[0])

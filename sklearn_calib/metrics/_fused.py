@@ -14,6 +14,7 @@ float64 terms in the same order, so they return the same sums bit for bit:
 
 import functools
 import importlib.util
+import os
 
 import numpy as np
 
@@ -21,9 +22,9 @@ from ._binning import uniform_bin_edges
 from ._metrics import _TOP_LABEL_ROWS, binned_sums, scores_and_outcomes
 from ._poisson import THRESHOLDS, counts_from_keys
 
-#: Whether the numba kernels are used when numba is installed (tests switch it off to
-#: compare both implementations).
-USE_NUMBA = True
+#: Setting this environment variable to ``0`` makes the fused passes use numpy even with
+#: numba installed (to compare the two, or to avoid numba's first-call compilation).
+NUMBA_SWITCH = "SKLEARN_CALIB_NUMBA"
 #: Rows per call of the numpy replicate sums (bounds its temporaries).
 _REPLICATE_ROWS = 256
 
@@ -37,7 +38,9 @@ def _load_numba_kernels():
 
 def numba_kernels():
     """The numba kernels module, or None when numba is missing or switched off."""
-    return _load_numba_kernels() if USE_NUMBA else None
+    if os.environ.get(NUMBA_SWITCH, "1") == "0":
+        return None
+    return _load_numba_kernels()
 
 
 def top_label_sums(proba, y_index, sample_weight, n_bins):

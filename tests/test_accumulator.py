@@ -1,0 +1,347 @@
+"""CalibrationAccumulator: fixed-memory sums that equal the in-memory metrics, merge in any
+order and chunking, pickle, run on torch tensors, and resample by the Poisson bootstrap."""
+
+import pickle
+
+import numpy as np
+import pytest
+import torch
+
+from sklearn_calib.metrics import (
+    CalibrationAccumulator,
+    _fused,
+    adaptive_calibration_error,
+    brier_score,
+    calibration_test,
+    classwise_calibration_error,
+    debiased_calibration_error,
+    expected_calibration_error,
+    maximum_calibration_error,
+    negative_log_likelihood,
+    reliability_diagram,
+    smooth_calibration_error,
+    smooth_ece,
+    top_label_accuracy,
+    top_label_calibration_error,
+)
+from sklearn_calib.metrics._binning import assign_bins
+from sklearn_calib.metrics._poisson import poisson_counts, seed_key, torch_poisson_counts
+
+ALL_INTERVALS = ("ece", "mce", "accuracy", "nll", "brier", "classwise_ece", "smooth_ece")
+
+
+def overconfident(n, n_classes, seed=0, dtype=np.float64):
+    """Probabilities sharper than the softmax the labels are drawn from."""
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(size=(n, n_classes)) * 2.5
+    proba = np.exp(logits - logits.max(axis=1, keepdims=True))
+    proba /= proba.sum(axis=1, keepdims=True)
+    labels = np.argmax(logits / 1.6 + rng.gumbel(size=(n, n_classes)), axis=1)
+    return labels, proba.astype(dtype), rng.random(n)
+
+
+def accumulate(y, proba, weight=None, chunks=(0,), **options):
+    """One accumulator per chunk (rows ``chunks[i]:chunks[i + 1]``), merged in order."""
+    bounds = list(chunks) + [len(y)]
+    merged = None
+    for start, stop in zip(bounds[:-1], bounds[1:], strict=True):
+        part = CalibrationAccumulator(random_state=7, **options)
+        part.update(
+            y[start:stop],
+            proba[start:stop],
+            None if weight is None else weight[start:stop],
+            row_ids=start,
+        )
+        merged = part if merged is None else merged.merge(part)
+    return merged
+
+
+def relative(a, b):
+    return abs(a - b) / abs(b)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_binned_metrics_equal_the_in_memory_functions(weighted, dtype):
+    y, proba, weight = overconfident(6000, 4, dtype=dtype)
+    weight = weight if weighted else None
+    result = accumulate(y, proba, weight, chunks=(0, 1000, 3500)).compute()
+    kw = {"sample_weight": weight}
+    expected = {
+        "ece": expected_calibration_error(y, proba, **kw),
+        "mce": maximum_calibration_error(y, proba, **kw),
+        "classwise_ece": classwise_calibration_error(y, proba, **kw),
+        "top_label_ece": top_label_calibration_error(y, proba, **kw),
+        "accuracy": top_label_accuracy(y, proba, **kw),
+        "nll": negative_log_likelihood(y, proba, **kw),
+        "brier": brier_score(y, proba, **kw),
+    }
+    for name, value in expected.items():
+        assert relative(result[name], value) <= 1e-12, name
+    statistic, pvalue = calibration_test(y, proba, **kw)
+    assert relative(result.spiegelhalter.statistic, statistic) <= 1e-12
+    diagram = reliability_diagram(y, proba, confidence_level=0.9, **kw)
+    ours = accumulate(y, proba, weight).compute(confidence_level=0.9).reliability
+    for key in diagram:
+        np.testing.assert_allclose(ours[key], diagram[key], rtol=1e-12, equal_nan=True)
+
+
+def test_positive_class_convention_equals_the_in_memory_functions():
+    y, proba, weight = overconfident(3000, 2)
+    result = accumulate(y, proba[:, 1], weight, convention="positive_class").compute()
+    kw = {"sample_weight": weight, "convention": "positive_class"}
+    assert relative(result.ece, expected_calibration_error(y, proba[:, 1], **kw)) <= 1e-12
+    assert relative(result.smooth_ece, smooth_ece(y, proba[:, 1], **kw)) <= 1e-12
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_equal_mass_bins_and_tests_are_within_their_bounds(weighted):
+    y, proba, weight = overconfident(8000, 3, seed=1)
+    weight = weight if weighted else None
+    result = accumulate(y, proba, weight, chunks=(0, 2000)).compute()
+    kw = {"sample_weight": weight}
+    exact = adaptive_calibration_error(y, proba, **kw)
+    assert 0 < result.adaptive_ece_bound < 0.05
+    assert abs(result.adaptive_ece - exact) <= result.adaptive_ece_bound
+    # the value is the ECE over the reported (rounded) edges, by hand
+    confidence = proba.max(axis=1)
+    correct = proba.argmax(axis=1) == y
+    w = np.ones(len(y)) if weight is None else weight
+    bins = assign_bins(confidence, result.adaptive_edges)
+    count = np.bincount(bins, w)
+    gap = np.abs(np.bincount(bins, w * correct) - np.bincount(bins, w * confidence))
+    assert relative(result.adaptive_ece, gap.sum() / count.sum()) <= 1e-12
+    assert abs(result.debiased_ce - debiased_calibration_error(y, proba, **kw)) < 0.01
+    for method in ("ks", "kuiper"):
+        statistic, _ = calibration_test(y, proba, method=method, **kw)
+        found = result[method]
+        assert found.statistic <= statistic + 1e-9
+        assert statistic - found.statistic <= found.bound
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_smooth_errors_are_within_their_bounds(weighted):
+    y, proba, weight = overconfident(4000, 3, seed=2)
+    weight = weight if weighted else None
+    accumulator = accumulate(y, proba, weight, chunks=(0, 1500))
+    kw = {"sample_weight": weight}
+    result = accumulator.compute()
+    error, bandwidth = smooth_ece(y, proba, return_bandwidth=True, **kw)
+    assert bandwidth >= 0.01 and result.smooth_ece_bandwidth == bandwidth
+    assert result.smooth_ece_bound == 0.0  # the grids nest: equal up to rounding
+    assert relative(result.smooth_ece, error) <= 1e-12
+    # smECE's grid for h = 0.003 (3334 points) does not nest in the 400,001-point one
+    small = accumulator.compute(smooth_bandwidth=0.003)
+    assert 0 < small.smooth_ece_bound < 1e-2
+    assert (
+        abs(small.smooth_ece - smooth_ece(y, proba, bandwidth=0.003, **kw))
+        <= small.smooth_ece_bound
+    )
+    exact = smooth_calibration_error(y, proba, method="exact", **kw)
+    assert 0 < result.sece_bound < 1e-5
+    assert abs(result.sece - exact) <= result.sece_bound
+
+
+def test_merge_order_does_not_matter_and_pickles_round_trip():
+    y, proba, weight = overconfident(5000, 3, seed=3)
+    parts = [
+        CalibrationAccumulator(
+            n_resamples=20, interval_metrics=ALL_INTERVALS, random_state=1
+        ).update(y[s : s + 1000], proba[s : s + 1000], weight[s : s + 1000], row_ids=s)
+        for s in range(0, 5000, 1000)
+    ]
+    forward, backward = pickle.loads(pickle.dumps(parts[0])), pickle.loads(pickle.dumps(parts[-1]))
+    for part in parts[1:]:
+        forward.merge(part)
+    for part in parts[-2::-1]:
+        backward.merge(part)
+    first, second = forward.compute(), backward.compute()
+    for name in ("ece", "classwise_ece", "smooth_ece", "sece", "nll", "adaptive_ece"):
+        assert relative(first[name], second[name]) <= 1e-13, name
+    for name in ALL_INTERVALS:
+        np.testing.assert_allclose(
+            first.intervals[name].replicates, second.intervals[name].replicates, rtol=1e-12
+        )
+    restored = pickle.loads(pickle.dumps(forward)).compute()
+    assert restored.ece == first.ece and restored.intervals["ece"].low == first.intervals["ece"].low
+
+
+def test_poisson_bootstrap_merges_exactly_across_chunkings():
+    y, proba, _ = overconfident(3000, 3, seed=4)
+    options = {"n_resamples": 50, "interval_metrics": ALL_INTERVALS}
+    whole = accumulate(y, proba, **options)
+    rng = np.random.default_rng(0)
+    chunked = accumulate(y, proba, chunks=(0, 17, 990, 991, 2500), **options)
+    reordered = None
+    for start, stop in rng.permutation([(0, 700), (700, 1400), (1400, 3000)]):
+        part = CalibrationAccumulator(random_state=7, **options)
+        part.update(y[start:stop], proba[start:stop], row_ids=start)
+        reordered = part if reordered is None else reordered.merge(part)
+    # the first cells are the top-label bins: each replicate's weight there is a count
+    counts = whole._state["replicates"][:15, 0]
+    assert np.array_equal(counts, np.round(counts)) and counts.sum() > 0
+    for other in (chunked, reordered):
+        assert np.array_equal(other._state["replicates"][:15, 0], counts)
+        np.testing.assert_allclose(
+            other._state["replicates"], whole._state["replicates"], rtol=1e-12, atol=1e-12
+        )
+
+
+def test_poisson_counts_depend_on_the_row_id_only_and_follow_poisson_one():
+    key = seed_key(11)
+    ids = np.arange(20000) * 7 + 3
+    counts = poisson_counts(ids, key, 64)
+    assert np.array_equal(poisson_counts(ids[::-1], key, 64)[:, ::-1], counts)
+    assert np.array_equal(poisson_counts(ids[:500], key, 64), counts[:, :500])
+    assert np.array_equal(torch_poisson_counts(torch.as_tensor(ids), key, 64).numpy(), counts)
+    assert not np.array_equal(poisson_counts(ids, seed_key(12), 64), counts)
+    frequencies = np.bincount(counts.ravel(), minlength=4)[:4] / counts.size
+    expected = np.exp(-1) / np.array([1, 1, 2, 6])
+    np.testing.assert_allclose(frequencies, expected, atol=0.003)
+    correlation = np.corrcoef(counts[0].astype(float), counts[1].astype(float))[0, 1]
+    assert abs(correlation) < 0.02
+
+
+def test_numpy_and_numba_kernels_give_the_same_sums(monkeypatch):
+    pytest.importorskip("numba")
+    y, proba, weight = overconfident(70000, 5, seed=5, dtype=np.float32)
+    for sample_weight in (None, weight):
+        fast = _fused.top_label_sums(proba, y, sample_weight, 15)
+        monkeypatch.setenv("SKLEARN_CALIB_NUMBA", "0")
+        slow = _fused.top_label_sums(proba, y, sample_weight, 15)
+        monkeypatch.delenv("SKLEARN_CALIB_NUMBA")
+        for a, b in zip(fast[:3], slow[:3], strict=True):
+            assert np.array_equal(a, b)
+    options = {"n_resamples": 33, "interval_metrics": ALL_INTERVALS}
+    fast = accumulate(y[:3000], proba[:3000], weight[:3000], **options)._state["replicates"]
+    monkeypatch.setenv("SKLEARN_CALIB_NUMBA", "0")
+    slow = accumulate(y[:3000], proba[:3000], weight[:3000], **options)._state["replicates"]
+    assert np.array_equal(fast, slow)
+
+
+def test_torch_batches_on_their_device_equal_numpy_batches():
+    y, proba, weight = overconfident(4000, 4, seed=6, dtype=np.float32)
+    options = {"n_resamples": 20, "interval_metrics": ALL_INTERVALS, "random_state": 3}
+    on_numpy = CalibrationAccumulator(**options).update(y, proba, weight, row_ids=0).compute()
+    on_torch = CalibrationAccumulator(**options)
+    for start in range(0, 4000, 1000):
+        rows = slice(start, start + 1000)
+        on_torch.update(
+            torch.as_tensor(y[rows]),
+            torch.as_tensor(proba[rows]),
+            torch.as_tensor(weight[rows]),
+            row_ids=start,
+        )
+    assert isinstance(on_torch._state["top"], torch.Tensor)
+    result = on_torch.compute()
+    for name in ("ece", "mce", "classwise_ece", "top_label_ece", "nll", "brier", "smooth_ece"):
+        assert relative(result[name], on_numpy[name]) <= 1e-12, name
+    for name in ALL_INTERVALS:
+        np.testing.assert_allclose(
+            result.intervals[name].replicates, on_numpy.intervals[name].replicates, rtol=1e-12
+        )
+    restored = pickle.loads(pickle.dumps(on_torch))
+    assert isinstance(restored._state["top"], np.ndarray)
+
+
+def test_logits_input_is_softmaxed():
+    y, proba, _ = overconfident(2000, 3, seed=7)
+    logits = np.log(proba) + 5.0
+    result = CalibrationAccumulator(input="logits").update(y, logits).compute()
+    assert relative(result.ece, expected_calibration_error(y, proba)) <= 1e-12
+    tensor = CalibrationAccumulator(input="logits").update(
+        torch.as_tensor(y), torch.as_tensor(logits)
+    )
+    assert relative(tensor.compute().ece, result.ece) <= 1e-12
+
+
+def test_labels_map_to_columns_and_a_zero_weight_batch_is_allowed():
+    y, proba, weight = overconfident(1000, 3, seed=8)
+    names = np.array(["cat", "dog", "emu"])
+    accumulator = CalibrationAccumulator(labels=names).update(names[y], proba, weight)
+    accumulator.update(names[y[:10]], proba[:10], np.zeros(10))
+    expected = expected_calibration_error(y, proba, sample_weight=weight)
+    assert relative(accumulator.compute().ece, expected) <= 1e-12
+
+
+def test_bad_input_gets_clear_errors():
+    y, proba, _ = overconfident(100, 3)
+    with pytest.raises(ValueError, match="n_resamples"):
+        CalibrationAccumulator(n_resamples=-1)
+    with pytest.raises(ValueError, match="metrics"):
+        CalibrationAccumulator(metrics=["ece", "nope"])
+    with pytest.raises(ValueError, match="sum to 1"):
+        CalibrationAccumulator().update(y, proba * 2)
+    with pytest.raises(ValueError, match="holds no rows"):
+        CalibrationAccumulator().compute()
+    first = CalibrationAccumulator(n_bins=10).update(y, proba)
+    with pytest.raises(ValueError, match="same n_bins"):
+        first.merge(CalibrationAccumulator(n_bins=15).update(y, proba))
+    with pytest.raises(ValueError, match="3 classes"):
+        first.update(y, proba[:, :2] / proba[:, :2].sum(axis=1, keepdims=True))
+    numbered = CalibrationAccumulator(n_resamples=10, random_state=0).update(y, proba)
+    with pytest.raises(ValueError, match="row_ids"):
+        numbered.merge(CalibrationAccumulator(n_resamples=10, random_state=0).update(y, proba))
+    with pytest.raises(ValueError, match="random_state"):
+        numbered.merge(CalibrationAccumulator(n_resamples=10, random_state=1))
+    deferred = CalibrationAccumulator().update(
+        torch.as_tensor(y), torch.as_tensor(np.where(proba > 0.5, np.nan, proba))
+    )
+    with pytest.raises(ValueError, match="non-finite or negative"):
+        deferred.compute()
+    labels_out = CalibrationAccumulator().update(torch.as_tensor(y + 3), torch.as_tensor(proba))
+    with pytest.raises(ValueError, match="labels outside"):
+        labels_out.compute()
+
+
+def _distributed_rank(rank, world_size, init_file, y, proba, weight, folder):
+    """One rank: its share of rows (strided, as DistributedSampler), then all_reduce."""
+    import torch.distributed as dist
+
+    dist.init_process_group(
+        "gloo", init_method=f"file://{init_file}", rank=rank, world_size=world_size
+    )
+    try:
+        ids = np.arange(rank, len(y), world_size)
+        accumulator = CalibrationAccumulator(
+            n_resamples=40, interval_metrics=ALL_INTERVALS, random_state=5
+        )
+        if rank == 0:  # one rank sums torch tensors, the other numpy arrays
+            accumulator.update(
+                torch.as_tensor(y[ids]),
+                torch.as_tensor(proba[ids]),
+                torch.as_tensor(weight[ids]),
+                row_ids=torch.as_tensor(ids),
+            )
+        else:
+            accumulator.update(y[ids], proba[ids], weight[ids], row_ids=ids)
+        accumulator.all_reduce()
+        with open(f"{folder}/{rank}.pkl", "wb") as file:
+            pickle.dump(accumulator.compute(), file)
+    finally:
+        dist.destroy_process_group()
+
+
+def test_all_reduce_over_two_gloo_processes_equals_one_process(tmp_path):
+    y, proba, weight = overconfident(3000, 4, seed=9)
+    torch.multiprocessing.spawn(
+        _distributed_rank,
+        args=(2, tmp_path / "init", y, proba, weight, tmp_path),
+        nprocs=2,
+        join=True,
+    )
+    single = (
+        CalibrationAccumulator(n_resamples=40, interval_metrics=ALL_INTERVALS, random_state=5)
+        .update(y, proba, weight)
+        .compute()
+    )
+    for rank in range(2):
+        with open(tmp_path / f"{rank}.pkl", "rb") as file:
+            merged = pickle.load(file)
+        assert merged.n_samples == 3000
+        for name in ("ece", "mce", "classwise_ece", "top_label_ece", "nll", "smooth_ece", "sece"):
+            assert relative(merged[name], single[name]) <= 1e-12, name
+        for name in ALL_INTERVALS:
+            np.testing.assert_allclose(
+                merged.intervals[name].replicates, single.intervals[name].replicates, rtol=1e-12
+            )
