@@ -1,5 +1,6 @@
 """Neural classifiers (skorch) and their network zoo."""
 
+from ._calibration_scoring import CalibrationScoring
 from ._checkpoint import CheckpointWarning
 from ._device import resolve_device
 from ._faults import NonFiniteLossError
@@ -11,6 +12,7 @@ from ._targets import MixedTarget, WeightedTarget
 __all__ = [
     "DEFAULT_LRS",
     "RECIPES",
+    "CalibrationScoring",
     "REFERENCE_PAIRING",
     "CheckpointWarning",
     "MetaNetClassifier",

@@ -1,0 +1,105 @@
+"""CalibrationScoring: a skorch callback that records validation calibration per epoch."""
+
+import torch
+from skorch.callbacks import Callback
+from skorch.dataset import unpack_data
+
+from ..metrics import CalibrationAccumulator
+from ._targets import class_indices, sample_weights
+
+_METRICS = ("ece", "mce", "adaptive_ece", "classwise_ece", "smooth_ece", "nll", "brier")
+
+
+class CalibrationScoring(Callback):
+    """Record calibration errors of the validation split in the history, every epoch.
+
+    At the end of each epoch the validation batches go through the network (evaluation
+    mode, no gradient) and into a :class:`~sklearn_calib.metrics.CalibrationAccumulator`
+    on the net's device (nothing is copied to the host per batch); the chosen metrics
+    are recorded as ``{prefix}{metric}`` (``valid_ece``, ``valid_smooth_ece``, ...) with
+    ``{prefix}{metric}_best`` (lowest so far), so ``EarlyStopping(monitor="valid_ece")``
+    and ``Checkpoint(monitor="valid_ece_best")`` work. The values equal the metric
+    functions (:func:`~sklearn_calib.metrics.expected_calibration_error`,
+    :func:`~sklearn_calib.metrics.smooth_ece`, ...) of the net's ``predict_proba`` on the
+    validation data. It adds no per-batch hook, so training keeps its fast path.
+
+    Parameters
+    ----------
+    metrics : tuple of str, default=("ece", "smooth_ece")
+        From ``"ece"``, ``"mce"``, ``"adaptive_ece"`` (within its stated bound of
+        :func:`~sklearn_calib.metrics.adaptive_calibration_error`),
+        ``"classwise_ece"``, ``"smooth_ece"``, ``"nll"``, ``"brier"``.
+    n_bins : int, default=15
+        Bins of the binned errors.
+    input : {"logits", "probabilities"}, default="logits"
+        What the network outputs: logits are turned into probabilities by a softmax, as
+        ``predict_proba`` does with skorch's default ``predict_nonlinearity``.
+    prefix : str, default="valid_"
+        Start of the history keys.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_digits
+    >>> from sklearn_calib.estimators import CalibrationScoring, NetClassifier
+    >>> X, y = load_digits(return_X_y=True)
+    >>> net = NetClassifier(max_epochs=2, train_split=0.2, random_state=0,
+    ...                     callbacks=[CalibrationScoring()])
+    >>> net = net.fit((X / 16).astype(np.float32), y)
+    >>> sorted(key for key in net.history[-1] if key.startswith("valid_") and "ece" in key)
+    ['valid_ece', 'valid_ece_best', 'valid_smooth_ece', 'valid_smooth_ece_best']
+    """
+
+    def __init__(self, metrics=("ece", "smooth_ece"), n_bins=15, input="logits", prefix="valid_"):
+        self.metrics = metrics
+        self.n_bins = n_bins
+        self.input = input
+        self.prefix = prefix
+
+    def initialize(self):
+        unknown = [name for name in self.metrics if name not in _METRICS]
+        if unknown or not self.metrics:
+            raise ValueError(
+                f"Expected `metrics` to name metrics from {list(_METRICS)}, got "
+                f"{list(self.metrics)}."
+            )
+        # checks n_bins and input
+        CalibrationAccumulator(n_bins=self.n_bins, input=self.input, metrics=self.metrics)
+        self.best_ = {}
+        return self
+
+    def on_train_begin(self, net, X=None, y=None, **kwargs):
+        if net.train_split is None:
+            raise ValueError(
+                "CalibrationScoring scores the validation split, but `train_split` is None; "
+                "give the net a validation split (for example train_split=0.2)."
+            )
+
+    def on_epoch_end(self, net, dataset_valid=None, **kwargs):
+        if dataset_valid is None:
+            return
+        accumulator = CalibrationAccumulator(
+            n_bins=self.n_bins, input=self.input, metrics=self.metrics
+        )
+        module = net.module_
+        was_training = module.training
+        module.eval()
+        try:
+            with torch.inference_mode():
+                for batch in net.get_iterator(dataset_valid, training=False):
+                    _, target = unpack_data(batch)
+                    outputs = net.validation_step(batch)["y_pred"]
+                    labels = torch.as_tensor(class_indices(target), device=outputs.device)
+                    weight = sample_weights(target)
+                    accumulator.update(labels, outputs, weight)
+        finally:
+            module.train(was_training)
+        result = accumulator.compute()
+        for name in self.metrics:
+            key = f"{self.prefix}{name}"
+            value = float(result[name])
+            best = value < self.best_.get(key, float("inf"))
+            if best:
+                self.best_[key] = value
+            net.history.record(key, value)
+            net.history.record(f"{key}_best", bool(best))
