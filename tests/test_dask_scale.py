@@ -1,0 +1,178 @@
+"""Metrics, accumulators and calibrator fits of Dask collections equal the in-memory ones,
+on a two-worker cluster; Dask stays an optional import."""
+
+import importlib
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sklearn_calib import metrics
+from sklearn_calib._dask_chunks import is_dask_collection
+from sklearn_calib.calibrators import HistogramBinning, TemperatureScaling
+from sklearn_calib.metrics import CalibrationAccumulator
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_importing_and_measuring_arrays_does_not_import_dask():
+    code = (
+        "import sys\n"
+        "from sklearn_calib.metrics import CalibrationAccumulator, expected_calibration_error\n"
+        "from sklearn_calib import TemperatureScaling\n"
+        "expected_calibration_error([0, 1], [[0.8, 0.2], [0.3, 0.7]])\n"
+        "CalibrationAccumulator().update([0, 1], [[0.8, 0.2], [0.3, 0.7]]).compute()\n"
+        "TemperatureScaling().fit([[1.0, 0.0], [0.0, 2.0]], [0, 1])\n"
+        "assert not [m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')]\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=REPO)
+
+
+def test_dask_collections_are_recognised_by_their_protocol():
+    class Lazy:
+        def __dask_graph__(self):
+            return {}
+
+    assert is_dask_collection(Lazy())
+    assert not is_dask_collection(Lazy)
+    assert not is_dask_collection(np.ones(3))
+    assert not is_dask_collection([0.2, 0.8])
+
+
+distributed = pytest.importorskip("distributed")
+da = pytest.importorskip("dask.array")
+
+
+@pytest.fixture(scope="module")
+def client():
+    """Two worker processes with one thread each, importing this checkout."""
+    with pytest.MonkeyPatch.context() as patch:
+        path = os.environ.get("PYTHONPATH", "")
+        patch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), path]) if path else str(REPO))
+        with (
+            distributed.LocalCluster(
+                n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+            ) as cluster,
+            distributed.Client(cluster) as client,
+        ):
+            client.run(importlib.import_module, "sklearn_calib")
+            yield client
+
+
+def predictions(n=12000, n_classes=4, seed=0):
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(size=(n, n_classes)) * 2.5
+    proba = np.exp(logits - logits.max(axis=1, keepdims=True))
+    proba /= proba.sum(axis=1, keepdims=True)
+    labels = np.argmax(logits / 1.6 + rng.gumbel(size=logits.shape), axis=1)
+    return logits, labels, proba.astype(np.float32), rng.random(n)
+
+
+def chunked(y, proba, weight):
+    return (
+        da.from_array(y, chunks=2500),
+        da.from_array(proba, chunks=(3000, proba.shape[1])),
+        da.from_array(weight, chunks=4000),
+    )
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_accumulator_update_of_dask_arrays_equals_one_pass_in_memory(client, weighted):
+    _, y, proba, weight = predictions()
+    dy, dproba, dweight = chunked(y, proba, weight)
+    options = {"n_resamples": 30, "interval_metrics": ("ece", "smooth_ece"), "random_state": 2}
+    on_dask = CalibrationAccumulator(**options).update(dy, dproba, dweight if weighted else None)
+    in_memory = CalibrationAccumulator(**options).update(y, proba, weight if weighted else None)
+    first, second = on_dask.compute(), in_memory.compute()
+    assert first.n_samples == second.n_samples == len(y)
+    for name in ("ece", "classwise_ece", "adaptive_ece", "smooth_ece", "sece", "nll", "brier"):
+        assert abs(first[name] - second[name]) <= 1e-12 * abs(second[name]), name
+    for name in ("ece", "smooth_ece"):
+        np.testing.assert_allclose(
+            first.intervals[name].replicates, second.intervals[name].replicates, rtol=1e-12
+        )
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_calibrators_fit_dask_arrays_to_the_in_memory_values(client, weighted):
+    logits, y, _, weight = predictions(n=90000, n_classes=5, seed=1)
+    sample_weight = weight if weighted else None
+    dy, dlogits, dweight = chunked(y, logits, weight)
+    dask_weight = dweight if weighted else None
+    expected = TemperatureScaling().fit(logits, y, sample_weight=sample_weight)
+    found = TemperatureScaling().fit(dlogits, dy, sample_weight=dask_weight)
+    assert abs(found.temperature_ - expected.temperature_) <= 1e-10 * expected.temperature_
+    assert found.n_features_in_ == 5 and np.array_equal(found.classes_, expected.classes_)
+    np.testing.assert_allclose(found.predict_proba(logits), expected.predict_proba(logits))
+    for mode in ("top_label", "classwise"):
+        expected = HistogramBinning(mode=mode).fit(logits, y, sample_weight=sample_weight)
+        found = HistogramBinning(mode=mode).fit(dlogits, dy, sample_weight=dask_weight)
+        np.testing.assert_allclose(found.bin_values_, expected.bin_values_, rtol=1e-12)
+        np.testing.assert_allclose(found.bin_weights_, expected.bin_weights_, rtol=1e-12)
+        np.testing.assert_array_equal(found.bin_edges_, expected.bin_edges_)
+
+
+def test_dask_fits_reject_what_is_not_a_sum(client):
+    logits, y, _, _ = predictions(n=1000)
+    dy, dlogits, _ = chunked(y, logits, np.ones(1000))
+    with pytest.raises(ValueError, match="objective='nll'"):
+        TemperatureScaling(objective="ece").fit(dlogits, dy)
+    with pytest.raises(ValueError, match="strategy='uniform'"):
+        HistogramBinning(strategy="quantile").fit(dlogits, dy)
+    with pytest.raises(ValueError, match="in-memory data only"):
+        metrics_free = importlib.import_module("sklearn_calib.calibrators").PlattScaling()
+        metrics_free.fit(dlogits[:, :2], (dy > 0).astype(int))
+
+
+def test_readme_example_runs(client, capsys):
+    readme = (REPO / "README.md").read_text()
+    text = readme.split("## Measuring calibration at scale\n", 1)[1]
+    example = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    small = example.replace("1_000_000", "40_000").replace("100_000", "10_000")
+    # the test's cluster stands in for the example's own
+    small = small.replace(
+        "with LocalCluster(n_workers=2, threads_per_worker=1) as cluster, Client(cluster):",
+        "if True:",
+    )
+    exec(small, {"__name__": "__main__"})
+    printed = capsys.readouterr().out.splitlines()
+    ece = float(printed[0])
+    temperature, smece = (float(value) for value in printed[1].split()[:2])
+    assert 0.05 < ece < 0.5 and 1.5 < temperature < 2.5 and 0.05 < smece < 0.5
+
+
+def test_metric_functions_of_dask_arrays_equal_the_in_memory_ones(client):
+    _, y, proba, weight = predictions(seed=3)
+    dy, dproba, dweight = chunked(y, proba, weight)
+    for name in (
+        "expected_calibration_error",
+        "maximum_calibration_error",
+        "adaptive_calibration_error",
+        "debiased_calibration_error",
+        "classwise_calibration_error",
+        "top_label_calibration_error",
+        "negative_log_likelihood",
+        "brier_score",
+        "top_label_accuracy",
+        "smooth_ece",
+    ):
+        metric = getattr(metrics, name)
+        for dask_weight, sample_weight in ((None, None), (dweight, weight)):
+            found = metric(dy, dproba, sample_weight=dask_weight)
+            expected = metric(y, proba, sample_weight=sample_weight)
+            assert abs(found - expected) <= 1e-12 * abs(expected), name
+    for method in ("spiegelhalter", "ks", "kuiper"):
+        found = metrics.calibration_test(dy, dproba, method=method)
+        expected = metrics.calibration_test(y, proba, method=method)
+        assert abs(found.statistic - expected.statistic) <= 1e-9 * abs(expected.statistic)
+    found = metrics.reliability_diagram(dy, dproba, strategy="quantile", confidence_level=0.9)
+    expected = metrics.reliability_diagram(y, proba, strategy="quantile", confidence_level=0.9)
+    for key in expected:
+        np.testing.assert_allclose(found[key], expected[key], rtol=1e-12, equal_nan=True)
+    sece = metrics.smooth_calibration_error(dy, dproba)
+    assert abs(sece - metrics.smooth_calibration_error(y, proba)) < 1e-5
