@@ -25,6 +25,7 @@ from sklearn_calib.metrics import (
     top_label_calibration_error,
 )
 from sklearn_calib.metrics._binning import assign_bins
+from sklearn_calib.metrics._metrics import _TOP_LABEL_ROWS, binned_sums, scores_and_outcomes
 from sklearn_calib.metrics._poisson import poisson_counts, seed_key, torch_poisson_counts
 
 ALL_INTERVALS = ("ece", "mce", "accuracy", "nll", "brier", "classwise_ece", "smooth_ece")
@@ -204,19 +205,41 @@ def test_poisson_counts_depend_on_the_row_id_only_and_follow_poisson_one():
 
 def test_numpy_and_numba_kernels_give_the_same_sums(monkeypatch):
     pytest.importorskip("numba")
-    y, proba, weight = overconfident(70000, 5, seed=5, dtype=np.float32)
+    y, proba, weight = overconfident(300000, 5, seed=5, dtype=np.float32)
     for sample_weight in (None, weight):
-        fast = _fused.top_label_sums(proba, y, sample_weight, 15)
+        fused = _fused.top_label_sums(y, proba, None, sample_weight, 15, _TOP_LABEL_ROWS)
+        score, outcome = scores_and_outcomes(proba, y)
+        _, *expected = binned_sums(score, outcome, sample_weight, 15, "uniform")
+        for found, wanted in zip(fused, expected, strict=True):
+            assert np.array_equal(found, wanted)
+        ece = expected_calibration_error(y, proba, sample_weight=sample_weight)
         monkeypatch.setenv("SKLEARN_CALIB_NUMBA", "0")
-        slow = _fused.top_label_sums(proba, y, sample_weight, 15)
+        assert _fused.top_label_sums(y, proba, None, sample_weight, 15, _TOP_LABEL_ROWS) is None
+        assert expected_calibration_error(y, proba, sample_weight=sample_weight) == ece
         monkeypatch.delenv("SKLEARN_CALIB_NUMBA")
-        for a, b in zip(fast[:3], slow[:3], strict=True):
-            assert np.array_equal(a, b)
     options = {"n_resamples": 33, "interval_metrics": ALL_INTERVALS}
     fast = accumulate(y[:3000], proba[:3000], weight[:3000], **options)._state["replicates"]
     monkeypatch.setenv("SKLEARN_CALIB_NUMBA", "0")
     slow = accumulate(y[:3000], proba[:3000], weight[:3000], **options)._state["replicates"]
     assert np.array_equal(fast, slow)
+
+
+def test_the_fused_pass_leaves_bad_or_rounded_input_to_the_usual_checks():
+    pytest.importorskip("numba")
+    y, proba, _ = overconfident(5000, 3, seed=10)
+    assert _fused.top_label_sums(y, proba, None, None, 15, _TOP_LABEL_ROWS) is not None
+    for bad in (np.nan, -0.1, 1.5):
+        broken = proba.copy()
+        broken[17, 1] = bad
+        assert _fused.top_label_sums(y, broken, None, None, 15, _TOP_LABEL_ROWS) is None
+        with pytest.raises(ValueError, match="NaN|negative|sum to 1"):
+            expected_calibration_error(y, broken)
+    rounded = proba.copy()
+    rounded[3] = [1.0 + 2e-4, 0.0, 0.0]  # within the tolerance: clipped to 1 by the checks
+    assert _fused.top_label_sums(y, rounded, None, None, 15, _TOP_LABEL_ROWS) is None
+    clipped = rounded.copy()
+    clipped[3, 0] = 1.0
+    assert expected_calibration_error(y, rounded) == expected_calibration_error(y, clipped)
 
 
 def test_torch_batches_on_their_device_equal_numpy_batches():

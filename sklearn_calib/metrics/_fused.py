@@ -5,9 +5,9 @@ float64 terms in the same order, so they return the same sums bit for bit:
 
 - :func:`top_label_sums`: the per-bin weight, confidence and correctness sums of the
   top label over equal-width bins (``max``/``argmax`` of each row, its bin, three
-  weighted sums), in blocks of ``_TOP_LABEL_ROWS`` rows as ``binned_sums``; the numba
-  kernel reads the probabilities once, with a summary of them (row sums, extreme
-  entries) for the checks of the input.
+  weighted sums), in the blocks of rows of ``binned_sums``, and the
+  checks of the probabilities, in one read of them (numba only: without it the metric
+  takes its usual numpy path, which gives the same sums).
 - :func:`replicate_sums`: the Poisson bootstrap's replicate sums, each row's values
   times its Poisson(1) count of every replicate (:mod:`._poisson`).
 """
@@ -18,8 +18,8 @@ import os
 
 import numpy as np
 
+from .._validation import ROW_SUM_TOLERANCE, check_labels_and_weights
 from ._binning import uniform_bin_edges
-from ._metrics import _TOP_LABEL_ROWS, binned_sums, scores_and_outcomes
 from ._poisson import THRESHOLDS, counts_from_keys
 
 #: Setting this environment variable to ``0`` makes the fused passes use numpy even with
@@ -43,48 +43,60 @@ def numba_kernels():
     return _load_numba_kernels()
 
 
-def top_label_sums(proba, y_index, sample_weight, n_bins):
-    """Per-bin sums of the top label over ``n_bins`` equal-width bins, in one pass.
+def top_label_sums(y_true, y_prob, labels, sample_weight, n_bins, block):
+    """The checks and the top-label bin sums of ``expected_calibration_error``, fused.
+
+    With numba, the probabilities are read once: each row's maximum and its column, the
+    maximum's bin among ``n_bins`` equal-width bins, three weighted sums, and whether the
+    row would pass the checks of the probabilities unchanged (entries in [0, 1], a sum
+    within half the tolerance of 1). Labels and weights are checked as usual.
 
     Parameters
     ----------
-    proba : ndarray of shape (n_samples, n_classes)
-        Probabilities, float32 or float64.
-    y_index : ndarray of shape (n_samples,)
-        Column of each sample's true class.
-    sample_weight : ndarray of shape (n_samples,) or None
-        Sample weights.
+    y_true, y_prob, labels, sample_weight
+        As the metric takes them.
     n_bins : int
         Number of bins.
+    block : int
+        Rows per block of the sums (those of ``binned_sums``, for the same additions).
 
     Returns
     -------
-    counts, confidence_sums, correct_sums : ndarray of shape (n_bins,)
-        Weighted, in float64; equal to those of ``binned_sums`` bit for bit.
-    summary : ndarray of shape (4,) or None
-        With numba: the smallest and largest row sum and entry of ``proba`` (NaN when
-        it holds NaN); None from numpy, whose callers check the input themselves.
+    sums : tuple of 3 ndarray of shape (n_bins,) or None
+        Per-bin weight, confidence and correctness sums, equal bit for bit to those of
+        ``binned_sums`` on the checked input; None when numba is not there, when the
+        input is not a C-ordered float32/float64 matrix, or when a row needs the full
+        checks (to raise their errors, or to clip rounding above 1): the caller then takes
+        the usual path.
     """
     kernels = numba_kernels()
-    if kernels is None:
-        score, outcome = scores_and_outcomes(proba, y_index)
-        _, counts, confidence, correct = binned_sums(
-            score, outcome, sample_weight, n_bins, "uniform"
-        )
-        return counts, confidence, correct, None
+    proba = y_prob if isinstance(y_prob, np.ndarray) else None
+    if (
+        kernels is None
+        or proba is None
+        or proba.ndim != 2
+        or proba.shape[0] == 0
+        or proba.shape[1] < 2
+        or proba.dtype not in (np.float32, np.float64)
+        or not proba.flags.c_contiguous
+    ):
+        return None
+    y_index, sample_weight = check_labels_and_weights(
+        y_true, proba.shape[0], proba.shape[1], labels=labels, sample_weight=sample_weight
+    )
     inner = uniform_bin_edges(n_bins)[1:-1].astype(proba.dtype)
     weighted = sample_weight is not None
-    weight = sample_weight if weighted else np.empty(0)
-    sums, summary = kernels.top_label_bins(
-        np.ascontiguousarray(proba),
+    sums, suspicious = kernels.top_label_bins(
+        proba,
         np.ascontiguousarray(y_index, dtype=np.int64),
-        weight,
+        sample_weight if weighted else np.empty(0),
         weighted,
         inner,
         n_bins,
-        _TOP_LABEL_ROWS,
+        block,
+        ROW_SUM_TOLERANCE / 2,
     )
-    return sums[0], sums[1], sums[2], summary
+    return None if suspicious else (sums[0], sums[1], sums[2])
 
 
 def replicate_sums(base, cells, values, out):

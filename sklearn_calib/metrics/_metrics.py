@@ -23,6 +23,7 @@ from .._validation import (
     check_number,
 )
 from ._binning import assign_bins, bin_sums, quantile_bin_edges, uniform_bin_edges
+from ._fused import top_label_sums
 from ._intervals import clopper_pearson
 
 #: Probabilities are clipped to ``[NLL_EPS, 1]`` before the logarithm of the NLL, so a
@@ -315,6 +316,11 @@ def expected_calibration_error(
     n_bins = check_n_bins(n_bins)
     _check_option(strategy, "strategy", _STRATEGIES)
     _check_option(norm, "norm", _NORMS)
+    _check_option(convention, "convention", CONVENTIONS)
+    if strategy == "uniform" and convention == "top_label":
+        sums = top_label_sums(y_true, y_prob, labels, sample_weight, n_bins, _TOP_LABEL_ROWS)
+        if sums is not None:
+            return float(_calibration_error_from_bins(*sums, norm))
     y_index, proba, sample_weight = check_classification_inputs(
         y_true, y_prob, labels=labels, sample_weight=sample_weight
     )

@@ -19,7 +19,7 @@ _MASK32 = np.uint64(0xFFFFFFFF)
 @njit(inline="always")
 def _bin_of(value, inner, n_bins):
     """Bin of ``value`` under ``(lower, upper]``: the number of inner edges below it."""
-    guess = int(value * n_bins)
+    guess = int(value * n_bins) if 0.0 <= value <= 1.0 else 0
     bin_index = min(max(guess, 0), n_bins - 1)
     while bin_index > 0 and value <= inner[bin_index - 1]:
         bin_index -= 1
@@ -28,9 +28,9 @@ def _bin_of(value, inner, n_bins):
     return bin_index
 
 
-@njit(parallel=True, nogil=True, cache=True, fastmath={"nnan", "ninf"})
-def top_label_bins(proba, y_index, weight, weighted, inner, n_bins, block):
-    """Per-bin weight, confidence and correctness sums of the top label, and input summaries.
+@njit(parallel=True, nogil=True, cache=True)
+def top_label_bins(proba, y_index, weight, weighted, inner, n_bins, block, margin):
+    """Per-bin weight, confidence and correctness sums of the top label, and a check.
 
     Blocks of ``block`` rows are summed in parallel, each row after row, and the block
     sums are added in block order (as ``binned_sums`` adds its ``np.bincount`` blocks).
@@ -38,43 +38,41 @@ def top_label_bins(proba, y_index, weight, weighted, inner, n_bins, block):
     Returns
     -------
     sums : ndarray of shape (3, n_bins)
-    summary : ndarray of shape (4,)
-        Smallest and largest row sum (float64), smallest and largest entry.
+    suspicious : int
+        Rows with an entry outside [0, 1] (NaN included) or a sum (in float64) farther
+        than ``margin`` from 1: when 0, the probabilities pass the checks unchanged.
     """
     n_rows, n_classes = proba.shape
     n_blocks = (n_rows + block - 1) // block
     partial = np.zeros((n_blocks, 3, n_bins))
-    summaries = np.empty((n_blocks, 4))
+    flagged = np.zeros(n_blocks, np.int64)
     for b in prange(n_blocks):
         best = np.empty(_TILE, proba.dtype)
-        lowest = np.empty(_TILE, proba.dtype)
         arg = np.empty(_TILE, np.int64)
         total = np.empty(_TILE, np.float64)
-        low_sum, high_sum, low, high = np.inf, -np.inf, np.inf, -np.inf
+        outside = np.empty(_TILE, np.bool_)
         stop = min(n_rows, (b + 1) * block)
         for start in range(b * block, stop, _TILE):
             size = min(_TILE, stop - start)
             for i in range(size):
                 value = proba[start + i, 0]
                 best[i] = value
-                lowest[i] = value
                 arg[i] = 0
                 total[i] = value
+                outside[i] = not (0.0 <= value <= 1.0)
             for j in range(1, n_classes):
                 for i in range(size):
                     value = proba[start + i, j]
                     greater = value > best[i]
                     best[i] = value if greater else best[i]
                     arg[i] = j if greater else arg[i]
-                    lowest[i] = min(lowest[i], value)
                     total[i] += value
+                    outside[i] |= not (0.0 <= value <= 1.0)
             for i in range(size):
                 row = start + i
+                if outside[i] or not (abs(total[i] - 1.0) <= margin):
+                    flagged[b] += 1
                 confidence = best[i]
-                low_sum = min(low_sum, total[i])
-                high_sum = max(high_sum, total[i])
-                low = min(low, lowest[i])
-                high = max(high, confidence)
                 g = _bin_of(confidence, inner, n_bins)
                 correct = 1.0 if arg[i] == y_index[row] else 0.0
                 if weighted:
@@ -86,22 +84,10 @@ def top_label_bins(proba, y_index, weight, weighted, inner, n_bins, block):
                     partial[b, 0, g] += 1.0
                     partial[b, 1, g] += np.float64(confidence)
                     partial[b, 2, g] += correct
-        summaries[b, 0] = low_sum
-        summaries[b, 1] = high_sum
-        summaries[b, 2] = low
-        summaries[b, 3] = high
     sums = np.zeros((3, n_bins))
     for b in range(n_blocks):
         sums += partial[b]
-    summary = np.array(
-        [
-            summaries[:, 0].min(),
-            summaries[:, 1].max(),
-            summaries[:, 2].min(),
-            summaries[:, 3].max(),
-        ]
-    )
-    return sums, summary
+    return sums, flagged.sum()
 
 
 @njit(inline="always")
