@@ -44,13 +44,16 @@ def top_label_bins(proba, y_index, weight, weighted, inner, n_bins, block, margi
     """
     n_rows, n_classes = proba.shape
     n_blocks = (n_rows + block - 1) // block
-    partial = np.zeros((n_blocks, 3, n_bins))
+    # flat per-bin sums: indexing a 2-D array here costs three times the whole pass
+    partial = np.zeros((n_blocks, 3 * n_bins))
     flagged = np.zeros(n_blocks, np.int64)
     for b in prange(n_blocks):
         best = np.empty(_TILE, proba.dtype)
         arg = np.empty(_TILE, np.int64)
+        lowest = np.empty(_TILE, proba.dtype)
         total = np.empty(_TILE, np.float64)
-        outside = np.empty(_TILE, np.bool_)
+        sums = np.zeros(3 * n_bins)
+        suspicious = 0
         stop = min(n_rows, (b + 1) * block)
         for start in range(b * block, stop, _TILE):
             size = min(_TILE, stop - start)
@@ -58,36 +61,39 @@ def top_label_bins(proba, y_index, weight, weighted, inner, n_bins, block, margi
                 value = proba[start + i, 0]
                 best[i] = value
                 arg[i] = 0
+                lowest[i] = value
                 total[i] = value
-                outside[i] = not (0.0 <= value <= 1.0)
             for j in range(1, n_classes):
                 for i in range(size):
                     value = proba[start + i, j]
                     greater = value > best[i]
                     best[i] = value if greater else best[i]
                     arg[i] = j if greater else arg[i]
+                    lowest[i] = value if value < lowest[i] else lowest[i]
                     total[i] += value
-                    outside[i] |= not (0.0 <= value <= 1.0)
             for i in range(size):
                 row = start + i
-                if outside[i] or not (abs(total[i] - 1.0) <= margin):
-                    flagged[b] += 1
                 confidence = best[i]
+                # a NaN or infinite entry makes the sum NaN or infinite: flagged too
+                if not (lowest[i] >= 0.0 and confidence <= 1.0 and abs(total[i] - 1.0) <= margin):
+                    suspicious += 1
                 g = _bin_of(confidence, inner, n_bins)
                 correct = 1.0 if arg[i] == y_index[row] else 0.0
                 if weighted:
                     w = weight[row]
-                    partial[b, 0, g] += w
-                    partial[b, 1, g] += np.float64(confidence) * w
-                    partial[b, 2, g] += correct * w
+                    sums[g] += w
+                    sums[n_bins + g] += np.float64(confidence) * w
+                    sums[2 * n_bins + g] += correct * w
                 else:
-                    partial[b, 0, g] += 1.0
-                    partial[b, 1, g] += np.float64(confidence)
-                    partial[b, 2, g] += correct
-    sums = np.zeros((3, n_bins))
+                    sums[g] += 1.0
+                    sums[n_bins + g] += np.float64(confidence)
+                    sums[2 * n_bins + g] += correct
+        partial[b] = sums
+        flagged[b] = suspicious
+    total_sums = np.zeros(3 * n_bins)
     for b in range(n_blocks):
-        sums += partial[b]
-    return sums, flagged.sum()
+        total_sums += partial[b]
+    return total_sums.reshape(3, n_bins), flagged.sum()
 
 
 @njit(inline="always")

@@ -1,0 +1,88 @@
+"""ECE in one pass: ``expected_calibration_error`` against one memory pass over the array.
+
+On ``--rows`` x ``--classes`` float32 probabilities (default 10^7 x 10, 381 MiB), times
+the best of ``--repeat`` calls of: ``np.sum`` and ``torch.sum`` over the array (one
+memory pass, the limit), ``expected_calibration_error`` with numba (its fused pass:
+row maxima and their columns, bins, weighted sums and the checks of the probabilities
+in one read) and with numpy (``SKLEARN_CALIB_NUMBA=0``), and prints each as a ratio of
+the ``np.sum`` pass, with the two ECE values (equal bit for bit). Run from the
+repository root::
+
+    PYTHONPATH=. python benchmarks/speed/bench_ece_pass.py [--rows 10000000] [--repeat 7]
+
+numba uses all cores (``NUMBA_NUM_THREADS``), as torch does.
+"""
+
+import argparse
+import os
+import time
+
+import numpy as np
+import torch
+
+from sklearn_calib.metrics import expected_calibration_error
+
+
+def best_time(function, repeat):
+    best = np.inf
+    for _ in range(repeat):
+        start = time.perf_counter()
+        function()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def with_numba(enabled, function):
+    def call():
+        previous = os.environ.get("SKLEARN_CALIB_NUMBA")
+        os.environ["SKLEARN_CALIB_NUMBA"] = "1" if enabled else "0"
+        try:
+            return function()
+        finally:
+            if previous is None:
+                del os.environ["SKLEARN_CALIB_NUMBA"]
+            else:
+                os.environ["SKLEARN_CALIB_NUMBA"] = previous
+
+    return call
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=10**7)
+    parser.add_argument("--classes", type=int, default=10)
+    parser.add_argument("--repeat", type=int, default=7)
+    args = parser.parse_args()
+    rng = np.random.default_rng(0)
+    proba = rng.random((args.rows, args.classes), dtype=np.float32) ** 4
+    proba /= proba.sum(axis=1, keepdims=True)
+    labels = rng.integers(0, args.classes, args.rows)
+    tensor = torch.from_numpy(proba)
+
+    def ece():
+        return expected_calibration_error(labels, proba)
+
+    fused = with_numba(True, ece)
+    plain = with_numba(False, ece)
+    values = {"numba": fused(), "numpy": plain()}  # also the warm-up (numba's cache)
+    times = {
+        "np.sum pass": best_time(lambda: proba.sum(), args.repeat),
+        "torch.sum pass": best_time(lambda: tensor.sum(), args.repeat),
+        "ECE, numba (fused pass)": best_time(fused, args.repeat),
+        "ECE, numpy": best_time(plain, args.repeat),
+    }
+    size = proba.nbytes / 2**20
+    print(
+        f"{args.rows:,} x {args.classes} float32 ({size:.0f} MiB), best of {args.repeat}, "
+        f"torch threads {torch.get_num_threads()}, NUMBA_NUM_THREADS "
+        f"{os.environ.get('NUMBA_NUM_THREADS', 'all cores')}"
+    )
+    baseline = times["np.sum pass"]
+    for name, seconds in times.items():
+        print(f"  {name:26s} {seconds:.4f} s   {seconds / baseline:5.2f} x np.sum pass")
+    same = values["numba"] == values["numpy"]
+    print(f"  ECE numba {values['numba']!r}, numpy {values['numpy']!r}: identical {same}")
+
+
+if __name__ == "__main__":
+    main()
