@@ -12,6 +12,7 @@ from .._validation import check_classification_inputs
 from ._binning import assign_bins, uniform_bin_edges
 from ._debiased import debiased_calibration_error, debiased_plan
 from ._decomposition import per_sample_score
+from ._dispatch import dask_aware
 from ._metrics import (
     _calibration_error_from_bins,
     _check_option,
@@ -246,6 +247,7 @@ def _row_replicates(metric, arguments, n_rows, sample_weight, n_resamples, rng, 
     return replicates, jackknife
 
 
+@dask_aware
 def calibration_error_ci(
     metric,
     y_true,

@@ -3,6 +3,7 @@
 import numpy as np
 
 from .._validation import check_classification_inputs, check_n_bins
+from ._dispatch import dask_aware
 from ._metrics import _STRATEGIES, _check_option, binned_columns, scores_and_outcomes
 from ._resampling import ResamplingPlan, cell_sums
 
@@ -40,6 +41,7 @@ def _debiased_bins(y_true, y_prob, n_bins, strategy, convention, labels, sample_
     return cell, n_bins, columns
 
 
+@dask_aware
 def debiased_calibration_error(
     y_true,
     y_prob,

@@ -8,6 +8,9 @@ Dask never imports it.
 """
 
 import functools
+import inspect
+
+from sklearn.utils import Bunch
 
 from .._dask_chunks import uses_dask
 
@@ -16,7 +19,11 @@ HANDLERS = {}
 
 
 def register(name):
-    """Decorator: make a function the Dask handler of the metric ``name``."""
+    """Decorator: make a function the Dask handler of the metric ``name``.
+
+    The handler gets one :class:`~sklearn.utils.Bunch` of the call's arguments, by name,
+    with the metric's defaults filled in.
+    """
 
     def decorator(handler):
         HANDLERS[name] = handler
@@ -31,18 +38,22 @@ def dask_aware(metric):
     Parameters
     ----------
     metric : callable
-        ``metric(y_true, y_prob, *, ..., sample_weight=None)``.
+        A metric with arguments named ``y_true``, ``y_prob`` and ``sample_weight``.
 
     Returns
     -------
     callable
         The metric, with the same name, signature and docstring.
     """
+    signature = inspect.signature(metric)
 
     @functools.wraps(metric)
-    def wrapper(y_true, y_prob, *args, **kwargs):
-        if uses_dask(y_true, y_prob, kwargs.get("sample_weight")):
-            return HANDLERS[metric.__name__](y_true, y_prob, *args, **kwargs)
-        return metric(y_true, y_prob, *args, **kwargs)
+    def wrapper(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        call = bound.arguments
+        if uses_dask(call.get("y_true"), call.get("y_prob"), call.get("sample_weight")):
+            bound.apply_defaults()
+            return HANDLERS[metric.__name__](Bunch(**bound.arguments))
+        return metric(*args, **kwargs)
 
     return wrapper

@@ -6,6 +6,7 @@ import numpy as np
 from scipy.stats import norm
 
 from .._validation import check_classification_inputs
+from ._dispatch import dask_aware
 from ._metrics import _check_option, scores_and_outcomes
 
 CalibrationTestResult = namedtuple("CalibrationTestResult", ["statistic", "pvalue"])
@@ -60,6 +61,7 @@ def _cumulative_differences(score, outcome, weight):
     return partial[last_of_tie]
 
 
+@dask_aware
 def calibration_test(
     y_true,
     y_prob,

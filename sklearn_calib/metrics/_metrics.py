@@ -23,6 +23,7 @@ from .._validation import (
     check_number,
 )
 from ._binning import assign_bins, bin_sums, quantile_bin_edges, uniform_bin_edges
+from ._dispatch import dask_aware
 from ._fused import top_label_sums
 from ._intervals import clopper_pearson
 
@@ -226,6 +227,7 @@ def binned_sums(score, outcome, sample_weight, n_bins, strategy):
     return edges, counts, score_sums, outcome_sums
 
 
+@dask_aware
 def expected_calibration_error(
     y_true,
     y_prob,
@@ -331,6 +333,7 @@ def expected_calibration_error(
     return float(_calibration_error_from_bins(counts, confidence_sums, accuracy_sums, norm))
 
 
+@dask_aware
 def maximum_calibration_error(
     y_true,
     y_prob,
@@ -387,6 +390,7 @@ def maximum_calibration_error(
     )
 
 
+@dask_aware
 def adaptive_calibration_error(
     y_true, y_prob, *, n_bins=15, norm="l1", convention="top_label", labels=None, sample_weight=None
 ):
@@ -444,6 +448,7 @@ def adaptive_calibration_error(
     )
 
 
+@dask_aware
 def classwise_calibration_error(
     y_true, y_prob, *, n_bins=15, norm="l1", labels=None, sample_weight=None
 ):
@@ -588,6 +593,7 @@ def differentiable_calibration_error(
     return float(np.sum(mass / total * gap))
 
 
+@dask_aware
 def brier_score(y_true, y_prob, *, labels=None, sample_weight=None):
     """Multiclass Brier score: the mean over samples of ``sum_k (p_k - 1[y = k])^2``.
 
@@ -630,6 +636,7 @@ def brier_score(y_true, y_prob, *, labels=None, sample_weight=None):
     return _weighted_mean(per_sample, sample_weight)
 
 
+@dask_aware
 def negative_log_likelihood(y_true, y_prob, *, labels=None, sample_weight=None):
     """Mean negative log-likelihood of the true class, ``-mean log p_y``.
 
@@ -667,6 +674,7 @@ def negative_log_likelihood(y_true, y_prob, *, labels=None, sample_weight=None):
     return _weighted_mean(-np.log(true_proba), sample_weight)
 
 
+@dask_aware
 def top_label_accuracy(y_true, y_prob, *, labels=None, sample_weight=None):
     """Accuracy of the most probable class (first column on ties, as ``np.argmax``).
 
@@ -701,6 +709,7 @@ def top_label_accuracy(y_true, y_prob, *, labels=None, sample_weight=None):
     return _weighted_mean(correct, sample_weight)
 
 
+@dask_aware
 def reliability_diagram(
     y_true,
     y_prob,

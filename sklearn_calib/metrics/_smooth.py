@@ -13,6 +13,7 @@ import numpy as np
 from scipy.signal import fftconvolve
 
 from .._validation import check_classification_inputs, check_number
+from ._dispatch import dask_aware
 from ._metrics import SECE_EPS, _check_option, _weighted_mean, scores_and_outcomes
 from ._resampling import ResamplingPlan, cell_sums
 
@@ -223,6 +224,7 @@ def _smoothed_accuracy(score, outcome, weight, bandwidth, include_self, method):
     return accuracy
 
 
+@dask_aware
 def smooth_calibration_error(
     y_true,
     y_prob,
@@ -485,6 +487,7 @@ def _check_smece_bandwidth(bandwidth):
     return check_number("bandwidth", bandwidth, low=SMECE_BANDWIDTH_FLOOR)
 
 
+@dask_aware
 def smooth_ece(
     y_true,
     y_prob,

@@ -4,6 +4,7 @@ import numpy as np
 
 from .._validation import check_classification_inputs, check_n_bins
 from ._binning import assign_bins, quantile_bin_edges, uniform_bin_edges
+from ._dispatch import dask_aware
 from ._metrics import (
     _NORMS,
     _STRATEGIES,
@@ -64,6 +65,7 @@ def _top_label_cells(y_true, y_prob, n_bins, strategy, norm, average, labels, sa
     return predicted * n_bins + bins, n_classes * n_bins, (n_classes, n_bins), columns
 
 
+@dask_aware
 def top_label_calibration_error(
     y_true,
     y_prob,
