@@ -72,6 +72,12 @@ def peak_rss_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def cpu_seconds():
+    """This process's user and system CPU time so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def through_dask(directory, args):
     import dask.array as da
     from distributed import Client, LocalCluster
@@ -92,6 +98,7 @@ def through_dask(directory, args):
     ):
         client.run(lambda: __import__("sklearn_calib.metrics"))
         start_rss = client.run(peak_rss_mb)
+        start_cpu = client.run(cpu_seconds)
         start = time.perf_counter()
         accumulator = CalibrationAccumulator(
             metrics=["ece", "classwise_ece", "smooth_ece"],
@@ -103,7 +110,9 @@ def through_dask(directory, args):
         result = accumulator.compute()
         seconds = time.perf_counter() - start
         peaks = client.run(peak_rss_mb)
-    return result, seconds, start_rss, peaks
+        cpu = client.run(cpu_seconds)
+    busy = {worker: cpu[worker] - start_cpu[worker] for worker in cpu}
+    return result, seconds, start_rss, peaks, busy
 
 
 def in_memory(directory, n_chunks, args):
@@ -161,7 +170,7 @@ def main():
             f"data: {args.rows:,} x {args.classes} float32 ({gigabytes:.2f} GB) in {n_chunks} "
             f"chunks of {args.chunk_rows:,} rows, written in {time.perf_counter() - start:.1f} s"
         )
-        result, dask_seconds, start_rss, peaks = through_dask(directory, args)
+        result, dask_seconds, start_rss, peaks, busy = through_dask(directory, args)
         print(
             f"Dask, {args.workers} workers x 1 thread, memory limit {args.memory_limit} each: "
             f"ECE + classwise ECE + smECE + {args.resamples}-replicate ECE interval in one "
@@ -169,7 +178,10 @@ def main():
         )
         for worker, peak in peaks.items():
             before = start_rss[worker]
-            print(f"  worker {worker}: peak RSS {peak:.0f} MiB (after start-up {before:.0f})")
+            print(
+                f"  worker {worker}: peak RSS {peak:.0f} MiB (after start-up {before:.0f}), "
+                f"CPU {busy[worker]:.0f} s"
+            )
         values, times = in_memory(directory, n_chunks, args)
         memory_seconds = sum(times.values())
         print(
