@@ -1,16 +1,16 @@
 """ECE in one pass: ``expected_calibration_error`` against one memory pass over the array.
 
 On ``--rows`` x ``--classes`` float32 probabilities (default 10^7 x 10, 381 MiB), times
-the best of ``--repeat`` calls of: ``np.sum`` and ``torch.sum`` over the array (one
-memory pass, the limit), ``expected_calibration_error`` with numba (its fused pass:
-row maxima and their columns, bins, weighted sums and the checks of the probabilities
-in one read) and with numpy (``SKLEARN_CALIB_NUMBA=0``), and prints each as a ratio of
-the ``np.sum`` pass, with the two ECE values (equal bit for bit). Run from the
-repository root::
+the best of ``--repeat`` rounds (the candidates take turns in each round) of:
+``np.sum`` and ``torch.sum`` over the array (one memory pass, the limit),
+``expected_calibration_error`` with numba (its fused pass: row maxima and their
+columns, bins, weighted sums and the checks of the probabilities in one read) and with
+numpy (``SKLEARN_CALIB_NUMBA=0``), and prints each as a ratio of the ``np.sum`` pass,
+with the two ECE values (equal bit for bit). Run from the repository root::
 
     PYTHONPATH=. python benchmarks/speed/bench_ece_pass.py [--rows 10000000] [--repeat 7]
 
-numba uses all cores (``NUMBA_NUM_THREADS``), as torch does.
+numba uses ``NUMBA_NUM_THREADS`` threads (all cores by default), torch its own.
 """
 
 import argparse
@@ -23,12 +23,15 @@ import torch
 from sklearn_calib.metrics import expected_calibration_error
 
 
-def best_time(function, repeat):
-    best = np.inf
+def best_times(functions, repeat):
+    """Each function's best time over ``repeat`` rounds, the functions taking turns in
+    every round (so that other jobs on the machine slow them alike)."""
+    best = dict.fromkeys(functions, np.inf)
     for _ in range(repeat):
-        start = time.perf_counter()
-        function()
-        best = min(best, time.perf_counter() - start)
+        for name, function in functions.items():
+            start = time.perf_counter()
+            function()
+            best[name] = min(best[name], time.perf_counter() - start)
     return best
 
 
@@ -65,12 +68,13 @@ def main():
     fused = with_numba(True, ece)
     plain = with_numba(False, ece)
     values = {"numba": fused(), "numpy": plain()}  # also the warm-up (numba's cache)
-    times = {
-        "np.sum pass": best_time(lambda: proba.sum(), args.repeat),
-        "torch.sum pass": best_time(lambda: tensor.sum(), args.repeat),
-        "ECE, numba (fused pass)": best_time(fused, args.repeat),
-        "ECE, numpy": best_time(plain, args.repeat),
+    candidates = {
+        "np.sum pass": proba.sum,
+        "torch.sum pass": tensor.sum,
+        "ECE, numba (fused pass)": fused,
+        "ECE, numpy": plain,
     }
+    times = best_times(candidates, args.repeat)
     size = proba.nbytes / 2**20
     print(
         f"{args.rows:,} x {args.classes} float32 ({size:.0f} MiB), best of {args.repeat}, "
