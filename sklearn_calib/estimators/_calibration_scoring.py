@@ -16,8 +16,8 @@ class CalibrationScoring(Callback):
     At the end of each epoch the validation batches go through the network (evaluation
     mode, no gradient) and into a :class:`~sklearn_calib.metrics.CalibrationAccumulator`
     on the net's device (nothing is copied to the host per batch); the chosen metrics
-    are recorded as ``{prefix}{metric}`` (``valid_ece``, ``valid_smooth_ece``, ...) with
-    ``{prefix}{metric}_best`` (lowest so far), so ``EarlyStopping(monitor="valid_ece")``
+    are recorded as ``{prefix}_{metric}`` (``valid_ece``, ``valid_smooth_ece``, ...) with
+    ``{prefix}_{metric}_best`` (lowest so far), so ``EarlyStopping(monitor="valid_ece")``
     and ``Checkpoint(monitor="valid_ece_best")`` work. The values equal the metric
     functions (:func:`~sklearn_calib.metrics.expected_calibration_error`,
     :func:`~sklearn_calib.metrics.smooth_ece`, ...) of the net's ``predict_proba`` on the
@@ -34,7 +34,7 @@ class CalibrationScoring(Callback):
     input : {"logits", "probabilities"}, default="logits"
         What the network outputs: logits are turned into probabilities by a softmax, as
         ``predict_proba`` does with skorch's default ``predict_nonlinearity``.
-    prefix : str, default="valid_"
+    prefix : str, default="valid"
         Start of the history keys.
 
     Examples
@@ -50,7 +50,7 @@ class CalibrationScoring(Callback):
     ['valid_ece', 'valid_ece_best', 'valid_smooth_ece', 'valid_smooth_ece_best']
     """
 
-    def __init__(self, metrics=("ece", "smooth_ece"), n_bins=15, input="logits", prefix="valid_"):
+    def __init__(self, metrics=("ece", "smooth_ece"), n_bins=15, input="logits", prefix="valid"):
         self.metrics = metrics
         self.n_bins = n_bins
         self.input = input
@@ -96,7 +96,7 @@ class CalibrationScoring(Callback):
             module.train(was_training)
         result = accumulator.compute()
         for name in self.metrics:
-            key = f"{self.prefix}{name}"
+            key = f"{self.prefix}_{name}"
             value = float(result[name])
             best = value < self.best_.get(key, float("inf"))
             if best:
