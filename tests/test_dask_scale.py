@@ -207,3 +207,37 @@ def test_metric_functions_route_dask_input_to_the_chunked_handlers(client, monke
     metrics.expected_calibration_error(dy, dproba, n_bins=10)
     metrics.expected_calibration_error(y, proba, n_bins=10)
     assert len(calls) == 1 and calls[0].n_bins == 10 and calls[0].norm == "l1"
+
+
+@pytest.mark.parametrize("n_classes", [2, 4])
+def test_calibration_report_of_dask_arrays(client, n_classes):
+    _, y, proba, weight = predictions(n=8000, n_classes=n_classes, seed=5)
+    dy, dproba, dweight = chunked(y, proba, weight)
+    options = {"n_resamples": 100, "random_state": 0, "output_dict": True}
+    for dask_weight, sample_weight in ((None, None), (dweight, weight)):
+        found = metrics.calibration_report(dy, dproba, sample_weight=dask_weight, **options)
+        expected = metrics.calibration_report(y, proba, sample_weight=sample_weight, **options)
+        for key, entry in expected["errors"].items():
+            estimate = found["errors"][key]["estimate"]
+            assert abs(estimate - entry["estimate"]) <= 1e-12 * entry["estimate"], key
+            low, high = found["errors"][key]["low"], found["errors"][key]["high"]
+            assert low <= estimate <= high and high - low < 4 * (entry["high"] - entry["low"])
+        spiegelhalter = expected["tests"]["spiegelhalter"]["statistic"]
+        assert found["tests"]["spiegelhalter"]["statistic"] == pytest.approx(
+            spiegelhalter, rel=1e-12
+        )
+        for key in ("ks", "kuiper"):
+            gap = abs(found["tests"][key]["statistic"] - expected["tests"][key]["statistic"])
+            assert gap <= found["tests"][key]["bound"]
+        log_loss = expected["decomposition"]["log_loss"]
+        for part, value in log_loss.items():
+            assert found["decomposition"]["log_loss"][part] == pytest.approx(value, rel=1e-8)
+        brier, exact = found["decomposition"]["brier"], expected["decomposition"]["brier"]
+        assert brier["score"] == pytest.approx(exact["score"], rel=1e-12)
+        assert brier["uncertainty"] == pytest.approx(exact["uncertainty"], rel=1e-12)
+        # a recalibration constant on cells removes at most what CORP's removes
+        assert exact["refinement"] - 1e-12 <= brier["refinement"] <= exact["refinement"] + 2e-3
+    text = metrics.calibration_report(dy, dproba, n_resamples=100, random_state=0)
+    assert text.startswith("Calibration report: 8000 samples") and "Poisson bootstrap" in text
+    with pytest.raises(ValueError, match="ci_method='percentile'"):
+        metrics.calibration_report(dy, dproba, ci_method="bca")

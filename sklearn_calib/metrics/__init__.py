@@ -12,7 +12,7 @@ SECE and smECE, are in ``_smooth``. The statistics of calibration: bootstrap int
 (``_report``), and :func:`metric_values` computes them for one set of predictions.
 """
 
-from . import _dask_metrics  # noqa: F401  (registers the handlers of Dask input)
+from . import _dask_metrics, _dask_report  # noqa: F401  (they register the Dask handlers)
 from ._accumulator import CalibrationAccumulator
 from ._bootstrap import calibration_error_ci
 from ._calibration_report import calibration_report

@@ -9,6 +9,7 @@ from .._validation import check_classification_inputs, check_n_bins
 from ._bootstrap import CI_METHODS, calibration_error_ci
 from ._debiased import debiased_calibration_error
 from ._decomposition import calibration_decomposition
+from ._dispatch import dask_aware
 from ._hypothesis_tests import calibration_test
 from ._metrics import (
     _check_option,
@@ -78,6 +79,7 @@ def _format(report, digits):
     return "\n".join(lines)
 
 
+@dask_aware
 def calibration_report(
     y_true,
     y_prob,

@@ -81,26 +81,43 @@ def _nll_derivatives(gap, true_gap, share, beta):
 
 
 def _inverse_temperature(log_proba, y_index, weight):
-    """The ``beta`` minimising the weighted mean NLL of ``softmax(beta * log p)``.
-
-    The NLL is convex in ``beta``, so its derivative (the mean of ``log p`` under the
-    scaled softmax minus that of the true class) is increasing: Newton steps, kept inside
-    a bracket of the root and replaced by a bisection (in ``log beta``) when they leave
-    it. When the derivative keeps its sign over the searched range (scores that separate
-    the classes, or that favour the wrong ones on average) the bound is returned: the NLL
-    there equals its infimum to rounding.
-    """
-    gap = log_proba - log_proba.max(axis=1, keepdims=True)
-    true_gap = gap[np.arange(gap.shape[0]), y_index]
+    """The ``beta`` minimising the weighted mean NLL of ``softmax(beta * log p)``."""
+    gap, true_gap = logit_gaps(log_proba, y_index)
     share = weight / weight.sum()
+    return inverse_temperature_root(lambda beta: _nll_derivatives(gap, true_gap, share, beta))
+
+
+def logit_gaps(log_proba, y_index):
+    """Each row's log-probabilities less their maximum, and the true class's."""
+    gap = log_proba - log_proba.max(axis=1, keepdims=True)
+    return gap, gap[np.arange(gap.shape[0]), y_index]
+
+
+def inverse_temperature_root(derivatives):
+    """The root in ``beta`` of the NLL's increasing derivative (the NLL is convex).
+
+    Newton steps, kept inside a bracket of the root and replaced by a bisection (in
+    ``log beta``) when they leave it. When the derivative keeps its sign over the searched
+    range (scores that separate the classes, or that favour the wrong ones on average)
+    the bound is returned: the NLL there equals its infimum to rounding.
+
+    Parameters
+    ----------
+    derivatives : callable
+        ``derivatives(beta)`` returns the NLL's first and second derivatives.
+
+    Returns
+    -------
+    beta : float
+    """
     low, high = 1.0 / MAX_TEMPERATURE, MAX_TEMPERATURE
-    if _nll_derivatives(gap, true_gap, share, low)[0] >= 0:
+    if derivatives(low)[0] >= 0:
         return low
-    if _nll_derivatives(gap, true_gap, share, high)[0] <= 0:
+    if derivatives(high)[0] <= 0:
         return high
     beta = 1.0
     for _ in range(_TEMPERATURE_STEPS):
-        first, second = _nll_derivatives(gap, true_gap, share, beta)
+        first, second = derivatives(beta)
         if first > 0:
             high = beta
         else:
@@ -113,16 +130,20 @@ def _inverse_temperature(log_proba, y_index, weight):
     return beta
 
 
-def _temperature_recalibration(proba, y_index, weight):
-    """Temperature scaling fitted on the same data, mixed with 1 / (n + 1) uniform mass."""
-    n_samples, n_classes = proba.shape
-    log_proba = np.log(np.maximum(proba.astype(np.float64), LOGIT_FLOOR))
-    beta = _inverse_temperature(log_proba, y_index, weight)
+def tempered(log_proba, beta, n_samples):
+    """``softmax(beta * log p)`` mixed with ``1 / (n + 1)`` uniform mass (Berta et al.)."""
     scaled = beta * (log_proba - log_proba.max(axis=1, keepdims=True))
     recalibrated = np.exp(scaled)
     recalibrated /= recalibrated.sum(axis=1, keepdims=True)
     mixing = 1.0 / (n_samples + 1)
-    return (1.0 - mixing) * recalibrated + mixing / n_classes, 1.0 / beta
+    return (1.0 - mixing) * recalibrated + mixing / log_proba.shape[1]
+
+
+def _temperature_recalibration(proba, y_index, weight):
+    """Temperature scaling fitted on the same data, mixed with 1 / (n + 1) uniform mass."""
+    log_proba = np.log(np.maximum(proba.astype(np.float64), LOGIT_FLOOR))
+    beta = _inverse_temperature(log_proba, y_index, weight)
+    return tempered(log_proba, beta, proba.shape[0]), 1.0 / beta
 
 
 def calibration_decomposition(
