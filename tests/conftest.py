@@ -1,6 +1,8 @@
 """Fixtures shared by the test modules."""
 
+import importlib
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -35,3 +37,21 @@ def fashion_mnist():
         if os.environ.get("CI"):
             pytest.fail(f"CI needs the Fashion-MNIST files: {exc}")
         pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    """A Dask client of two worker processes with one thread each, importing this checkout."""
+    distributed = pytest.importorskip("distributed")
+    repo = str(Path(__file__).resolve().parents[1])
+    with pytest.MonkeyPatch.context() as patch:
+        path = os.environ.get("PYTHONPATH", "")
+        patch.setenv("PYTHONPATH", os.pathsep.join([repo, path]) if path else repo)
+        with (
+            distributed.LocalCluster(
+                n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+            ) as cluster,
+            distributed.Client(cluster) as client,
+        ):
+            client.run(importlib.import_module, "sklearn_calib")
+            yield client

@@ -1,8 +1,5 @@
 """Searches on a Dask cluster (joblib's dask backend) equal the sequential ones."""
 
-import importlib
-import os
-from pathlib import Path
 
 import joblib
 import numpy as np
@@ -18,23 +15,9 @@ from sklearn_calib.estimators import NetClassifier
 
 distributed = pytest.importorskip("distributed")
 
-REPO = Path(__file__).resolve().parents[1]
-
-
 @pytest.fixture(scope="module")
-def client():
-    """Two worker processes with one thread each, importing this checkout."""
-    with pytest.MonkeyPatch.context() as patch:
-        path = os.environ.get("PYTHONPATH", "")
-        patch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), path]) if path else str(REPO))
-        with (
-            distributed.LocalCluster(
-                n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
-            ) as cluster,
-            distributed.Client(cluster) as client,
-        ):
-            client.run(importlib.import_module, "sklearn_calib")
-            yield client
+def client(dask_client):
+    return dask_client
 
 
 @pytest.fixture(scope="module")

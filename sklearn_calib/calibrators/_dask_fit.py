@@ -96,26 +96,26 @@ def _nll_sums(y, scores, weight, first_row, calibrator, classes, beta):
     return np.array(NLLPasses(calibrator._logits(scores), y_index, weight)(beta)) * total
 
 
+def _fit_data(calibrator, scores, y, sample_weight, classes, option, value, reason):
+    """Check the calibrator's parameters (``option`` must be ``value`` on Dask input)."""
+    calibrator._validate_params()
+    found = getattr(calibrator, option)
+    if found != value:
+        raise ValueError(
+            f"{type(calibrator).__name__} fits Dask input with {option}={value!r} only "
+            f"({reason}); got {option}={found!r}."
+        )
+    return _DaskFitData(calibrator, scores, y, sample_weight, classes)
+
+
 def fit_temperature(calibrator, scores, y, sample_weight, classes):
     """Fit ``TemperatureScaling(objective="nll")`` on Dask collections, in place.
 
-    Parameters
-    ----------
-    calibrator : TemperatureScaling
-    scores, y, sample_weight, classes
-        As ``fit`` takes them, the first three Dask collections or arrays.
-
-    Returns
-    -------
-    calibrator : TemperatureScaling
+    ``fit_histogram_binning`` takes the same arguments: the calibrator, then the
+    arguments of its ``fit``, the first three Dask collections or arrays.
     """
-    calibrator._validate_params()
-    if calibrator.objective != "nll":
-        raise ValueError(
-            "TemperatureScaling fits Dask input with objective='nll' only (the NLL and its "
-            f"derivatives are sums over the rows); got objective={calibrator.objective!r}."
-        )
-    data = _DaskFitData(calibrator, scores, y, sample_weight, classes)
+    reason = "the NLL and its derivatives are sums over the rows"
+    data = _fit_data(calibrator, scores, y, sample_weight, classes, "objective", "nll", reason)
     rtol = RTOL.get(np.dtype(data.scores.dtype), RTOL[np.dtype(np.float64)])
 
     def evaluate(beta):
@@ -167,25 +167,9 @@ def _bin_sums(y, scores, weight, first_row, calibrator, classes, n_bins):
 
 
 def fit_histogram_binning(calibrator, scores, y, sample_weight, classes):
-    """Fit ``HistogramBinning(strategy="uniform")`` on Dask collections, in place.
-
-    Parameters
-    ----------
-    calibrator : HistogramBinning
-    scores, y, sample_weight, classes
-        As ``fit`` takes them, the first three Dask collections or arrays.
-
-    Returns
-    -------
-    calibrator : HistogramBinning
-    """
-    calibrator._validate_params()
-    if calibrator.strategy != "uniform":
-        raise ValueError(
-            "HistogramBinning fits Dask input with strategy='uniform' only (equal-width "
-            f"bins are counts); got strategy={calibrator.strategy!r}."
-        )
-    data = _DaskFitData(calibrator, scores, y, sample_weight, classes)
+    """Fit ``HistogramBinning(strategy="uniform")`` on Dask collections, in place."""
+    reason = "equal-width bins are counts"
+    data = _fit_data(calibrator, scores, y, sample_weight, classes, "strategy", "uniform", reason)
     n_bins = calibrator.n_bins
     counts, sums = data.reduce(_bin_sums, data.calibrator, data.classes, n_bins)
     edges = uniform_bin_edges(n_bins)

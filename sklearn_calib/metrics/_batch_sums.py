@@ -87,19 +87,8 @@ def add_numpy_batch(state, layout, proba, y_index, sample_weight, base):
         nll = per_sample_score(proba, y_index, "log_loss")
         brier = per_sample_score(proba, y_index, "brier")
     if "scores" in state:
-        spread = score64 * (1.0 - score64)
-        tilt = 1.0 - 2.0 * score64
-        squared = weight * weight
-        state["scores"] += [
-            weight.sum(),
-            weight @ nll,
-            weight @ brier,
-            weight @ correct,
-            weight @ ((outcome64 - score64) * tilt),
-            squared @ (tilt * tilt * spread),
-            squared @ spread,
-            np.count_nonzero(weight != np.round(weight)),
-        ]
+        terms = _score_terms(weight, nll, brier, correct * 1.0, score64, outcome64)
+        state["scores"] += terms + [np.count_nonzero(weight % 1)]
     if base is not None:
         offsets = layout.replicate_offsets()
         n_entries = sum(_ENTRIES.get(group, n_classes) for group in layout.groups)
@@ -121,6 +110,22 @@ def add_numpy_batch(state, layout, proba, y_index, sample_weight, base):
             )
             replicate_sums(base[rows], cells, values, state["replicates"])
     state["rows"] += n_rows
+
+
+def _score_terms(weight, nll, brier, correct, score, outcome):
+    """The first seven sums of the state's ``scores`` (numpy arrays or torch tensors)."""
+    spread = score * (1.0 - score)
+    tilt = 1.0 - 2.0 * score
+    squared = weight * weight
+    return [
+        weight.sum(),
+        weight @ nll,
+        weight @ brier,
+        weight @ correct,
+        weight @ ((outcome - score) * tilt),
+        squared @ (tilt * tilt * spread),
+        squared @ spread,
+    ]
 
 
 def _classwise_sums(proba, y_index, weight, n_bins):
@@ -282,21 +287,9 @@ def add_torch_batch(state, layout, proba, y_index, sample_weight, row_ids, key):
     nll = -torch.log(true_proba.clamp(NLL_EPS, 1.0))
     brier = proba.to(torch.float64).square().sum(dim=1) - 2.0 * true_proba + 1.0
     if "scores" in state:
-        spread = score64 * (1.0 - score64)
-        tilt = 1.0 - 2.0 * score64
-        squared = weight * weight
-        state["scores"] += torch.stack(
-            [
-                weight.sum(),
-                weight @ nll,
-                weight @ brier,
-                weight @ correct64,
-                weight @ ((outcome64 - score64) * tilt),
-                squared @ (tilt * tilt * spread),
-                squared @ spread,
-                (weight != weight.round()).sum().to(torch.float64),
-            ]
-        )
+        terms = _score_terms(weight, nll, brier, correct64, score64, outcome64)
+        nonintegral = torch.count_nonzero(weight % 1).to(torch.float64)
+        state["scores"] += torch.stack(terms + [nonintegral])
     if row_ids is not None:
         _add_torch_replicates(
             state["replicates"],

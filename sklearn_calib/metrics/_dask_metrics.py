@@ -17,7 +17,7 @@ from ._accumulator_results import cumulative_tests, reliability
 from ._dask import DaskPredictions, binned_sums, smooth_ece_of
 from ._debiased import _debiased_from_bins
 from ._dispatch import register
-from ._hypothesis_tests import _ALTERNATIVES, _METHODS, CalibrationTestResult
+from ._hypothesis_tests import CalibrationTestResult, check_test_options
 from ._metrics import _NORMS, _STRATEGIES, CONVENTIONS, _calibration_error_from_bins, _check_option
 from ._resampling import check_interval_options
 from ._smooth import _check_smece_bandwidth
@@ -162,13 +162,7 @@ def smooth_calibration_error(call):
 def calibration_test(call):
     """:func:`~sklearn_calib.metrics.calibration_test` of Dask input."""
     method, alternative = call.method, call.alternative
-    _check_option(method, "method", _METHODS)
-    _check_option(alternative, "alternative", _ALTERNATIVES)
-    if method != "spiegelhalter" and alternative != "two-sided":
-        raise ValueError(
-            f"Expected `alternative='two-sided'` for method={method!r} (only Spiegelhalter's "
-            f"test has one-sided forms), got {alternative!r}."
-        )
+    check_test_options(method, alternative)
     metrics = ["spiegelhalter"] if method == "spiegelhalter" else ["spiegelhalter", "ks"]
     accumulator = _accumulated(call, metrics, convention=call.convention)
     scores = accumulator._state["scores"]

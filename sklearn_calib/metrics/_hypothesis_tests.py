@@ -52,6 +52,17 @@ def _brownian_range_sf(x):
     return float(min(1.0, 8 * np.sum((-1.0) ** (k - 1) * k * norm.sf(k * x))))
 
 
+def check_test_options(method, alternative):
+    """Check ``calibration_test``'s method and alternative (one-sided: Spiegelhalter only)."""
+    _check_option(method, "method", _METHODS)
+    _check_option(alternative, "alternative", _ALTERNATIVES)
+    if method != "spiegelhalter" and alternative != "two-sided":
+        raise ValueError(
+            f"Expected `alternative='two-sided'` for method={method!r} (only Spiegelhalter's "
+            f"test has one-sided forms), got {alternative!r}."
+        )
+
+
 def _cumulative_differences(score, outcome, weight):
     """Weighted partial sums of ``outcome - score`` in score order, at each distinct score."""
     order = np.argsort(score, kind="stable")
@@ -140,13 +151,7 @@ def calibration_test(
     >>> bool(pvalue < 0.01)
     True
     """
-    _check_option(method, "method", _METHODS)
-    _check_option(alternative, "alternative", _ALTERNATIVES)
-    if method != "spiegelhalter" and alternative != "two-sided":
-        raise ValueError(
-            f"Expected `alternative='two-sided'` for method={method!r} (only Spiegelhalter's "
-            f"test has one-sided forms), got {alternative!r}."
-        )
+    check_test_options(method, alternative)
     y_index, proba, sample_weight = check_classification_inputs(
         y_true, y_prob, labels=labels, sample_weight=sample_weight
     )

@@ -97,14 +97,22 @@ def poisson_counts(row_ids, key, n_resamples):
 
 def counts_from_keys(base, n_resamples):
     """:func:`poisson_counts` from the rows' keys (:func:`row_keys`)."""
-    n_pairs = (n_resamples + 1) // 2
-    counts = np.empty((2 * n_pairs, base.shape[0]), dtype=np.uint8)
+
+    def halves(pair):
+        bits = mix64(base + np.uint64((pair + 1) * GAMMA % 2**64))
+        return bits >> np.uint64(32), bits & np.uint64(_MASK32)
+
+    counts = np.empty((n_resamples + n_resamples % 2, base.shape[0]), dtype=np.uint8)
     with np.errstate(over="ignore"):
-        for pair in range(n_pairs):
-            bits = mix64(base + np.uint64((pair + 1) * GAMMA % 2**64))
-            for half, uniform in enumerate((bits >> np.uint64(32), bits & np.uint64(_MASK32))):
-                counts[2 * pair + half] = np.searchsorted(THRESHOLDS, uniform, side="right")
+        _fill_counts(counts, halves, lambda u: np.searchsorted(THRESHOLDS, u, side="right"))
     return counts[:n_resamples]
+
+
+def _fill_counts(counts, halves, count):
+    """Fill rows ``2j`` and ``2j + 1`` of ``counts`` from the halves of draw ``j``."""
+    for pair in range(counts.shape[0] // 2):
+        for half, uniform in enumerate(halves(pair)):
+            counts[2 * pair + half] = count(uniform)
 
 
 def _signed(value):
@@ -124,27 +132,19 @@ def _torch_mix64(z):
 
 
 def torch_poisson_counts(row_ids, key, n_resamples):
-    """:func:`poisson_counts` for an int64 tensor of row ids, on its device.
+    """:func:`poisson_counts` of an int64 tensor of row ids, on its device.
 
-    Parameters
-    ----------
-    row_ids : torch.Tensor of shape (n_rows,), dtype int64
-        Non-negative row ids.
-    key : int
-        The generator's key, from :func:`seed_key`.
-    n_resamples : int
-        Number of replicates.
-
-    Returns
-    -------
-    counts : torch.Tensor of shape (n_resamples, n_rows), dtype uint8
+    The arguments are those of :func:`poisson_counts`; the counts are a uint8 tensor of
+    shape (n_resamples, n_rows) on the ids' device.
     """
     thresholds = torch.as_tensor(THRESHOLDS.astype(np.int64), device=row_ids.device)
     base = _torch_mix64(row_ids * _signed(GAMMA) + _signed(key))
-    n_pairs = (n_resamples + 1) // 2
-    counts = torch.empty((2 * n_pairs, row_ids.shape[0]), dtype=torch.uint8, device=row_ids.device)
-    for pair in range(n_pairs):
+
+    def halves(pair):
         bits = _torch_mix64(base + _signed((pair + 1) * GAMMA % 2**64))
-        for half, uniform in enumerate((_torch_shift_right(bits, 32), bits & _MASK32)):
-            counts[2 * pair + half] = torch.searchsorted(thresholds, uniform, right=True)
+        return _torch_shift_right(bits, 32), bits & _MASK32
+
+    size = (n_resamples + n_resamples % 2, row_ids.shape[0])
+    counts = torch.empty(size, dtype=torch.uint8, device=row_ids.device)
+    _fill_counts(counts, halves, lambda u: torch.searchsorted(thresholds, u, right=True))
     return counts[:n_resamples]
