@@ -72,8 +72,9 @@ class CalibrationAccumulator:
     per replicate, a Poisson(1) count from a counter-based generator keyed by the seed
     and the row's id, so the replicate sums of any chunking, merged in any order, equal
     those of one pass over all rows (:mod:`sklearn_calib.metrics._poisson`). The cost is
-    about ``n_rows * n_resamples`` draws (numba runs them several times faster than
-    numpy; both give the same sums). ECE, MCE, accuracy, NLL, Brier score, classwise
+    ``n_rows * n_resamples`` draws, each added into its replicate's sums: about 1.3 ns of
+    CPU each with numba installed, 60 ns with numpy (measured on one core; both give the
+    same sums). ECE, MCE, accuracy, NLL, Brier score, classwise
     ECE and smECE (at the estimate's bandwidth, on a grid of 1,001 points) can be
     resampled.
 
