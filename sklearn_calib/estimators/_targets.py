@@ -70,9 +70,19 @@ def total_weight(target):
     return len(class_indices(target)) if weight is None else weight.sum()
 
 
+def batch_accuracy(logits, target):
+    """Return the (weighted) accuracy of a batch's logits as a 0-d tensor."""
+    correct = (logits.argmax(1) == class_indices(target)).float()
+    weight = sample_weights(target)
+    if weight is None:
+        return correct.mean()
+    return (correct * weight).sum() / weight.sum().clamp_min(torch.finfo(torch.float32).tiny)
+
+
 __all__ = [
     "MixedTarget",
     "WeightedTarget",
+    "batch_accuracy",
     "class_indices",
     "sample_weights",
     "take",

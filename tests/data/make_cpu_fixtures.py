@@ -1,4 +1,4 @@
-"""Fit the models of ``make_gpu_fixtures.py`` on the CPU and save them for tests/test_persistence.py.
+"""Fit the models of ``make_gpu_fixtures.py`` on the CPU and save them for test_persistence.py.
 
 Run from the repository root::
 
