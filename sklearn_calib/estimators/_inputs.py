@@ -105,8 +105,7 @@ def _set_classes_and_shape(net, X, y, classes, integer):
         )
     if net.augment is not None and X.ndim != 4:
         raise ValueError(
-            f"augment={net.augment!r} needs images of shape (n, C, H, W), got X of "
-            f"shape {X.shape}."
+            f"augment={net.augment!r} needs images of shape (n, C, H, W), got X of shape {X.shape}."
         )
     if net.mixup_alpha > 0 and integer:
         raise ValueError("mixup_alpha > 0 needs float inputs, but the network takes token ids.")

@@ -13,6 +13,7 @@ from ..losses import resolve_loss
 from ..losses._base import GammaWeighted
 from ._device import autocast, autocast_dtype
 from ._gamma_net import ElementwiseL2, GammaNet, build_regularizer
+from ._inference import evaluate
 from ._inputs import split_input
 from ._meta_step import META_LOSSES, MetaBatches, meta_objective, meta_step
 from ._net import NetClassifier
@@ -566,9 +567,7 @@ class MetaNetClassifier(NetClassifier):
                 "sample_gamma needs the fitted gamma-Net: fit with regularizer='gamma_net' "
                 "(and unpickle a model pickled with keep_regularizer=True)."
             )
-        gamma = self._evaluate_batches(
-            X, lambda batch: self.meta_regularizer_(self._features(batch))
-        )
+        gamma = evaluate(self, X, lambda batch: self.meta_regularizer_(self._features(batch)))
         return gamma.cpu().numpy()
 
     # ------------------------------------------------------------------ persistence

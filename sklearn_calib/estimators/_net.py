@@ -6,7 +6,6 @@ import numbers
 import os
 from functools import partial
 
-import numpy as np
 import torch
 from sklearn.utils._param_validation import (
     Interval,
@@ -18,36 +17,34 @@ from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNetClassifier
 from skorch.callbacks import EpochTimer, PassthroughScoring, PrintLog
 from skorch.dataset import ValidSplit
-from skorch.history import History
 from skorch.utils import to_tensor
 from torch import nn
-from torch.utils.data import Dataset as TorchDataset
 
 from ..losses import resolve_loss
 from ._augment import AUGMENTATIONS
 from ._callbacks import VerboseProgressBar
 from ._checkpoint import FitCheckpoint
+from ._continuation import continuable, update_parts
 from ._device import PRECISIONS, autocast, autocast_dtype, resolve_device
 from ._faults import ON_NONFINITE
+from ._inference import evaluate
 from ._inputs import (
     as_fit_dataset,
     check_network,
-    check_sample_shape,
     check_token_ids,
     check_weighted_criterion,
     model_input,
     split_input,
     takes_token_ids,
     training_data,
-    validate_input,
 )
-from ._optimizer import OptimizerSettings, same_value
-from ._persistence import net_state, restore_net
+from ._optimizer import OptimizerSettings
+from ._persistence import load_saved_params, net_state, restore_net
 from ._recipes import RECIPES, Recipe
 from ._rng import RunGenerators, cuda_devices, fit_seeds, resolve_split_seed, seed_torch
 from ._run import TrainingRun, notify_grad_computed, per_batch_pass
-from ._state import restore_components, transaction
-from ._targets import MixedTarget, WeightedTarget, total_weight
+from ._state import transaction
+from ._targets import MixedTarget, WeightedTarget, target_loss, total_weight
 from ._training import EvaluationBatches, FitDataset, TrainingBatches, clip_gradient_norm
 from .networks import resolve_network
 
@@ -191,21 +188,20 @@ default=None
         Directory of per-epoch checkpoints. A ``fit`` from a fresh start writes, after
         every epoch, one file named by a fingerprint of the fit (the parameters except
         ``checkpoint_dir``, ``callbacks``, ``verbose``, ``device``, ``on_nonfinite`` and
-        ``warm_start``, the classes and the training data); files are replaced
-        atomically. To resume a fit whose process died, call ``fit`` again with the same
-        parameters and data: it loads the checkpoint (weights, optimiser state, history,
-        random-generator states) and trains the remaining epochs only, reaching the same
-        weights as an uninterrupted fit on the same device (bit for bit on the CPU). A
-        finished fit's checkpoint is kept, so fitting it again trains nothing, except
-        with ``random_state=None``: an unseeded fit draws new random numbers each time, so
-        it trains anew over a finished checkpoint (it still resumes an unfinished one). A
-        truncated, corrupt or foreign file is ignored with a ``CheckpointWarning``.
-        An epoch that a callback ends is saved too: a stop by skorch's EarlyStopping marks
+        ``warm_start``, the classes and the training data), replaced atomically. Calling
+        ``fit`` again with the same parameters and data after the process died loads it
+        (weights, optimiser state, history, random-generator states) and trains the
+        remaining epochs only, reaching the same weights as an uninterrupted fit on the
+        same device (bit for bit on the CPU). A finished fit's checkpoint is kept, so
+        fitting it again trains nothing, except with ``random_state=None`` (an unseeded
+        fit trains anew over a finished checkpoint, and resumes an unfinished one). A
+        truncated, corrupt or foreign file is ignored with a ``CheckpointWarning``. An
+        epoch that a callback ends is saved too: a stop by skorch's EarlyStopping marks
         the fit finished for fits with an EarlyStopping callback (a ``UserWarning`` says
-        that it trains nothing; a fit without one trains the remaining epochs); an error,
-        or any other ``KeyboardInterrupt`` (a Ctrl-C, also one landing during the
-        callbacks), leaves it to be resumed; the callbacks' own state is not saved. ``partial_fit``
-        and ``warm_start`` continuations do not checkpoint.
+        that it trains nothing; a fit without one trains the remaining epochs); an error
+        or another ``KeyboardInterrupt`` (a Ctrl-C) leaves it to be resumed; the
+        callbacks' own state is not saved. ``partial_fit`` and ``warm_start``
+        continuations do not checkpoint.
     use_caching : False, default=False
         skorch's scoring cache, off (the only accepted value): the engine does not feed
         skorch's per-batch cache, so every ``EpochScoring`` scores the whole
@@ -257,49 +253,41 @@ default=None
     its weights copied back.
 
     Persistence: the pickled state holds the weights and optimiser state as numpy
-    arrays, not pickled torch objects; loading rebuilds the network, loss and optimiser
-    with :meth:`initialize_module`, :meth:`initialize_criterion` and
-    :meth:`initialize_optimizer` under the parameters they were fitted with and loads
-    the states into them, so the same state works with pickle, joblib and skops
-    (:mod:`sklearn_calib.persistence`). A model loads on the device it was fitted on
-    when that device exists, otherwise on the CPU (a ``DeviceWarning`` when ``device``
-    named CUDA explicitly); with ``device="auto"`` it then predicts on the CPU.
+    arrays, not torch objects, so it works with pickle, joblib and skops
+    (:mod:`sklearn_calib.persistence`); loading rebuilds the parts with
+    :meth:`initialize_module`, :meth:`initialize_criterion` and
+    :meth:`initialize_optimizer` under the parameters they were fitted with. A model
+    loads on the device it was fitted on when that device exists, otherwise on the CPU
+    (a ``DeviceWarning`` when ``device`` named CUDA explicitly).
 
     Training: ``fit``, ``partial_fit`` and skorch's ``fit_loop`` each make one training
-    run, which runs skorch's protocol (``on_train_begin``; per epoch ``on_epoch_begin``,
-    :meth:`run_single_epoch` over :meth:`get_iterator`'s training batches of
-    :meth:`get_split_datasets`'s training part with :meth:`train_step`, then over the
-    validation batches with :meth:`validation_step`, ``on_epoch_end``; and
-    ``on_train_end``) with the recipe's schedule, augmentation, mixup, the seeded
-    generators, the non-finite guard and, for a fresh ``fit``, the checkpoint. The run
-    is passed to these hooks as ``run``; called without one (outside ``fit``) they work
-    as in skorch: :meth:`get_iterator` shuffles with torch's global generator,
-    :meth:`run_single_epoch` runs skorch's per-batch protocol, the steps set the
-    network's training or evaluation mode. The schedule, guard and checkpoint are part
-    of the run rather than skorch callbacks: the schedule sets each step's learning
-    rate (a per-batch callback would cost a host synchronisation per batch and stop the
-    CUDA graph replay), the guard checks the epoch's losses on the device, and the
-    checkpoint is written after ``on_epoch_end`` also when a callback stops training or
-    fails. Subclasses change training through :meth:`train_step_single` (forward, loss
-    and backward of a batch) or :meth:`train_step` (the whole update): they receive
-    ``(X_batch, target)`` on the device, ``target`` a class-index tensor, a
-    :class:`WeightedTarget` or a :class:`MixedTarget`, and the run. Set
-    ``train_step_capturable = True`` on a subclass whose overridden step may be
-    captured in a CUDA graph (no host synchronisation, no data-dependent Python control
-    flow); otherwise it runs eagerly.
+    run with skorch's protocol (``on_train_begin``; per epoch ``on_epoch_begin``,
+    :meth:`run_single_epoch` over :meth:`get_iterator`'s batches of
+    :meth:`get_split_datasets`'s training part with :meth:`train_step`, then of the
+    validation part with :meth:`validation_step`, ``on_epoch_end``; ``on_train_end``),
+    the recipe's schedule, augmentation, mixup, the seeded generators, the non-finite
+    guard and, for a fresh ``fit``, the checkpoint. The run is passed to these hooks as
+    ``run``; without one (outside ``fit``) they work as in skorch: shuffling with
+    torch's global generator, skorch's per-batch protocol, the steps setting the
+    training or evaluation mode. The schedule, guard and checkpoint belong to the run,
+    not to skorch callbacks: a per-batch callback would cost a host synchronisation per
+    batch and stop the CUDA graph replay. Subclasses change training through
+    :meth:`train_step_single` (forward, loss and backward of a batch) or
+    :meth:`train_step` (the whole update), which receive ``(X_batch, target)`` on the
+    device (``target`` a class-index tensor, a :class:`WeightedTarget` or a
+    :class:`MixedTarget`) and the run. Set ``train_step_capturable = True`` on a
+    subclass whose step may be captured in a CUDA graph (no host synchronisation, no
+    data-dependent Python control flow); otherwise it runs eagerly.
 
     Parameters set with :meth:`set_params` are only stored; the next training call
-    applies them. A fresh ``fit`` builds the network, loss, optimiser and callbacks
-    from the parameters. A continued one (``partial_fit``, ``fit`` with
-    ``warm_start=True``, ``fit_loop``) compares them with the parameters the fitted
-    parts were built from (``built_params_``): a new network (``module``,
-    ``module__*``, or a parameter of :attr:`fresh_fit_params`) or optimiser class (or
-    parameter-group patterns) makes it a fresh fit; a new ``criterion``/``criterion__*``
-    rebuilds the loss; new ``lr`` or ``optimizer__*`` values are written into the
-    optimiser in place, keeping its state (a new learning rate also becomes the base of
-    the recipe's schedule); new ``callbacks``/``callbacks__*`` re-initialise the
-    callbacks. Pickling, copying and loading rebuild the fitted parts from
-    ``built_params_`` too.
+    applies them. A continued one (``partial_fit``, ``fit`` with ``warm_start=True``,
+    ``fit_loop``) compares them with the parameters the fitted parts were built from
+    (``built_params_``): a new network (``module``, ``module__*``, a name in
+    ``fresh_fit_params``) or optimiser class (or parameter-group patterns) makes it a
+    fresh fit; a new ``criterion``/``criterion__*`` rebuilds the loss; new ``lr`` or
+    ``optimizer__*`` values are written into the optimiser, keeping its state (a new
+    learning rate also becomes the base of the recipe's schedule); new
+    ``callbacks``/``callbacks__*`` re-initialise the callbacks.
 
     A network given as a class or instance is checked at fit, before training: its
     first layer's input width (a ``Linear``'s ``in_features``, a convolution's
@@ -579,19 +567,12 @@ default=None
             ``f_<name>`` files of other components (``<name>_``).
         """
         check_is_fitted(self)
-        if f_history is not None:
-            self.history_ = History.from_file(f_history)
         files = {"module_": f_params, "optimizer_": f_optimizer, "criterion_": f_criterion}
         for key, file in kwargs.items():
             if not key.startswith("f_"):
                 raise TypeError(f"load_params got an unexpected argument {key!r}.")
             files[key[2:] + "_"] = file
-        states = {
-            name: torch.load(file, map_location="cpu", weights_only=True)
-            for name, file in files.items()
-            if file is not None
-        }
-        restore_components(self, states)
+        load_saved_params(self, files, f_history)
 
     # ------------------------------------------------------------------ fitting
 
@@ -637,12 +618,11 @@ default=None
         return self._fit(X, y, sample_weight, classes=classes, epochs=None, fresh=False)
 
     def fit_loop(self, X, y=None, epochs=None, sample_weight=None):
-        """Train the fitted network for ``epochs`` more epochs: :meth:`partial_fit`'s loop.
+        """Train the fitted network for ``epochs`` more epochs: :meth:`partial_fit`'s run.
 
-        skorch's training loop: the same as every training call of this class (the
-        recipe's schedule over these ``epochs``, augmentation, the seeded generators,
-        the non-finite guard and the callbacks' ``on_train_begin``/``on_train_end``).
-        An unfitted net is fitted first.
+        skorch's training loop is this class's one training run (the recipe's schedule
+        over these ``epochs``, the seeded generators, the non-finite guard, the
+        callbacks). An unfitted net is fitted first.
 
         Parameters
         ----------
@@ -671,7 +651,7 @@ default=None
         self._check_params()
         if epochs is not None and not (isinstance(epochs, numbers.Integral) and epochs >= 1):
             raise ValueError(f"Expected `epochs` to be an integer >= 1 or None, got {epochs!r}.")
-        fresh = fresh or not self._continuable()
+        fresh = fresh or not continuable(self)
         with transaction(self, in_place=not fresh):
             data = training_data(self, X, y, sample_weight, classes, reset=fresh)
             if fresh:
@@ -683,73 +663,26 @@ default=None
             epochs = epochs or self.max_epochs
             start, length = (0, epochs) if fresh else (len(self.history), epochs)
             with torch.random.fork_rng(devices=cuda_devices(self.device_), device_type="cuda"):
-                if fresh:
-                    self._initialize_seeded()
+                if fresh:  # torch's global generator after the weights starts rng_state_
+                    seeds = fit_seeds(self.random_state)
+                    seed_torch(self.device_, seeds[0])
+                    self.initialize()
+                    self.rng_state_ = RunGenerators.from_seeds(self.device_, seeds).state(
+                        self.device_
+                    )
                     remaining = checkpoint.resume(self) if checkpoint is not None else None
                     epochs = epochs if remaining is None else remaining
                 generators = RunGenerators.from_state(
                     self.rng_state_, self.device_, self.random_state
                 )
                 if not fresh:
-                    self._update_parts()
+                    update_parts(self)
                 if takes_token_ids(self.module):
                     check_token_ids(self.module_, data.X)
                 if data.weight is not None:
                     check_weighted_criterion(self.criterion_)
                 TrainingRun(self, data, generators, start, length, checkpoint).train(epochs)
         return self
-
-    def _initialize_seeded(self):
-        """Seed torch from ``random_state``, build the parts and record the generators' states.
-
-        Call it inside ``torch.random.fork_rng``: it sets torch's global generator, whose
-        state after the weights' initialisation starts ``rng_state_``.
-        """
-        seeds = fit_seeds(self.random_state)
-        seed_torch(self.device_, seeds[0])
-        self.initialize()
-        self.rng_state_ = RunGenerators.from_seeds(self.device_, seeds).state(self.device_)
-
-    def _continuable(self):
-        """Whether a training call may continue the fitted net (same network and optimiser)."""
-        if not self.__sklearn_is_fitted__():
-            return False
-        current, changed = self._changed_params()
-        fresh = set(self.fresh_fit_params)
-        if any(name.split("__", 1)[0] == "module" or name in fresh for name in changed):
-            return False
-        before = OptimizerSettings.from_params(self.built_params_)
-        after = OptimizerSettings.from_params(current)
-        return before.optimizer is after.optimizer and same_value(before.patterns, after.patterns)
-
-    def _changed_params(self):
-        """The current parameter values and the names of those changed since the parts were
-        built (``built_params_``)."""
-        built, current = self.built_params_, self._param_values()
-        changed = {
-            name
-            for name in set(built) | set(current)
-            if not same_value(built.get(name), current.get(name))
-        }
-        return current, changed
-
-    def _update_parts(self):
-        """Apply the parameters set since the parts were built (a continued fit).
-
-        The loss is rebuilt if ``criterion`` or ``criterion__*`` changed, the optimiser's
-        changed values are written into it (after the same checks as at a fresh fit), the
-        callbacks are re-initialised if ``callbacks`` or ``callbacks__*`` changed.
-        """
-        current, changed = self._changed_params()
-        OptimizerSettings.from_params(current).update(
-            self.optimizer_, OptimizerSettings.from_params(self.built_params_)
-        )
-        if any(name.split("__", 1)[0] == "criterion" for name in changed):
-            with self._current_init_context("criterion"):
-                self.initialize_criterion()
-        if any(name.split("__", 1)[0] == "callbacks" for name in changed):
-            self._initialize_callbacks()
-        self.built_params_ = current
 
     # ------------------------------------------------------------------ the run's hooks
 
@@ -764,16 +697,13 @@ default=None
         y : array-like of shape (n_samples,) or None, default=None
             The labels, for array-like ``X``.
         split_seed : int or None, default=None
-            Seed of a fractional ``train_split``; None: the seed a fresh fit draws from
-            ``random_state``.
+            Seed of a fractional ``train_split``; None: a fresh fit's, from ``random_state``.
         **fit_params
             Passed to a callable ``train_split``.
 
         Returns
         -------
-        dataset_train : FitDataset
-        dataset_valid : FitDataset or None
-            None without ``train_split``.
+        dataset_train, dataset_valid : FitDataset (``dataset_valid`` None without a split)
         """
         data = split_input(self, X, y)
         if self.train_split is None:
@@ -821,16 +751,12 @@ default=None
         )
 
     def run_single_epoch(self, iterator, training, prefix, step_fn, run=None, **fit_params):
-        """Run ``step_fn`` over the batches of ``iterator``: one pass of an epoch.
+        """One pass of ``step_fn`` over the batches of ``iterator`` (skorch's hook).
 
-        In a training run, the run's pass (``TrainingRun.run_pass``): the batch
-        entries of the history (``{prefix}_loss``, ``{prefix}_batch_size``; for
-        validation also ``valid_acc``) are filled in at the end, from device tensors,
-        unless the net or a callback does per-batch work: then every batch runs with
-        skorch's per-batch notifications and one host synchronisation, as it does
-        outside a run. A training pass in a run sets the recipe's per-step learning
-        rates, replays a CUDA graph where possible and ends with the non-finite check
-        (``on_nonfinite``).
+        In a training run, the run's pass: on the device, with the batches' history
+        entries (``{prefix}_loss``, ``{prefix}_batch_size``, ``valid_acc``) written at its
+        end, unless the net or a callback does per-batch work. Then, and outside a run,
+        skorch's per-batch protocol, with one host synchronisation per step.
 
         Parameters
         ----------
@@ -874,10 +800,9 @@ default=None
         """Make one optimisation step on ``batch``: the update of skorch's ``train_step``.
 
         Zeroes the gradients, computes them with :meth:`train_step_single`, notifies
-        ``on_grad_computed`` (in a run, only when the net or a callback does per-batch
-        work), clips the gradient norm if asked and steps the optimiser. On CUDA this
-        whole method is captured once in a CUDA graph and replayed, so it must not
-        synchronise with the host.
+        ``on_grad_computed`` (in a run, only if the net or a callback works per batch),
+        clips the gradient norm if asked and steps the optimiser. On CUDA it is captured
+        in a CUDA graph and replayed, so it must not synchronise with the host.
 
         Parameters
         ----------
@@ -964,24 +889,12 @@ default=None
         batch size (the sum of the weights). ``criterion_kwargs`` go to the criterion (a
         per-sample ``gamma``).
         """
-        if isinstance(y_true, MixedTarget):
-            loss = y_true.lam * self._criterion_loss(y_pred, y_true.y_a, criterion_kwargs) + (
-                1.0 - y_true.lam
-            ) * self._criterion_loss(y_pred, y_true.y_b, criterion_kwargs)
-        else:
-            loss = self._criterion_loss(y_pred, y_true, criterion_kwargs)
+        if not isinstance(y_true, (torch.Tensor, MixedTarget, WeightedTarget)):
+            y_true = to_tensor(y_true, device=self.device_)
+        loss = target_loss(self.criterion_, y_pred, y_true, **criterion_kwargs)
         if training and self.loss_reduction == "sum":
             loss = loss * total_weight(y_true)
         return loss
-
-    def _criterion_loss(self, y_pred, target, criterion_kwargs):
-        if isinstance(target, WeightedTarget):
-            return self.criterion_(
-                y_pred, target.y, sample_weight=target.weight, **criterion_kwargs
-            )
-        if not isinstance(target, torch.Tensor):
-            target = to_tensor(target, device=self.device_)
-        return self.criterion_(y_pred, target, **criterion_kwargs)
 
     # ------------------------------------------------------------------ inference
 
@@ -1016,42 +929,7 @@ default=None
 
     def _logits(self, X):
         """Validate ``X`` and return its float32 logits on the device."""
-        return self._evaluate_batches(X, self.forward_logits)
-
-    def _evaluate_batches(self, X, function):
-        """Validate ``X`` and return ``function`` of its device batches, concatenated.
-
-        The network is in evaluation mode and no gradient is recorded.
-        """
-        check_is_fitted(self)
-        if isinstance(X, TorchDataset):
-            batches = self._dataset_batches(X)
-        else:
-            batches = self._array_batches(validate_input(self, X))
-        self._set_training(False)
-        with torch.inference_mode():
-            chunks = [function(batch) for batch in batches]
-        if not chunks:
-            raise ValueError(f"Expected at least 1 sample, got an empty {type(X).__name__}.")
-        return torch.cat(chunks)
-
-    def _array_batches(self, X):
-        """Yield the inference batches of a validated array on the device."""
-        batch_size = self.inference_batch_size()
-        for start in range(0, len(X), batch_size):
-            chunk = np.require(X[start : start + batch_size], requirements=["C", "W"])
-            yield torch.from_numpy(chunk).to(self.device_, non_blocking=True)
-
-    def _dataset_batches(self, dataset):
-        """Yield the inputs of a torch Dataset's batches (skorch's iterator) on the device.
-
-        skorch passes its own datasets (the validation ``Subset`` to ``EpochScoring``),
-        which are not re-validated as arrays: each batch is cast to the network's input
-        dtype and its sample shape checked.
-        """
-        for X, _ in self.get_iterator(dataset, training=False):
-            check_sample_shape(X, self.input_shape_)
-            yield model_input(self, to_tensor(X, device=self.device_))
+        return evaluate(self, X, self.forward_logits)
 
     def _get_predict_nonlinearity(self):
         nonlin = self.predict_nonlinearity
@@ -1118,13 +996,7 @@ default=None
         return net_state(self)
 
     def __setstate__(self, state):
-        """Rebuild the net from a state of :meth:`__getstate__` on an available device.
-
-        The fitted parts are built from ``built_params_`` (the parameters they were
-        fitted with), then their saved states are loaded. A state saved before
-        ``built_params_`` existed takes its parameters, and parameters added since
-        then take their defaults.
-        """
+        """Rebuild the net from a state of :meth:`__getstate__` on an available device."""
         restore_net(self, state, NetClassifier)
 
 

@@ -15,6 +15,7 @@ import warnings
 
 import torch
 from skorch.exceptions import DeviceWarning
+from skorch.history import History
 
 from ._state import (
     component_names,
@@ -155,6 +156,29 @@ def fitted_parameters(net):
         net.__dict__.update(current)
 
 
+def load_saved_params(net, files, f_history=None):
+    """Load the files of skorch's ``save_params`` into the fitted net, on its device.
+
+    Parameters
+    ----------
+    net : NetClassifier
+        Fitted.
+    files : dict of str to file-like object, str or None
+        The file of each component (``module_``, ``optimizer_``, ...), read with
+        ``torch.load(weights_only=True)``; None leaves a component as it is.
+    f_history : file-like object, str or None, default=None
+        File of the history (JSON).
+    """
+    if f_history is not None:
+        net.history_ = History.from_file(f_history)
+    states = {
+        name: torch.load(file, map_location="cpu", weights_only=True)
+        for name, file in files.items()
+        if file is not None
+    }
+    restore_components(net, states)
+
+
 def loading_device(net, fitted):
     """Return the fitted device if it exists here, else the CPU (warning if CUDA was named).
 
@@ -187,4 +211,11 @@ def loading_device(net, fitted):
     return torch.device("cpu")
 
 
-__all__ = ["build_fitted_parts", "fitted_parameters", "loading_device", "net_state", "restore_net"]
+__all__ = [
+    "build_fitted_parts",
+    "fitted_parameters",
+    "load_saved_params",
+    "loading_device",
+    "net_state",
+    "restore_net",
+]
