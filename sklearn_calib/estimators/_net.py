@@ -510,7 +510,7 @@ default=None
             self.initialize_criterion()
         with self._current_init_context("optimizer"):
             self.initialize_optimizer()
-        self._initialize_history()
+        self.initialize_history()
         self._validate_params()
         self.built_params_ = self._param_values()
         self.initialized_ = True
