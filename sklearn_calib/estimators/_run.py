@@ -27,6 +27,7 @@ from skorch import NeuralNet
 from skorch.callbacks import Callback, EarlyStopping, EpochScoring, LRScheduler, ProgressBar
 from skorch.utils import TeeGenerator
 
+from ._callbacks import advancing_progress_bars
 from ._cuda_graph import GraphStepper
 from ._faults import NonFiniteGuard
 from ._recipes import RecipeSchedule
@@ -190,7 +191,7 @@ class TrainingRun:
         steps = math.ceil(len(self.dataset_train) / net.batch_size)
         self.schedule = RecipeSchedule(net.recipe, net.optimizer_, schedule_epochs, steps)
         self.live = needs_live_batches(net.callbacks_) or _net_does_batch_work(net)
-        self.progress = [cb for _, cb in net.callbacks_ if isinstance(cb, ProgressBar)]
+        self.progress = advancing_progress_bars(net)
         self.guard = NonFiniteGuard(net)
         self.stepper = GraphStepper(
             net, self.live, partial(net.train_step, run=self), net.train_step_is_capturable(self)
@@ -298,42 +299,42 @@ class TrainingRun:
         Each batch gets its history entry (``{prefix}_batch_size``) before its step and
         its ``{prefix}_loss`` at the end; progress bars advance per batch.
         """
-        net, history = self.net, self.net.history
-        per_step, progress = self.schedule.per_step, self.progress
+        net = self.net
+        rows = net.history[-1]["batches"]
+        first = len(rows)
+        size_key, loss_key = f"{prefix}_batch_size", f"{prefix}_loss"
+        per_step, progress, stepper = self.schedule.per_step, self.progress, self.stepper
+        copy = stepper.use_graph  # a replayed graph returns the same output tensor each step
         losses = []
         for i, batch in enumerate(iterator):
-            size = len(class_indices(batch[1]))
+            size = len(batch[0])
             if per_step and i:
                 self.schedule.apply(self.epoch, i)
-            history.new_batch()
-            history.record_batch(f"{prefix}_batch_size", size)
-            step = self.stepper.step(batch, full=size == net.batch_size)
-            # a copy: a replayed CUDA graph returns the same output tensor every step
-            losses.append(step["loss"].detach().float().clone())
+            rows.append({size_key: size})
+            loss = stepper.step(batch, full=size == net.batch_size)["loss"].detach()
+            losses.append(loss.clone() if copy else loss)
             for callback in progress:
                 callback.on_batch_end(net, batch=None, training=True)
-        history.record(f"{prefix}_batch_count", len(losses))
-        values = torch.stack(losses).tolist() if losses else []
-        for entry, value in zip(history[-1]["batches"], values, strict=True):
-            entry[f"{prefix}_loss"] = value
+        net.history.record(f"{prefix}_batch_count", len(losses))
+        values = torch.stack(losses).float().tolist() if losses else []
+        for row, value in zip(rows[first:], values, strict=True):
+            row[loss_key] = value
         return values
 
     def _validate_on_device(self, iterator, prefix, step_fn, fit_params):
         """The validation steps; the batches' history entries are written at the end."""
-        net, history = self.net, self.net.history
+        net = self.net
         losses, accuracies, sizes = [], [], []
         for batch in iterator:
             step = step_fn(batch, run=self, **fit_params)
             losses.append(step["loss"].detach().float())
             accuracies.append(batch_accuracy(step["y_pred"], batch[1]))
-            sizes.append(len(class_indices(batch[1])))
-        history.record(f"{prefix}_batch_count", len(sizes))
+            sizes.append(len(batch[0]))
+        net.history.record(f"{prefix}_batch_count", len(sizes))
         values = torch.stack(losses + accuracies).tolist() if sizes else []
+        rows = net.history[-1]["batches"]
         for loss, acc, size in zip(values[: len(sizes)], values[len(sizes) :], sizes, strict=True):
-            history.new_batch()
-            history.record_batch(f"{prefix}_loss", loss)
-            history.record_batch("valid_acc", acc)
-            history.record_batch(f"{prefix}_batch_size", size)
+            rows.append({f"{prefix}_loss": loss, "valid_acc": acc, f"{prefix}_batch_size": size})
             for callback in self.progress:
                 callback.on_batch_end(net, batch=None, training=False)
 
