@@ -886,6 +886,26 @@ def test_skorch_hooks_work_on_a_fitted_net_outside_fit(digits, cls):
     assert len(net.history) == epochs + 1
 
 
+def test_a_train_step_single_written_for_skorch_trains(digits):
+    """A subclass step as skorch's documentation writes it passes its ``fit_params`` (the
+    run among them) to ``infer``; it trains as NetClassifier's own step does."""
+    X, y = digits[0][:300], digits[2][:300]
+
+    class SkorchStyle(NetClassifier):
+        def train_step_single(self, batch, **fit_params):
+            Xi, yi = batch
+            y_pred = self.infer(Xi, **fit_params)
+            loss = self.get_loss(y_pred, yi, X=Xi, training=True)
+            loss.backward()
+            return {"loss": loss.detach(), "y_pred": y_pred}
+
+    params = {"module__hidden_units": (16,), "lr": 0.05, "max_epochs": 2, "random_state": 0}
+    custom = SkorchStyle(**params).fit(X, y)
+    own = NetClassifier(**params).fit(X, y)
+    assert custom.history[:, "train_loss"] == pytest.approx(own.history[:, "train_loss"])
+    np.testing.assert_allclose(custom.predict_proba(X), own.predict_proba(X), atol=1e-6)
+
+
 def test_no_attribute_exists_only_during_a_training_run(digits):
     X, y = digits[0][:200], digits[2][:200]
 

@@ -205,9 +205,15 @@ class MetaNetClassifier(NetClassifier):
     Sample and class weights (``fit(X, y, sample_weight=...)``, ``class_weight``) weigh
     the regularised training loss, in the virtual step of the head as in the real
     update, and the recorded validation loss; the meta objective on the
-    meta-validation part is not weighted. :meth:`train_step_single` is where the meta
-    step plugs into NetClassifier's training loop: it runs once per training batch,
-    before the network's gradients are computed.
+    meta-validation part is not weighted.
+
+    The meta step plugs into NetClassifier's training run through skorch's hooks:
+    :meth:`get_split_datasets` holds out the meta-validation part and returns it, on the
+    device, with the training part (``dataset_train``, a ``MetaFitDataset``);
+    ``on_epoch_begin`` reshuffles it and ``on_epoch_end`` records the statistics;
+    :meth:`train_step_single` makes the meta step from the run's next meta batch, once
+    per training batch, before the network's gradients are computed (outside a training
+    run it steps the network with the regulariser as it is).
 
     References
     ----------

@@ -906,11 +906,13 @@ default=None
             out = out[0]
         return out.float()
 
-    def infer(self, x, **fit_params):
+    def infer(self, x, run=None, **fit_params):
         """Run the network on a batch (skorch's hook behind ``forward``, on ``device_``).
 
         A float tensor or array is cast to the network's floating dtype (float32 unless
-        its parameters are another); token ids are checked as in :meth:`predict`.
+        its parameters are another); token ids are checked as in :meth:`predict`. The
+        other ``fit_params`` go to the network; ``run`` (which a step written for skorch
+        passes on with its own ``fit_params``) does not.
         """
         x = to_tensor(x, device=self.device_)
         if isinstance(x, torch.Tensor):
