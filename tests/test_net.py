@@ -906,6 +906,32 @@ def test_a_train_step_single_written_for_skorch_trains(digits):
     np.testing.assert_allclose(custom.predict_proba(X), own.predict_proba(X), atol=1e-6)
 
 
+def test_a_finished_training_run_is_freed_at_once(digits, monkeypatch):
+    """Nothing keeps a run (its device data, its CUDA graph) alive after the training call,
+    not even a reference cycle waiting for the garbage collector."""
+    import gc
+    import weakref
+
+    from sklearn_calib.estimators._run import TrainingRun
+
+    runs, original = [], TrainingRun.__init__
+
+    def recording(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        runs.append(weakref.ref(self))
+
+    monkeypatch.setattr(TrainingRun, "__init__", recording)
+    X, y = digits[0][:200], digits[2][:200]
+    gc.disable()
+    try:
+        small_net(max_epochs=1, train_split=0.2).fit(X, y).partial_fit(X, y)
+        MetaNetClassifier(module__hidden_units=(16,), max_epochs=1).fit(X, y)
+        alive = [ref() is not None for ref in runs]
+    finally:
+        gc.enable()
+    assert alive == [False, False, False]
+
+
 def test_no_attribute_exists_only_during_a_training_run(digits):
     X, y = digits[0][:200], digits[2][:200]
 

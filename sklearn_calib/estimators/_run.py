@@ -193,14 +193,14 @@ class TrainingRun:
         self.live = needs_live_batches(net.callbacks_) or _net_does_batch_work(net)
         self.progress = advancing_progress_bars(net)
         self.guard = NonFiniteGuard(net)
-        self.stepper = GraphStepper(
-            net, self.live, partial(net.train_step, run=self), net.train_step_is_capturable(self)
-        )
         self.epoch = 0
         self.iterator_train = net.get_iterator(self.dataset_train, training=True, run=self)
         self.iterator_valid = None
         if self.dataset_valid is not None:
             self.iterator_valid = net.get_iterator(self.dataset_valid, training=False, run=self)
+        self.stepper = GraphStepper(
+            net, self.live, partial(net.train_step, run=self), net.train_step_is_capturable(self)
+        )
 
     def train(self, epochs):
         """Train ``epochs`` epochs (fewer if a callback stops training), skorch's protocol.
@@ -227,6 +227,9 @@ class TrainingRun:
             torch.backends.cudnn.benchmark = benchmark
             if channels_last:
                 net.module_.to(memory_format=torch.contiguous_format)
+            # the stepper's step refers to this run: dropping it frees the run, its device
+            # data and its CUDA graph when the training call returns
+            self.stepper = None
         net.notify("on_train_end", X=data.X, y=data.y)
 
     def run_epoch(self):
