@@ -180,6 +180,7 @@ class TrainingRun:
     """
 
     def __init__(self, net, data, generators, schedule_start, schedule_epochs, checkpoint=None):
+        _check_monitors(net)
         self.net = net
         self.data = data
         self.generators = generators
@@ -206,29 +207,30 @@ class TrainingRun:
         """Train ``epochs`` epochs (fewer if a callback stops training), skorch's protocol.
 
         A ``KeyboardInterrupt`` (EarlyStopping, a Ctrl-C, a restored non-finite epoch)
-        ends training; ``on_train_end`` still runs.
+        ends training; ``on_train_end`` still runs. The run lets go of its stepper at the
+        end: the stepper's step refers to the run, and dropping it frees the run, its
+        device data and its CUDA graph as soon as the training call returns.
         """
         net, data = self.net, self.data
-        _check_monitors(net)
-        channels_last = net.device_.type == "cuda" and data.X.ndim == 4
-        benchmark = torch.backends.cudnn.benchmark
-        if net.device_.type == "cuda":
-            torch.backends.cudnn.benchmark = True
-        if channels_last:
-            net.module_.to(memory_format=torch.channels_last)
-        net.notify("on_train_begin", X=data.X, y=data.y)
         try:
-            for _ in range(epochs):
-                self.run_epoch()
-        except KeyboardInterrupt:
-            pass
-        finally:
-            net.optimizer_.zero_grad(set_to_none=True)
-            torch.backends.cudnn.benchmark = benchmark
+            channels_last = net.device_.type == "cuda" and data.X.ndim == 4
+            benchmark = torch.backends.cudnn.benchmark
+            if net.device_.type == "cuda":
+                torch.backends.cudnn.benchmark = True
             if channels_last:
-                net.module_.to(memory_format=torch.contiguous_format)
-            # the stepper's step refers to this run: dropping it frees the run, its device
-            # data and its CUDA graph when the training call returns
+                net.module_.to(memory_format=torch.channels_last)
+            net.notify("on_train_begin", X=data.X, y=data.y)
+            try:
+                for _ in range(epochs):
+                    self.run_epoch()
+            except KeyboardInterrupt:
+                pass
+            finally:
+                net.optimizer_.zero_grad(set_to_none=True)
+                torch.backends.cudnn.benchmark = benchmark
+                if channels_last:
+                    net.module_.to(memory_format=torch.contiguous_format)
+        finally:
             self.stepper = None
         net.notify("on_train_end", X=data.X, y=data.y)
 
