@@ -225,6 +225,44 @@ def test_the_rules_have_no_cycle_between_parts():
     assert find_cycles(graph) == []
 
 
+#: The estimator classes of ``estimators/``; its other modules serve them.
+ESTIMATOR_MODULES = {"sklearn_calib.estimators._net", "sklearn_calib.estimators._meta"}
+
+#: skorch's notifications that run a training loop.
+LOOP_EVENTS = {"on_train_begin", "on_epoch_begin", "on_epoch_end", "on_train_end"}
+
+
+def test_estimator_helpers_take_the_net_and_never_import_it():
+    """The training run, input checks, persistence and the other helper modules of
+    ``estimators/`` receive the net as an argument; only the estimators themselves and
+    the package's public faces import the estimator modules."""
+    graph = module_graph("sklearn_calib")
+    importers = {
+        module
+        for module, edges in graph.items()
+        if edges & ESTIMATOR_MODULES and module not in ESTIMATOR_MODULES
+    }
+    assert importers == {"sklearn_calib.estimators"}
+    assert "sklearn_calib.estimators._net" in graph["sklearn_calib.estimators._meta"]
+
+
+def test_only_the_training_run_runs_the_epochs():
+    """One owner of the training loop: skorch's loop notifications are sent by ``_run.py``."""
+    senders = set()
+    for path in _sources("sklearn_calib"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "notify"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and node.args[0].value in LOOP_EVENTS
+            ):
+                senders.add(module_name(path))
+    assert senders == {"sklearn_calib.estimators._run"}
+
+
 def test_the_rules_flag_forbidden_imports():
     bad = "from sklearn_calib.estimators import NetClassifier"
     assert library_violations("sklearn_calib.metrics._metrics", bad) != []

@@ -501,6 +501,28 @@ def test_models_fitted_on_a_gpu_predict_on_this_machine(name, how):
     assert (net.predict(X) == y).mean() > 0.5  # a few epochs; chance is 0.1
 
 
+@pytest.mark.parametrize("name", ["net", "meta"])
+@pytest.mark.parametrize("how", ["pickle", "skops"])
+def test_models_saved_by_an_earlier_version_load_and_predict_exactly_alike(name, how):
+    """Files written on the CPU by an earlier version (``tests/data/make_cpu_fixtures.py``).
+
+    They load with the current code and predict the stored probabilities bit for bit, and
+    the same fit run again trains to the same probabilities.
+    """
+    path = GPU_FIXTURES / f"cpu_{name}.{'pkl' if how == 'pickle' else 'skops'}"
+    assert how == "pickle" or persistence.untrusted_types(path) == []
+    net = pickle.loads(path.read_bytes()) if how == "pickle" else persistence.load(path)
+    X, y = make_gpu_fixtures.digits()
+    n_train = make_gpu_fixtures.N_TRAIN
+    expected = np.load(GPU_FIXTURES / f"cpu_{name}_proba.npy")
+    assert net.device_ == torch.device("cpu")
+    assert list(net.classes_) == sorted(make_gpu_fixtures.NAMES)
+    np.testing.assert_array_equal(net.predict_proba(X[n_train:]), expected)
+    np.testing.assert_array_equal(net.predict(X[n_train:]), net.classes_[expected.argmax(1)])
+    refit = clone(net).fit(X[:n_train], y[:n_train])
+    np.testing.assert_allclose(refit.predict_proba(X[n_train:]), expected, rtol=0, atol=1e-6)
+
+
 def test_state_trees_round_trip_bfloat16_and_rebuild_containers():
     from collections import OrderedDict
 

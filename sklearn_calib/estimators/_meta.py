@@ -1,36 +1,47 @@
 """MetaNetClassifier: a NetClassifier whose regulariser is meta-learned for calibration."""
 
 import numbers
-from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
 import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
-from skorch.utils import params_for
 from torch import nn
 
-from .._validation import check_number
 from ..losses import resolve_loss
 from ..losses._base import GammaWeighted
 from ._device import autocast, autocast_dtype
 from ._gamma_net import ElementwiseL2, GammaNet, build_regularizer
+from ._inference import evaluate
+from ._inputs import split_input
 from ._meta_step import META_LOSSES, MetaBatches, meta_objective, meta_step
 from ._net import NetClassifier
 from ._optimizer import check_optimizer_values
+from ._rng import resolve_split_seed
+from ._training import FitDataset
 
 _REGULARIZERS = {"gamma_net": GammaNet, "l2": ElementwiseL2}
 _POSITIVE = Interval(numbers.Real, 0, None, closed="neither")
 
 
-@dataclass
-class _FitState:
-    """What one fit needs besides the network: meta batches, the statistics split, the loss."""
+class MetaFitDataset(FitDataset):
+    """The training part of a meta fit, with the meta-validation batches it learns from.
 
-    batches: MetaBatches
-    statistics: object
-    objective: partial
+    :meth:`MetaNetClassifier.get_split_datasets` returns it as ``dataset_train``; the
+    training run passes it to the epoch hooks and its steps read the meta batches.
+
+    Parameters
+    ----------
+    part : FitDataset
+        The training part.
+    meta_batches : MetaBatches
+        The meta-validation part, on the device.
+    """
+
+    def __init__(self, part, meta_batches):
+        super().__init__(part.X, part.y, part.y_index, part.weight)
+        self.meta_batches = meta_batches
 
 
 class MetaNetClassifier(NetClassifier):
@@ -194,9 +205,15 @@ class MetaNetClassifier(NetClassifier):
     Sample and class weights (``fit(X, y, sample_weight=...)``, ``class_weight``) weigh
     the regularised training loss, in the virtual step of the head as in the real
     update, and the recorded validation loss; the meta objective on the
-    meta-validation part is not weighted. :meth:`train_step_single` is where the meta
-    step plugs into NetClassifier's training loop: it runs once per training batch,
-    before the network's gradients are computed.
+    meta-validation part is not weighted.
+
+    The meta step plugs into NetClassifier's training run through skorch's hooks:
+    :meth:`get_split_datasets` holds out the meta-validation part and returns it, on the
+    device, with the training part (``dataset_train``, a ``MetaFitDataset``);
+    ``on_epoch_begin`` reshuffles it and ``on_epoch_end`` records the statistics;
+    :meth:`train_step_single` makes the meta step from the run's next meta batch, once
+    per training batch, before the network's gradients are computed (outside a training
+    run it steps the network with the regulariser as it is).
 
     References
     ----------
@@ -225,6 +242,10 @@ class MetaNetClassifier(NetClassifier):
     prefixes_ = [*NetClassifier.prefixes_, "meta_optimizer"]
     cuda_dependent_attributes_ = [*NetClassifier.cuda_dependent_attributes_, "meta_optimizer_"]
 
+    #: A new regulariser or ``tau`` shapes the fitted regulariser (and ``regularizer`` the
+    #: default loss): a continued fit becomes a fresh one.
+    fresh_fit_params = ("regularizer", "tau")
+
     _parameter_constraints = {
         **NetClassifier._parameter_constraints,
         "regularizer": [StrOptions(set(_REGULARIZERS))],
@@ -240,8 +261,6 @@ class MetaNetClassifier(NetClassifier):
         "virtual_lr": [_POSITIVE, None],
         "keep_regularizer": ["boolean"],
     }
-
-    _fit_state = None
 
     def __init__(
         self,
@@ -279,49 +298,48 @@ class MetaNetClassifier(NetClassifier):
 
     # ------------------------------------------------------------------ components
 
-    def _rebuilds_network(self, name):
-        """Besides the network's parameters, a new regulariser or ``tau`` needs a fresh fit.
-
-        Both shape the fitted regulariser (and ``regularizer`` the default loss).
-        """
-        return super()._rebuilds_network(name) or name in ("regularizer", "tau")
-
-    def _check_params(self):
-        super()._check_params()
-        if "lr" in self.get_params_for("meta_optimizer"):
-            check_number("meta_optimizer__lr", self.meta_optimizer__lr, low=0, low_open=True)
-        if isinstance(self.train_split, numbers.Real) and (
-            self.train_split + self.meta_fraction >= 1
-        ):
-            raise ValueError(
-                f"Expected `train_split + meta_fraction` < 1 so that training data remains, "
-                f"got {self.train_split} + {self.meta_fraction}."
-            )
-
-    def _build_criterion(self, params):
-        """Build the loss; None is focal (gamma 1) for "gamma_net", cross-entropy for "l2"."""
-        if params["criterion"] is not None:
-            return super()._build_criterion(params)
-        kwargs = params_for("criterion", params)
-        if params["regularizer"] == "gamma_net":
-            return resolve_loss("focal")(**{"gamma": 1.0, **kwargs})
-        return resolve_loss("ce")(**kwargs)
-
-    def initialize(self):
-        """Build the network, loss and optimiser, and a new regulariser for them."""
-        super().initialize()
-        self.meta_regularizer_ = None
-        self.meta_optimizer_ = None
-        self._prepare_regularizer()
+    def initialize_criterion(self):
+        """Build the loss; None is focal loss (gamma 1) for "gamma_net", cross-entropy for "l2"."""
+        if self.criterion is not None:
+            return super().initialize_criterion()
+        kwargs = self.get_params_for("criterion")
+        if self.regularizer == "gamma_net":
+            loss = resolve_loss("focal")(**{"gamma": 1.0, **kwargs})
+        else:
+            loss = resolve_loss("ce")(**kwargs)
+        self.criterion_ = loss.to(self.device_)
         return self
 
-    def _update_parts(self):
-        """Apply the parameters set since the last fit; then check or renew the regulariser."""
-        super()._update_parts()
-        self._prepare_regularizer()
+    def initialize_optimizer(self, triggered_directly=None):
+        """Build the network's optimiser, then a new regulariser and its Adam optimiser."""
+        super().initialize_optimizer()
+        self._build_regularizer(self._checked_head())
+        return self
 
-    def _head(self):
-        """Return the network's classifier head, checking the features/head structure."""
+    def on_train_begin(self, net, X=None, y=None, **kwargs):
+        """Check the network and criterion; renew the regulariser if they no longer fit it.
+
+        A continued fit keeps a fitting regulariser and writes the current ``tau`` and
+        ``meta_optimizer__*`` settings into it and its optimiser.
+        """
+        super().on_train_begin(net, X=X, y=y, **kwargs)
+        head = self._checked_head()
+        current = self.meta_regularizer_
+        if not (isinstance(current, _REGULARIZERS[self.regularizer]) and current.matches(head)):
+            self._build_regularizer(head)
+            return
+        if isinstance(current, GammaNet):
+            current.tau = self.tau
+        settings = self._meta_optimizer_params(current)
+        for group in self.meta_optimizer_.param_groups:
+            for name, value in settings.items():
+                if isinstance(group.get(name), torch.Tensor):
+                    group[name].fill_(value)
+                else:
+                    group[name] = value
+
+    def _checked_head(self):
+        """Return the network's classifier head after checking the network and criterion."""
         head = getattr(self.module_, "head", None)
         if not isinstance(head, nn.Linear) or not callable(getattr(self.module_, "features", None)):
             raise ValueError(
@@ -329,77 +347,66 @@ class MetaNetClassifier(NetClassifier):
                 "penultimate representation) and a `head` nn.Linear, with forward(x) == "
                 f"head(features(x)); got {type(self.module_).__name__}."
             )
-        return head
-
-    def _prepare_regularizer(self, params=None):
-        """Check the network and criterion; build the regulariser unless one fits already.
-
-        Parameters
-        ----------
-        params : dict or None, default=None
-            The parameters to build from (``built_params_`` at loading); None: the current.
-        """
-        params = self._param_values() if params is None else params
-        regularizer, tau = params["regularizer"], params["tau"]
-        head = self._head()
-        if regularizer == "gamma_net" and not isinstance(self.criterion_, GammaWeighted):
+        if self.regularizer == "gamma_net" and not isinstance(self.criterion_, GammaWeighted):
             raise ValueError(
                 "regularizer='gamma_net' needs a criterion that takes a per-sample gamma "
                 "(focal, focal_gra, inverse_focal, dual_focal, dual_focal_gra, bsce, "
                 f"bsce_gra), got {type(self.criterion_).__name__}."
             )
-        current = getattr(self, "meta_regularizer_", None)
-        if isinstance(current, _REGULARIZERS[regularizer]) and current.matches(head):
-            if isinstance(current, GammaNet):
-                current.tau = tau
-            settings = self._meta_optimizer_params(current, params)
-            for group in self.meta_optimizer_.param_groups:
-                for name, value in settings.items():
-                    if isinstance(group.get(name), torch.Tensor):
-                        group[name].fill_(value)
-                    else:
-                        group[name] = value
-        else:
-            with self._current_init_context("regularizer"):
-                self.meta_regularizer_ = build_regularizer(regularizer, head, tau)
-                self.meta_optimizer_ = self._meta_optimizer(self.meta_regularizer_, params)
+        return head
 
-    def _meta_optimizer_params(self, regularizer, params):
+    def _build_regularizer(self, head):
+        """Build a new regulariser for ``head`` and its Adam optimiser (on CUDA fused,
+        capturable, with its learning rate as a device tensor)."""
+        with self._current_init_context("regularizer"):
+            self.meta_regularizer_ = build_regularizer(self.regularizer, head, self.tau)
+            params = self._meta_optimizer_params(self.meta_regularizer_)
+            if self.device_.type == "cuda":
+                params["lr"] = torch.tensor(params["lr"], dtype=torch.float32, device=self.device_)
+                params = {"fused": True, "capturable": True, **params}
+            self.meta_optimizer_ = torch.optim.Adam(self.meta_regularizer_.parameters(), **params)
+
+    def _meta_optimizer_params(self, regularizer):
         """Adam's keyword arguments: ``meta_optimizer__*``; lr from ``meta_lr`` if unset.
 
         They are checked as the network optimiser's are (a finite lr > 0, then Adam's own
         checks) before they reach the optimiser.
         """
-        settings = params_for("meta_optimizer", params)
+        settings = self.get_params_for("meta_optimizer")
         sources = {name: f"meta_optimizer__{name}" for name in settings}
         if "lr" not in settings:
-            step = regularizer.default_meta_lr if params["meta_lr"] is None else params["meta_lr"]
+            step = regularizer.default_meta_lr if self.meta_lr is None else self.meta_lr
             settings["lr"] = step * regularizer.lr_scale()
             sources["lr"] = "meta_lr"
         check_optimizer_values(torch.optim.Adam, settings, sources)
         return settings
 
-    def _meta_optimizer(self, regularizer, params):
-        """Adam on the regulariser (:meth:`_meta_optimizer_params`); on CUDA fused, capturable."""
-        params = self._meta_optimizer_params(regularizer, params)
-        if self.device_.type == "cuda":
-            params["lr"] = torch.tensor(params["lr"], dtype=torch.float32, device=self.device_)
-            params = {"fused": True, "capturable": True, **params}
-        return torch.optim.Adam(regularizer.parameters(), **params)
-
     # ------------------------------------------------------------------ fitting
 
-    def _train(self, *args, **kwargs):
-        try:
-            super()._train(*args, **kwargs)
-        finally:
-            self._fit_state = None
+    def get_split_datasets(self, X, y=None, split_seed=None, **fit_params):
+        """Hold out the meta-validation part, then split the rest as NetClassifier does.
 
-    def _split(self, data, seed):
-        """Hold out the meta-validation part, then split the rest as NetClassifier does."""
-        X, y_index = data.X, data.y_index
-        n = len(X)
+        Parameters
+        ----------
+        X, y, split_seed, **fit_params
+            As in :meth:`NetClassifier.get_split_datasets`; the seed also draws the
+            meta-validation part.
+
+        Returns
+        -------
+        dataset_train : MetaFitDataset
+            The training part with the meta-validation batches on the device.
+        dataset_valid : FitDataset or None
+        """
+        data = split_input(self, X, y)
+        seed = resolve_split_seed(self.random_state, split_seed)
         float_split = isinstance(self.train_split, numbers.Real)
+        if float_split and self.train_split + self.meta_fraction >= 1:
+            raise ValueError(
+                f"Expected `train_split + meta_fraction` < 1 so that training data remains, "
+                f"got {self.train_split} + {self.meta_fraction}."
+            )
+        n = len(data.X)
         n_meta = max(1, round(self.meta_fraction * n))
         n_valid = max(1, round(self.train_split * n)) if float_split else 0
         if n - n_meta - n_valid < 1:
@@ -408,17 +415,80 @@ class MetaNetClassifier(NetClassifier):
                 f"{n_meta} meta-validation and {n_valid} validation samples, got {n} samples."
             )
         rng = np.random.default_rng(seed)
-        meta, rest = _stratified_holdout(y_index, n_meta, rng)
+        meta, rest = _stratified_holdout(data.y_index, n_meta, rng)
         if float_split:
-            valid, train = (rest[part] for part in _stratified_holdout(y_index[rest], n_valid, rng))
-            split = data.subset(train), data.subset(valid)
+            holdout = _stratified_holdout(data.y_index[rest], n_valid, rng)
+            valid, train = (rest[part] for part in holdout)
+            dataset_train, dataset_valid = data.subset(train), data.subset(valid)
         else:
-            split = super()._split(data.subset(rest), seed)
-        batches = MetaBatches(X[meta], y_index[meta], self.device_, self.batch_size)
-        statistics = batches.source
-        if split[1] is not None and self.regularizer == "gamma_net":
-            statistics = split[1].batch_source(self.device_)
-        objective = partial(
+            dataset_train, dataset_valid = super().get_split_datasets(
+                data.subset(rest), split_seed=seed, **fit_params
+            )
+        batches = MetaBatches(data.X[meta], data.y_index[meta], self.device_, self.batch_size)
+        return MetaFitDataset(dataset_train, batches), dataset_valid
+
+    def train_step_is_capturable(self, run=None):
+        """Whether :meth:`train_step` may be captured: yes while the meta data is on the device."""
+        resident = run is None or run.dataset_train.meta_batches.resident
+        return super().train_step_is_capturable(run) and resident
+
+    def train_step_single(self, batch, run=None, **fit_params):
+        """Make one meta step, then compute the network's regularised loss and gradients.
+
+        The meta step (:func:`~sklearn_calib.estimators._meta_step.meta_step`) updates
+        the regulariser from the run's next meta-validation batch; ``train_step`` then
+        steps the network with these gradients. Outside a training run (``run=None``)
+        there are no meta batches: the network's step uses the regulariser as it is
+        (NetClassifier's step if there is none, after loading a model pickled with
+        ``keep_regularizer=False``).
+
+        Parameters
+        ----------
+        batch : tuple of (torch.Tensor, target)
+            Inputs and targets of a training batch on ``device_`` (a class-index tensor,
+            a WeightedTarget or a MixedTarget).
+        run : TrainingRun or None, default=None
+
+        Returns
+        -------
+        step : dict
+            ``"loss"``: the detached 0-d regularised training loss; ``"y_pred"``: the
+            logits.
+        """
+        module, head, regularizer = self.module_, self.module_.head, self.meta_regularizer_
+        if regularizer is None:
+            return super().train_step_single(batch, run=run, **fit_params)
+        X, y = batch
+        dtype = autocast_dtype(self.precision, self.device_)
+        with autocast(dtype, self.device_):
+            features = module.features(X)
+            logits = head(features)
+        if run is not None:
+            meta_batches = run.dataset_train.meta_batches
+            X_meta, y_meta = meta_batches.next_batch()
+            with torch.no_grad(), autocast(dtype, self.device_):
+                meta_features = module.features(X_meta)
+        features = features.detach().float()
+        if run is not None:
+            meta_loss = meta_step(
+                regularizer,
+                self.meta_optimizer_,
+                self._training_loss,
+                self._meta_objective(),
+                (features, y),
+                (meta_features.float(), y_meta),
+                head,
+                self._virtual_lr(),
+            )
+            meta_batches.record(meta_loss)
+        loss = regularizer.regularized_loss(
+            self._training_loss, logits.float(), y, features, head.weight, head.bias, learn=False
+        )
+        return self._backward(loss, logits, y)
+
+    def _meta_objective(self):
+        """The meta loss of a batch of logits, ``objective(logits, target)``."""
+        return partial(
             meta_objective,
             meta_loss=self.meta_loss,
             bandwidth=self.bandwidth,
@@ -427,59 +497,6 @@ class MetaNetClassifier(NetClassifier):
             t_a=self.t_a,
             t_b=self.t_b,
         )
-        self._fit_state = _FitState(batches, statistics, objective)
-        return split
-
-    def train_step_is_capturable(self):
-        """Whether :meth:`train_step` may be captured: yes while the meta data is on the device."""
-        state = self._fit_state
-        return state is None or state.batches.resident
-
-    def train_step_single(self, batch, **fit_params):
-        """Make one meta step, then compute the network's regularised loss and gradients.
-
-        The meta step (:func:`~sklearn_calib.estimators._meta_step.meta_step`) updates
-        the regulariser from a meta-validation batch; ``train_step`` then steps the
-        network with these gradients.
-
-        Parameters
-        ----------
-        batch : tuple of (torch.Tensor, target)
-            Inputs and targets of a training batch on ``device_`` (a class-index tensor,
-            a WeightedTarget or a MixedTarget).
-
-        Returns
-        -------
-        step : dict
-            ``"loss"``: the detached 0-d regularised training loss; ``"y_pred"``: the
-            logits.
-        """
-        X, y = batch
-        state = self._fit_state
-        module, head, regularizer = self.module_, self.module_.head, self.meta_regularizer_
-        dtype = autocast_dtype(self.precision, self.device_)
-        with autocast(dtype, self.device_):
-            features = module.features(X)
-            logits = head(features)
-        X_meta, y_meta = state.batches.next_batch()
-        with torch.no_grad(), autocast(dtype, self.device_):
-            meta_features = module.features(X_meta)
-        features = features.detach().float()
-        meta_loss = meta_step(
-            regularizer,
-            self.meta_optimizer_,
-            self._training_loss,
-            state.objective,
-            (features, y),
-            (meta_features.float(), y_meta),
-            head,
-            self._virtual_lr(),
-        )
-        state.batches.record(meta_loss)
-        loss = regularizer.regularized_loss(
-            self._training_loss, logits.float(), y, features, head.weight, head.bias, learn=False
-        )
-        return self._backward(loss, logits, y)
 
     def _training_loss(self, logits, target, **criterion_kwargs):
         """The training loss of float32 logits (weighted, mixed and summed as ``get_loss``)."""
@@ -495,19 +512,26 @@ class MetaNetClassifier(NetClassifier):
     def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, **kwargs):
         """Start the history's epoch and reshuffle the meta-validation batches."""
         super().on_epoch_begin(net, dataset_train=dataset_train, dataset_valid=dataset_valid)
-        if self._fit_state is not None:
-            self._fit_state.batches.shuffle()
+        if isinstance(dataset_train, MetaFitDataset):
+            dataset_train.meta_batches.shuffle()
 
     def on_epoch_end(self, net, dataset_train=None, dataset_valid=None, **kwargs):
-        """Record ``meta_loss`` and the regulariser's statistics (one host sync)."""
+        """Record ``meta_loss`` and the regulariser's statistics (one host sync).
+
+        The gamma-Net's statistics are those of the validation part, or of the
+        meta-validation part without one.
+        """
         super().on_epoch_end(net, dataset_train=dataset_train, dataset_valid=dataset_valid)
-        state = self._fit_state
-        if state is None:
+        if not isinstance(dataset_train, MetaFitDataset):
             return
+        meta_batches = dataset_train.meta_batches
         steps = max(1, self.history[-1, "train_batch_count"])
-        stats = {"meta_loss": state.batches.loss_sum / steps}
+        stats = {"meta_loss": meta_batches.loss_sum / steps}
         if isinstance(self.meta_regularizer_, GammaNet):
-            stats.update(self.meta_regularizer_.statistics(self._source_features(state.statistics)))
+            source = meta_batches.source
+            if dataset_valid is not None:
+                source = dataset_valid.batch_source(self.device_)
+            stats.update(self.meta_regularizer_.statistics(self._source_features(source)))
         else:
             stats.update(self.meta_regularizer_.statistics())
         for name, value in zip(stats, torch.stack(list(stats.values())).tolist(), strict=True):
@@ -549,14 +573,14 @@ class MetaNetClassifier(NetClassifier):
                 "sample_gamma needs the fitted gamma-Net: fit with regularizer='gamma_net' "
                 "(and unpickle a model pickled with keep_regularizer=True)."
             )
-        gamma = self._evaluate_batches(
-            X, lambda batch: self.meta_regularizer_(self._features(batch))
-        )
+        gamma = evaluate(self, X, lambda batch: self.meta_regularizer_(self._features(batch)))
         return gamma.cpu().numpy()
 
     # ------------------------------------------------------------------ persistence
 
     def __getstate__(self):
+        """Return NetClassifier's state; without the regulariser if ``keep_regularizer`` is
+        False (then it is None after loading)."""
         if self.keep_regularizer:
             return super().__getstate__()
         names = ("meta_regularizer_", "meta_optimizer_")
@@ -567,11 +591,6 @@ class MetaNetClassifier(NetClassifier):
             self.__dict__.update(kept)
         state.update(dict.fromkeys(kept))
         return state
-
-    def _build_parts(self, params):
-        super()._build_parts(params)
-        if "meta_regularizer_" not in self.__dict__:  # saved with the net: load its state
-            self._prepare_regularizer(params)
 
 
 def _stratified_holdout(y, n_holdout, rng):
@@ -601,4 +620,4 @@ def _stratified_holdout(y, n_holdout, rng):
     return np.sort(order[in_holdout]), np.sort(order[~in_holdout])
 
 
-__all__ = ["MetaNetClassifier"]
+__all__ = ["MetaFitDataset", "MetaNetClassifier"]
