@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from scipy.stats import bootstrap
 
-from sklearn_calib.metrics import _bootstrap, _resampling
+from sklearn_calib.metrics import _kernels, _resampling
+from sklearn_calib.metrics._predictions import check_predictions
 from sklearn_calib.scoring import (
     adaptive_calibration_error,
     brier_score,
@@ -51,7 +52,9 @@ PLANNED = [
 def test_plans_reproduce_their_metric(metric, options, weighted):
     y, proba = multiclass_data(3000, 4, 1)
     weight = np.random.default_rng(2).random(3000) if weighted else None
-    plan = _bootstrap._PLANS[metric](y, proba, sample_weight=weight, **options)
+    plan = _kernels.KERNELS[metric].plan(
+        check_predictions(y, proba, sample_weight=weight), **options
+    )
     one_group = plan.accumulate(np.zeros(3000, dtype=np.intp), 1)
     expected = metric(y, proba, sample_weight=weight, **options)
     assert plan.value(one_group)[0] == pytest.approx(expected, abs=1e-12)
@@ -101,11 +104,11 @@ def test_the_interval_covers_the_estimate(method, metric):
     for seed in range(3):
         y, proba = multiclass_data(4000, 3, 10 + seed, sharpen=2.0)
         result = calibration_error_ci(
-            metric, y, proba, method=method, n_resamples=300, random_state=seed
+            metric, y, proba, ci_method=method, n_resamples=300, random_state=seed
         )
         assert result.low <= result.estimate <= result.high
         assert result.estimate == metric(y, proba)
-        assert result.replicates.shape == (300,) and result.method == method
+        assert result.replicates.shape == (300,) and result.ci_method == method
 
 
 def true_binned_ece_of_squared_link(n_bins):
@@ -130,7 +133,7 @@ def test_coverage_near_nominal_for_a_known_miscalibration(method):
             convention="positive_class",
             n_resamples=200,
             confidence_level=0.9,
-            method=method,
+            ci_method=method,
             random_state=seed,
         )
         covered.append(result.low <= truth <= result.high)
@@ -155,7 +158,7 @@ def test_metrics_without_plan_resample_rows_through_weights():
     y, proba = multiclass_data(200, 3, 30)
     for metric in (smooth_calibration_error, differentiable_calibration_error):
         result = calibration_error_ci(
-            metric, y, proba, n_resamples=20, method="bca", random_state=0
+            metric, y, proba, n_resamples=20, ci_method="bca", random_state=0
         )
         counts = _resampling.resampled_counts(np.random.RandomState(0), 20, 200)
         expected = [metric(y, proba, sample_weight=c) for c in counts]
@@ -189,7 +192,7 @@ def test_bca_warns_when_every_replicate_exceeds_the_estimate():
     y = rng.random(20_000) < p
     with pytest.warns(UserWarning, match="bias correction is extreme"):
         calibration_error_ci(
-            classwise_calibration_error, y, p, n_bins=30, method="bca", random_state=0
+            classwise_calibration_error, y, p, n_bins=30, ci_method="bca", random_state=0
         )
 
 
@@ -200,7 +203,8 @@ def test_bca_warns_when_every_replicate_exceeds_the_estimate():
         ({"n_resamples": 100.0}, "`n_resamples` to be an integer >= 10"),
         ({"confidence_level": 1.0}, r"`confidence_level` to be a number in \(0, 1\)"),
         ({"confidence_level": "95%"}, r"`confidence_level` to be a number in \(0, 1\)"),
-        ({"method": "basic"}, "`method` to be one of"),
+        ({"ci_method": "basic"}, "`ci_method` to be one of"),
+        ({"method": "basic"}, r"takes no argument\(s\) \['method'\]"),
         ({"n_bin": 10}, r"takes no argument\(s\) \['n_bin'\].*'n_bins'"),
     ],
 )
@@ -213,7 +217,7 @@ def test_a_metric_without_sample_weight_is_rejected():
     def no_weights(y_true, y_prob):
         return 0.0
 
-    with pytest.raises(ValueError, match=r"takes no argument\(s\) \['sample_weight'\]"):
+    with pytest.raises(ValueError, match="takes no `sample_weight`: calibration_error_ci"):
         calibration_error_ci(no_weights, [0, 1], [0.2, 0.7])
     with pytest.raises(ValueError, match="`metric` to be a metric function"):
         calibration_error_ci("ece", [0, 1], [0.2, 0.7])
@@ -230,7 +234,7 @@ def test_intervals_agree_with_scipys_bootstrap(method, reference):
     y = (rng.random(150) < np.sqrt(p)).astype(int)
     per_sample = -np.log(np.where(y == 1, p, 1 - p))
     ours = calibration_error_ci(
-        negative_log_likelihood, y, p, n_resamples=20_000, method=method, random_state=0
+        negative_log_likelihood, y, p, n_resamples=20_000, ci_method=method, random_state=0
     )
     expected = bootstrap(
         (per_sample,), np.mean, n_resamples=20_000, method=reference, random_state=1

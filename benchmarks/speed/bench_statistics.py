@@ -117,7 +117,7 @@ def main(argv=None):
             labels,
             proba,
             n_resamples=args.resamples,
-            method="bca",
+            ci_method="bca",
             random_state=0,
         ),
         args.repeat,

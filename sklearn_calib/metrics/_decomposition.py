@@ -5,19 +5,12 @@ import numpy as np
 from sklearn.isotonic import isotonic_regression
 from sklearn.utils import Bunch
 
-from .._validation import check_classification_inputs
-from ._metrics import NLL_EPS, _check_option, _row_blocks, _true_class_proba, _weighted_mean
+from .._validation import check_option
+from ._metrics import SCORES, _row_blocks, _weighted_mean, per_sample_score
+from ._predictions import check_predictions
+from ._weights import sample_count
 
-_SCORES = ("brier", "log_loss")
 _METHODS = ("isotonic", "temperature")
-
-
-def per_sample_score(proba, y_index, score):
-    """Return each sample's Brier score (summed over classes) or log loss (clipped at NLL_EPS)."""
-    true_proba = _true_class_proba(proba, y_index)
-    if score == "log_loss":
-        return -np.log(np.clip(true_proba, NLL_EPS, 1.0))
-    return np.einsum("ij,ij->i", proba, proba, dtype=np.float64) - 2.0 * true_proba + 1.0
 
 
 def _isotonic_fit(values, target, weight):
@@ -113,9 +106,12 @@ def _inverse_temperature(log_proba, y_index, weight):
     return beta
 
 
-def _temperature_recalibration(proba, y_index, weight):
-    """Temperature scaling fitted on the same data, mixed with 1 / (n + 1) uniform mass."""
-    n_samples, n_classes = proba.shape
+def _temperature_recalibration(proba, y_index, weight, n_samples):
+    """Temperature scaling fitted on the same data, mixed with 1 / (n + 1) uniform mass.
+
+    ``n_samples`` is the number of samples the weighted rows stand for.
+    """
+    n_classes = proba.shape[1]
     log_proba = np.log(np.maximum(proba.astype(np.float64), LOGIT_FLOOR))
     beta = _inverse_temperature(log_proba, y_index, weight)
     scaled = beta * (log_proba - log_proba.max(axis=1, keepdims=True))
@@ -148,9 +144,12 @@ def calibration_decomposition(
       (2025): ``g`` is temperature scaling fitted (NLL) on the same data (the logits are
       ``log max(p, 1e-12)``, the temperature is searched in [1e-4, 1e4]), its output
       mixed with the uniform distribution at weight ``1 / (n + 1)`` as they do, so the
-      log loss stays finite. The refinement is what post-hoc calibration cannot fix; selecting a
-      network by it and calibrating afterwards is their refine-then-calibrate recipe
-      (:func:`refinement_loss` and the ``neg_refinement_*`` scorers).
+      log loss stays finite; with ``sample_weight``, ``n`` is the number of samples the
+      rows stand for (the total of integer weights, which count repeated rows; else the
+      number of positive weights). The refinement is what post-hoc calibration cannot
+      fix; selecting a network by it and calibrating afterwards is their
+      refine-then-calibrate recipe (:func:`refinement_loss` and the ``neg_refinement_*``
+      scorers).
 
     Parameters
     ----------
@@ -197,17 +196,22 @@ def calibration_decomposition(
     >>> round(parts.miscalibration - parts.discrimination + parts.uncertainty, 4)
     0.3
     """
-    _check_option(score, "score", _SCORES)
-    _check_option(method, "method", _METHODS)
-    y_index, proba, sample_weight = check_classification_inputs(
-        y_true, y_prob, labels=labels, sample_weight=sample_weight
-    )
-    weight = np.ones(proba.shape[0]) if sample_weight is None else sample_weight
+    data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
+    return _calibration_decomposition(data, score=score, method=method)
+
+
+def _calibration_decomposition(data, *, score="brier", method="isotonic"):
+    """:func:`calibration_decomposition` of checked predictions."""
+    check_option(score, "score", SCORES)
+    check_option(method, "method", _METHODS)
+    y_index, proba, sample_weight = data.y_index, data.proba, data.sample_weight
+    weight = data.weight
     extra = {}
     if method == "isotonic":
         recalibrated = _isotonic_recalibration(proba, y_index, weight, score)
     else:
-        recalibrated, temperature = _temperature_recalibration(proba, y_index, weight)
+        n_samples = sample_count(sample_weight, proba.shape[0])
+        recalibrated, temperature = _temperature_recalibration(proba, y_index, weight, n_samples)
         extra["temperature"] = float(temperature)
     frequencies = np.bincount(y_index, weights=weight, minlength=proba.shape[1]) / weight.sum()
     marginal = np.broadcast_to(frequencies, proba.shape)
@@ -276,6 +280,10 @@ def refinement_loss(
     >>> bool(abs(refinement_loss(y, overconfident) - refinement_loss(y, p)) < 1e-3)
     True
     """
-    return calibration_decomposition(
-        y_true, y_prob, score=score, method=method, labels=labels, sample_weight=sample_weight
-    ).refinement
+    data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
+    return _refinement_loss(data, score=score, method=method)
+
+
+def _refinement_loss(data, *, score="log_loss", method="temperature"):
+    """:func:`refinement_loss` of checked predictions."""
+    return _calibration_decomposition(data, score=score, method=method).refinement

@@ -12,9 +12,11 @@ import math
 import numpy as np
 from scipy.signal import fftconvolve
 
-from .._validation import check_classification_inputs, check_number
-from ._metrics import SECE_EPS, _check_option, _weighted_mean, scores_and_outcomes
+from .._validation import check_number, check_option
+from ._metrics import SECE_EPS, _weighted_mean
+from ._predictions import check_predictions
 from ._resampling import ResamplingPlan, cell_sums
+from ._weights import mean_weight
 
 #: Smallest ``x`` for which ``exp(-x)`` is exactly 0 in float64 (rounded up): a Gaussian
 #: kernel term vanishes exactly once ``|u - v| > sqrt(2 * 746) * h``, about 38.6 h.
@@ -151,7 +153,7 @@ def _binned_kernel_sums(score, outcome, weight, bandwidth, include_self):
 
 def _smoothed_accuracy(score, outcome, weight, bandwidth, include_self, method):
     """SACC of each sorted sample, exactly or binned with exact fallback rows."""
-    eps = SECE_EPS * (1.0 if weight is None else float(weight.mean()))
+    eps = SECE_EPS * mean_weight(weight)
     n = score.shape[0]
     if method == "auto":
         cheap = _pairs_within_reach(score, bandwidth) <= _EXACT_PAIRS
@@ -203,8 +205,9 @@ def smooth_calibration_error(
     A Gaussian kernel ``K(u, v) = exp(-(u - v)^2 / (2 h^2))`` on the top-label
     confidences ``r`` estimates the accuracy at each sample's confidence,
     ``SACC_i = sum_j w_j K(r_i, r_j) c_j / (sum_j w_j K(r_i, r_j) + 1e-12 w_bar)``, and
-    ``SECE = mean_i |SACC_i - r_i|`` (weighted by ``w``; ``w_bar`` is the mean weight, so
-    the result does not depend on the weights' scale).
+    ``SECE = mean_i |SACC_i - r_i|`` (weighted by ``w``; ``w_bar`` is the mean of the
+    positive weights, so the result depends neither on the weights' scale nor on rows of
+    weight 0).
 
     ``method="exact"`` sums over all pairs in float64, over blocks of sorted confidences
     (pairs farther apart than about 38.6 h are skipped: their kernel value is exactly 0 in
@@ -268,14 +271,22 @@ def smooth_calibration_error(
     >>> round(smooth_calibration_error(y_true, y_prob), 4)
     0.34
     """
+    data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
+    return _smooth_calibration_error(
+        data, bandwidth=bandwidth, include_self=include_self, method=method, convention=convention
+    )
+
+
+def _smooth_calibration_error(
+    data, *, bandwidth=0.01, include_self=True, method="auto", convention="top_label"
+):
+    """:func:`smooth_calibration_error` of checked predictions."""
     bandwidth = check_number("bandwidth", bandwidth, low=0, low_open=True)
     if not isinstance(include_self, (bool, np.bool_)):
         raise ValueError(f"Expected `include_self` to be a bool, got {include_self!r}.")
-    _check_option(method, "method", _SECE_METHODS)
-    y_index, proba, sample_weight = check_classification_inputs(
-        y_true, y_prob, labels=labels, sample_weight=sample_weight
-    )
-    score, outcome = scores_and_outcomes(proba, y_index, convention)
+    check_option(method, "method", _SECE_METHODS)
+    sample_weight = data.sample_weight
+    score, outcome = data.scores(convention)
     order = np.argsort(score, kind="stable")
     score = score[order].astype(np.float64)
     outcome = outcome[order].astype(np.float64)
@@ -364,16 +375,13 @@ class _SmoothECE:
         self.weight = np.ones_like(self.score) if weight is None else weight
         self.outcome = self.weight * outcome
         self.residual = self.weight * self.score - self.outcome
-        self.density_eps = _SMECE_DENSITY_EPS * float(self.weight.mean())
+        self.density_eps = _SMECE_DENSITY_EPS * mean_weight(weight)
         self._grids = {}
 
     @classmethod
-    def from_predictions(cls, y_true, y_prob, convention, labels, sample_weight):
-        """Validate the inputs and judge each sample's score against its outcome."""
-        y_index, proba, sample_weight = check_classification_inputs(
-            y_true, y_prob, labels=labels, sample_weight=sample_weight
-        )
-        return cls(*scores_and_outcomes(proba, y_index, convention), sample_weight)
+    def from_predictions(cls, data, convention):
+        """Judge each sample's score of checked predictions against its outcome."""
+        return cls(*data.scores(convention), data.sample_weight)
 
     def grid_sums(self, n_points):
         if n_points not in self._grids:
@@ -410,7 +418,8 @@ class _SmoothECE:
         """Resampling plan of ``evaluate`` on the grid sums of ``columns`` (weight first).
 
         ``evaluate(sums, eps)`` gets the sums as ``(..., len(columns), n_points)`` and the
-        density's epsilon of each replicate (it follows the replicate's mean weight).
+        density's epsilon of each replicate (it follows the replicate's mean weight per
+        drawn row, which is the mean positive weight when every row's weight is positive).
         """
         n_points = _smece_grid_size(bandwidth)
         index, frac = linear_binning(self.score, n_points)
@@ -478,9 +487,9 @@ def smooth_ece(
     labels : array-like of shape (n_classes,), default=None
         The class of each column of ``y_prob``.
     sample_weight : array-like of shape (n_samples,), default=None
-        Sample weights, multiplying each sample's kernel mass (``w_bar`` is their mean,
-        so their scale does not matter; integer weights equal repeated rows up to that
-        epsilon).
+        Sample weights, multiplying each sample's kernel mass (``w_bar`` is the mean of
+        the positive weights, so their scale and rows of weight 0 do not matter; integer
+        weights equal repeated rows up to that epsilon).
 
     Returns
     -------
@@ -510,27 +519,29 @@ def smooth_ece(
     >>> round(error, 4), round(h, 4)
     (0.1682, 0.1689)
     """
+    data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
+    return _smooth_ece(
+        data, bandwidth=bandwidth, return_bandwidth=return_bandwidth, convention=convention
+    )
+
+
+def _smooth_ece(data, *, bandwidth="auto", return_bandwidth=False, convention="top_label"):
+    """:func:`smooth_ece` of checked predictions."""
     bandwidth = _check_smece_bandwidth(bandwidth)
     if not isinstance(return_bandwidth, (bool, np.bool_)):
         raise ValueError(f"Expected `return_bandwidth` to be a bool, got {return_bandwidth!r}.")
-    smece = _SmoothECE.from_predictions(y_true, y_prob, convention, labels, sample_weight)
+    smece = _SmoothECE.from_predictions(data, convention)
     bandwidth = smece.resolve(bandwidth)
     error = smece(bandwidth)
     return (error, bandwidth) if return_bandwidth else error
 
 
-def smooth_ece_plan(
-    y_true,
-    y_prob,
-    *,
-    bandwidth="auto",
-    return_bandwidth=False,
-    convention="top_label",
-    labels=None,
-    sample_weight=None,
-):
-    """Resampling plan of :func:`smooth_ece`: grid sums at the full sample's bandwidth."""
-    smece = _SmoothECE.from_predictions(y_true, y_prob, convention, labels, sample_weight)
+def smooth_ece_plan(data, *, bandwidth="auto", return_bandwidth=False, convention="top_label"):
+    """Resampling plan of :func:`smooth_ece`: grid sums at the full sample's bandwidth.
+
+    It resamples the error alone; ``return_bandwidth`` is accepted as the kernel's option.
+    """
+    smece = _SmoothECE.from_predictions(data, convention)
     bandwidth = smece.resolve(_check_smece_bandwidth(bandwidth))
 
     def evaluate(sums, eps):

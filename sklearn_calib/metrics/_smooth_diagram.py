@@ -3,6 +3,7 @@
 import numpy as np
 from sklearn.utils import Bunch, check_random_state
 
+from ._predictions import check_predictions
 from ._resampling import bootstrap_sums, check_interval_options
 from ._smooth import (
     _check_smece_bandwidth,
@@ -92,7 +93,9 @@ def smooth_reliability_diagram(
     bandwidth = _check_smece_bandwidth(bandwidth)
     if confidence_level is not None:
         n_resamples, confidence_level = check_interval_options(n_resamples, confidence_level)
-    smece = _SmoothECE.from_predictions(y_true, y_prob, convention, labels, sample_weight)
+    data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
+    # rows of weight 0 stand for no sample: they are neither smoothed nor resampled
+    smece = _SmoothECE.from_predictions(data.weighted_rows(), convention)
     bandwidth = smece.resolve(bandwidth)
     mesh = np.linspace(0.0, 1.0, MESH_POINTS)
 
