@@ -242,3 +242,101 @@ def test_intervals_agree_with_scipys_bootstrap(method, reference):
     assert ours.estimate == pytest.approx(per_sample.mean(), abs=1e-12)
     assert ours.low == pytest.approx(expected.low, abs=0.005)
     assert ours.high == pytest.approx(expected.high, abs=0.005)
+
+
+def test_rows_of_weight_zero_are_not_resampled():
+    y, proba = multiclass_data(300, 3, 40)
+    weight = np.random.default_rng(41).random(300)
+    padded_y, padded_proba = multiclass_data(500, 3, 42)
+    padded = calibration_error_ci(
+        expected_calibration_error,
+        np.concatenate([y, padded_y]),
+        np.vstack([proba, padded_proba]),
+        sample_weight=np.concatenate([weight, np.zeros(500)]),
+        random_state=0,
+    )
+    expected = calibration_error_ci(
+        expected_calibration_error, y, proba, sample_weight=weight, random_state=0
+    )
+    np.testing.assert_allclose(padded.replicates, expected.replicates, rtol=1e-12)
+
+
+@pytest.mark.parametrize("metric", [expected_calibration_error, smooth_calibration_error])
+def test_one_positive_weight_gets_an_error_about_the_weights(metric):
+    y, proba = multiclass_data(50, 3, 43)
+    weight = np.zeros(50)
+    weight[7] = 2.0
+    with pytest.raises(ValueError, match="`sample_weight` to be positive on at least 2 samples"):
+        calibration_error_ci(metric, y, proba, sample_weight=weight, n_resamples=10)
+
+
+def test_a_metric_returning_more_than_a_number_gets_a_clear_error():
+    y, proba = multiclass_data(200, 3, 44)
+    with pytest.raises(ValueError, match="not a number.*drop return_bandwidth=True"):
+        calibration_error_ci(smooth_ece, y, proba, return_bandwidth=True)
+
+
+def test_the_unknown_keyword_error_names_the_keyword_only():
+    with pytest.raises(ValueError) as error:
+        calibration_error_ci(expected_calibration_error, [0, 1, 1], [0.2, 0.7, 0.6], n_bin=3)
+    assert "plan" not in str(error.value) and "sample_weight`" not in str(error.value)
+
+
+def test_ci_method_is_the_name_and_method_still_works_with_a_warning():
+    y, proba = multiclass_data(500, 3, 45)
+    new = calibration_error_ci(
+        expected_calibration_error, y, proba, ci_method="bca", n_resamples=50, random_state=0
+    )
+    with pytest.warns(FutureWarning, match="renamed `ci_method`"):
+        old = calibration_error_ci(
+            expected_calibration_error, y, proba, method="bca", n_resamples=50, random_state=0
+        )
+    assert (old.low, old.high, old.ci_method) == (new.low, new.high, "bca")
+    with pytest.warns(FutureWarning, match="renamed `ci_method`"):
+        assert new.method == "bca"
+    with pytest.raises(ValueError, match="pass the interval method as `ci_method` only"):
+        calibration_error_ci(
+            expected_calibration_error, y, proba, ci_method="bca", method="percentile"
+        )
+    # any other `method` is the metric's own option
+    exact = calibration_error_ci(
+        smooth_calibration_error, y, proba, method="exact", n_resamples=10, random_state=0
+    )
+    assert exact.estimate == smooth_calibration_error(y, proba, method="exact")
+
+
+def test_the_result_prints_in_one_short_line():
+    y, proba = multiclass_data(500, 3, 46)
+    result = calibration_error_ci(expected_calibration_error, y, proba, random_state=0)
+    text = repr(result)
+    assert str(result) == text and "\n" not in text and len(text) < 160
+    assert text.startswith(f"BootstrapInterval(estimate={result.estimate:.6g}, ")
+    assert "n_resamples=1000" in text and "flags" not in text
+    assert result["low"] == result.low and result.flags == {}
+
+
+def test_intervals_that_exclude_the_estimate_or_collapse_are_flagged():
+    # calibrated data: the plug-in classwise ECE is noise, which every replicate inflates
+    rng = np.random.default_rng(47)
+    logits = rng.normal(size=(4000, 10))
+    proba = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    y = (proba.cumsum(axis=1) < rng.random((4000, 1))).sum(axis=1).clip(0, 9)
+    percentile = calibration_error_ci(
+        classwise_calibration_error, y, proba, n_resamples=200, random_state=0
+    )
+    assert percentile.estimate < percentile.low
+    assert list(percentile.flags) == ["excludes_estimate"]
+    assert "lies above the estimate" in percentile.flags["excludes_estimate"]
+    assert "flags=['excludes_estimate']" in repr(percentile)
+    with pytest.warns(UserWarning, match="bias correction is extreme"):
+        bca = calibration_error_ci(
+            classwise_calibration_error, y, proba, n_resamples=200, ci_method="bca", random_state=0
+        )
+    assert sorted(bca.flags) == ["excludes_estimate", "zero_width"]
+    assert "collapses onto the smallest replicate" in bca.flags["zero_width"]
+    # too few distinct resamples: every replicate is the same
+    constant = calibration_error_ci(
+        expected_calibration_error, [0, 1, 1, 0], [0.0, 1.0, 1.0, 0.0], n_resamples=20
+    )
+    assert constant.low == constant.high == constant.estimate == 0.0
+    assert list(constant.flags) == ["zero_width"]

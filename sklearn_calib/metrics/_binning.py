@@ -41,8 +41,8 @@ def quantile_bin_edges(values, n_bins, sample_weight=None):
     With ``sample_weight``, the same rule runs on the weighted count: integer weights are
     counts, so the edges are those of the data with each value repeated ``weight`` times
     (unit weights give the unweighted edges, zero-weight values never become edges).
-    Non-integer weights are first rescaled to sum to the number of positive weights, so
-    that their scale does not matter (the rule of
+    Other weights (and weights from 2**53 up) are first rescaled to sum to the number of
+    positive weights, so that their scale does not matter (the rule of
     :func:`~sklearn_calib.metrics._weights.sample_count`).
 
     Parameters

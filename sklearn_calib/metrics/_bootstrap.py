@@ -198,31 +198,34 @@ def _as_estimate(value, name, options):
     )
 
 
-def _flags(estimate, low, high, replicates, levels):
+def _flags(estimate, low, high, replicates, levels, ci_method):
     """What makes an interval suspect, by kind, with an explanation."""
     flags = {}
     n = replicates.shape[0]
     if max(levels) < 1.0 / n or min(levels) > 1.0 - 1.0 / n:
-        side = "smallest" if max(levels) < 1.0 / n else "largest"
+        side = ("smallest", "below") if max(levels) < 1.0 / n else ("largest", "above")
         flags["zero_width"] = (
-            f"both of BCa's levels ({levels[0]:.2g}, {levels[1]:.2g}) lie beyond the "
-            f"resolution of {n} replicates, so the interval collapses onto the {side} "
-            "replicate: with (almost) no replicate on one side of the estimate, BCa's bias "
-            "correction is extreme"
+            f"BCa's levels ({levels[0]:.2g}, {levels[1]:.2g}) lie beyond the resolution of "
+            f"{n} replicates, so the interval collapses onto the {side[0]} replicate (almost "
+            f"no replicate lies {side[1]} the estimate: the bias correction is extreme)"
         )
     elif high <= low:
+        distinct = np.unique(replicates).shape[0]
         flags["zero_width"] = (
-            f"the {n} replicates take {np.unique(replicates).shape[0]} distinct value(s): "
-            "too few distinct resamples (too few samples, or scores the resampling barely "
-            "moves) to read an interval off them"
+            f"zero width: the {n} replicates take {distinct} distinct value(s), too few "
+            "distinct resamples to read an interval off"
         )
-    if not low <= estimate <= high:
-        side = "above" if estimate < low else "below"
+    if estimate < low:
         flags["excludes_estimate"] = (
-            f"the interval lies {side} the estimate: the replicates are shifted from it, as "
-            "for a plug-in calibration error, which resampling inflates (each replicate adds "
-            "sampling noise to the gaps it averages); with ci_method='bca' the shift is "
-            "corrected, and debiased_calibration_error removes the bias of the L2 error"
+            "the interval lies above the estimate: resampling inflates a plug-in calibration "
+            "error (each replicate adds sampling noise to the gaps it averages)"
+            + ("; ci_method='bca' corrects for the shift" if ci_method == "percentile" else "")
+        )
+    elif estimate > high:
+        flags["excludes_estimate"] = (
+            "the interval lies below the estimate: the replicates are shifted from it (the "
+            "estimator is biased at this sample size)"
+            + ("; ci_method='bca' corrects for the shift" if ci_method == "percentile" else "")
         )
     return flags
 
@@ -293,7 +296,7 @@ def _interval(estimate, replicates, jackknife, confidence_level, ci_method, name
         replicates=replicates,
         confidence_level=confidence_level,
         ci_method=ci_method,
-        flags=_flags(estimate, low, high, replicates, levels),
+        flags=_flags(estimate, low, high, replicates, levels, ci_method),
     )
 
 

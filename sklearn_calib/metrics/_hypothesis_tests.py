@@ -80,7 +80,7 @@ def undefined_reason(score, method):
     if not informative.any():
         return (
             "every weighted score is 0 or 1, so the outcomes have no variance under the null "
-            "and no test of calibration is defined"
+            "and no test of calibration applies"
         )
     if method == "spiegelhalter" and not (informative & (score != 0.5)).any():
         return (

@@ -10,6 +10,9 @@ weights' scale.
 
 import numpy as np
 
+#: Integer weights below this are counts of repeated rows (every float beyond is an integer).
+_LARGEST_COUNT = 2.0**53
+
 
 def sample_count(sample_weight, n_samples):
     """Return the number of samples that weighted rows stand for.
@@ -24,12 +27,15 @@ def sample_count(sample_weight, n_samples):
     Returns
     -------
     count : float
-        ``n_samples`` without weights; the sum of integer weights (counts of repeated
-        rows); otherwise the number of positive weights.
+        ``n_samples`` without weights; the sum of integer weights below 2**53 (counts of
+        repeated rows; every larger float is an integer, so larger weights are not read
+        as counts); otherwise the number of positive weights.
     """
     if sample_weight is None:
         return float(n_samples)
-    if np.array_equal(sample_weight, np.round(sample_weight)):
+    if sample_weight.max() < _LARGEST_COUNT and np.array_equal(
+        sample_weight, np.round(sample_weight)
+    ):
         return float(sample_weight.sum())
     return float(np.count_nonzero(sample_weight))
 
