@@ -13,6 +13,7 @@ from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from skorch.callbacks import EarlyStopping, EpochScoring
 
 from sklearn_calib.estimators import NetClassifier
+from sklearn_calib.metrics import _decomposition
 from sklearn_calib.scoring import (
     brier_score,
     calibration_decomposition,
@@ -172,3 +173,28 @@ def test_temperature_split_at_the_bounds_of_the_search():
     flipped = calibration_decomposition(y, 1 - p, score="log_loss", method="temperature")
     assert flipped.temperature == pytest.approx(1e4)
     assert flipped.refinement == pytest.approx(np.log(2), abs=1e-3)
+
+
+def test_temperature_search_stops_once_newton_steps_fall_below_rounding(monkeypatch):
+    # a Newton step below rounding lands on beta, the bracket's new end; it used to be
+    # taken for a step outside the bracket and start a bisection of some 40 more passes
+    derivatives = _decomposition._nll_derivatives
+    passes = []
+
+    def counted(*args):
+        passes.append(args[-1])
+        return derivatives(*args)
+
+    monkeypatch.setattr(_decomposition, "_nll_derivatives", counted)
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        logits = rng.normal(size=(500, 4)) * 3
+        proba = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+        truth = np.exp(logits / 2) / np.exp(logits / 2).sum(axis=1, keepdims=True)
+        y = (truth.cumsum(axis=1) < rng.random((500, 1))).sum(axis=1).clip(0, 3)
+        passes.clear()
+        parts = calibration_decomposition(
+            y, proba, score="log_loss", method="temperature", sample_weight=rng.random(500)
+        )
+        assert len(passes) <= 10
+        assert parts.temperature == pytest.approx(2.0, rel=0.2)

@@ -6,31 +6,75 @@ from sklearn.isotonic import isotonic_regression
 from sklearn.utils import Bunch
 
 from .._validation import check_option
-from ._metrics import SCORES, _row_blocks, _weighted_mean, per_sample_score
-from ._predictions import check_predictions
+from ._metrics import SCORES, _weighted_mean, log_loss_clip, per_sample_score
+from ._predictions import _row_blocks, check_predictions
 from ._weights import sample_count
 
 _METHODS = ("isotonic", "temperature")
+
+
+def _distinct_sums(values, target, weight):
+    """The total weight and target weight of each distinct value of a column, ascending.
+
+    Each value is packed with its 0/1 target into one integer key (the bits of a float
+    of at least 0 order like the float), so one sort groups the ties.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_samples,)
+        Probabilities (float32 or float64, at least 0), possibly strided.
+    target : ndarray of shape (n_samples,), dtype bool
+        The event each probability is for.
+    weight : ndarray of shape (n_samples,) or None
+        Sample weights.
+
+    Returns
+    -------
+    mass, positive : ndarray of shape (n_distinct,), float64
+        The total weight of each distinct value, and that of its rows whose target holds.
+    """
+    uint = np.uint32 if values.dtype == np.float32 else np.uint64
+    sign = uint(1) << uint(8 * values.dtype.itemsize - 1)
+    key = (values.view(uint) & ~sign).astype(np.uint64) << np.uint64(1)
+    key |= target
+    if weight is None:
+        key.sort()
+    else:
+        order = np.argsort(key)
+        key, weight = key[order], weight[order]
+    hit = (key & np.uint64(1)).astype(np.float64)
+    key >>= np.uint64(1)
+    starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
+    if weight is None:
+        mass = np.diff(np.append(starts, key.shape[0])).astype(np.float64)
+        positive = np.add.reduceat(hit, starts)
+    else:
+        mass = np.add.reduceat(weight, starts)
+        positive = np.add.reduceat(weight * hit, starts)
+    return mass, positive
 
 
 def _isotonic_fit(values, target, weight):
     """Weighted least-squares non-decreasing fit of ``target`` on ``values`` (PAV).
 
     Tied values are pooled first (their weighted mean target), so the fit is a function
-    of the value; rows of zero weight take the fit of the nearest weighted value.
+    of the value; values of zero weight are left out.
+
+    Returns
+    -------
+    fitted, mass, positive : ndarray of shape (n_weighted,)
+        The fit at each distinct value of positive weight, its weight and target weight.
     """
-    distinct, inverse = np.unique(values, return_inverse=True)
-    mass = np.bincount(inverse, weights=weight, minlength=distinct.shape[0])
-    total = np.bincount(inverse, weights=weight * target, minlength=distinct.shape[0])
+    mass, positive = _distinct_sums(values, target, weight)
     held = mass > 0
-    fitted = isotonic_regression(total[held] / mass[held], sample_weight=mass[held])
-    if not held.all():
-        fitted = np.interp(distinct, distinct[held], fitted)
-    return fitted[inverse]
+    mass, positive = mass[held], positive[held]
+    return isotonic_regression(positive / mass, sample_weight=mass), mass, positive
 
 
-def _isotonic_recalibration(proba, y_index, weight, score):
-    """CORP: each class's probability refitted by isotonic regression on its indicator."""
+def _isotonic_refinement(data, score):
+    """CORP: the weighted mean score once each class's probability is refitted by isotonic
+    regression on its indicator (the positive class's alone for a binary problem)."""
+    proba, y_index, weight = data.proba, data.y_index, data.sample_weight
     n_classes = proba.shape[1]
     if score == "log_loss" and n_classes > 2:
         raise ValueError(
@@ -39,15 +83,20 @@ def _isotonic_recalibration(proba, y_index, weight, score):
             "score per sample; use method='temperature', or score='brier' (decomposed class "
             "by class)."
         )
-    if n_classes == 2:
-        positive = _isotonic_fit(proba[:, 1].astype(np.float64), y_index == 1, weight)
-        return np.column_stack([1.0 - positive, positive])
-    return np.column_stack(
-        [
-            _isotonic_fit(proba[:, k].astype(np.float64), y_index == k, weight)
-            for k in range(n_classes)
-        ]
-    )
+    total = 0.0
+    for k in range(1 if n_classes == 2 else 0, n_classes):
+        fitted, mass, positive = _isotonic_fit(proba[:, k], y_index == k, weight)
+        if score == "log_loss":
+            low, high = log_loss_clip(np.float64)
+            hit = -np.log(np.clip(fitted, low, high))
+            miss = -np.log(np.clip(1.0 - fitted, low, high))
+            total += positive @ hit + (mass - positive) @ miss
+        else:
+            # sum of w (g - 1[y = k])^2, the indicator being 1 on the positive weight
+            total += mass @ fitted**2 - 2.0 * positive @ fitted + positive.sum()
+    if score == "brier" and n_classes == 2:
+        total *= 2.0  # the negative column is 1 - g, with the same squared errors
+    return float(total / data.weight.sum())
 
 
 #: The inverse temperature is searched in [1 / MAX_TEMPERATURE, MAX_TEMPERATURE].
@@ -58,47 +107,72 @@ MAX_TEMPERATURE = 1e4
 LOGIT_FLOOR = 1e-12
 _TEMPERATURE_RTOL = 1e-12
 _TEMPERATURE_STEPS = 200
+#: Rows of the subsample whose optimal temperature starts the search on more rows.
+_WARM_START_ROWS = 1 << 15
+
+
+def _scaled_exponentials(gap, beta):
+    """Yield each block of rows with ``exp(beta * gap)`` of its rows (a reused buffer)."""
+    buffer = None
+    for rows in _row_blocks(gap.shape[0], gap.shape[1]):
+        block = gap[rows]
+        if buffer is None:
+            buffer = np.empty_like(block)
+        expo = buffer[: block.shape[0]]
+        np.multiply(block, beta, out=expo)
+        np.exp(expo, out=expo)
+        yield rows, block, expo
 
 
 def _nll_derivatives(gap, true_gap, share, beta):
     """First and second derivative in ``beta`` of the mean NLL of ``softmax(beta * gap)``."""
     first = second = 0.0
-    for rows in _row_blocks(gap.shape[0], gap.shape[1]):
-        expo = np.exp(beta * gap[rows])
-        total = expo.sum(axis=1)
-        mean = np.einsum("ij,ij->i", expo, gap[rows]) / total
-        square = np.einsum("ij,ij,ij->i", expo, gap[rows], gap[rows]) / total
+    ones = np.ones(gap.shape[1])
+    for rows, block, expo in _scaled_exponentials(gap, beta):
+        total = expo @ ones
+        expo *= block
+        mean = (expo @ ones) / total
+        expo *= block
+        square = (expo @ ones) / total
         first += share[rows] @ (mean - true_gap[rows])
         second += share[rows] @ (square - mean * mean)
     return first, second
 
 
-def _inverse_temperature(log_proba, y_index, weight):
-    """The ``beta`` minimising the weighted mean NLL of ``softmax(beta * log p)``.
+def _inverse_temperature(gap, true_gap, share, start=1.0):
+    """The ``beta`` minimising the weighted mean NLL of ``softmax(beta * gap)``.
 
-    The NLL is convex in ``beta``, so its derivative (the mean of ``log p`` under the
-    scaled softmax minus that of the true class) is increasing: Newton steps, kept inside
-    a bracket of the root and replaced by a bisection (in ``log beta``) when they leave
-    it. When the derivative keeps its sign over the searched range (scores that separate
-    the classes, or that favour the wrong ones on average) the bound is returned: the NLL
-    there equals its infimum to rounding.
+    The NLL is convex in ``beta``, so its derivative (the mean of ``gap`` under the
+    scaled softmax minus that of the true class) is increasing. When it keeps its sign
+    over the searched range (scores that separate the classes, or that favour the wrong
+    ones on average) the bound is returned: the NLL there equals its infimum to rounding.
+    Otherwise Newton steps from ``start``, kept inside a bracket of the root and replaced
+    by a bisection (in ``log beta``) when they leave it.
     """
-    gap = log_proba - log_proba.max(axis=1, keepdims=True)
-    true_gap = gap[np.arange(gap.shape[0]), y_index]
-    share = weight / weight.sum()
+
+    def derivatives(beta):
+        return _nll_derivatives(gap, true_gap, share, beta)
+
     low, high = 1.0 / MAX_TEMPERATURE, MAX_TEMPERATURE
-    if _nll_derivatives(gap, true_gap, share, low)[0] >= 0:
+    if derivatives(low)[0] >= 0:
         return low
-    if _nll_derivatives(gap, true_gap, share, high)[0] <= 0:
+    if derivatives(high)[0] <= 0:
         return high
-    beta = 1.0
+    return _newton_root(derivatives, low, high, start)
+
+
+def _newton_root(derivatives, low, high, beta):
+    """The root in ``(low, high)`` of an increasing ``derivatives(beta)[0]``, from ``beta``."""
     for _ in range(_TEMPERATURE_STEPS):
-        first, second = _nll_derivatives(gap, true_gap, share, beta)
+        first, second = derivatives(beta)
         if first > 0:
             high = beta
         else:
             low = beta
         step = beta - first / second if second > 0 else np.nan
+        # a step below rounding lands on beta, the bracket's new end: converged, not outside
+        if abs(step - beta) <= _TEMPERATURE_RTOL * beta:
+            return step
         following = step if low < step < high else np.sqrt(low * high)
         if abs(following - beta) <= _TEMPERATURE_RTOL * beta:
             return following
@@ -106,19 +180,77 @@ def _inverse_temperature(log_proba, y_index, weight):
     return beta
 
 
-def _temperature_recalibration(proba, y_index, weight, n_samples):
-    """Temperature scaling fitted on the same data, mixed with 1 / (n + 1) uniform mass.
+def _warm_inverse_temperature(gap, true_gap, weight):
+    """:func:`_inverse_temperature`, started from the optimum of a subsample of the rows.
 
-    ``n_samples`` is the number of samples the weighted rows stand for.
+    On many rows, the optimum of an evenly spaced subsample starts Newton's steps close
+    to the root, which saves most of the passes over all rows; the bounds of the search
+    are checked on the subsample, and a bound it returns is confirmed on all rows.
     """
-    n_classes = proba.shape[1]
-    log_proba = np.log(np.maximum(proba.astype(np.float64), LOGIT_FLOOR))
-    beta = _inverse_temperature(log_proba, y_index, weight)
-    scaled = beta * (log_proba - log_proba.max(axis=1, keepdims=True))
-    recalibrated = np.exp(scaled)
-    recalibrated /= recalibrated.sum(axis=1, keepdims=True)
-    mixing = 1.0 / (n_samples + 1)
-    return (1.0 - mixing) * recalibrated + mixing / n_classes, 1.0 / beta
+    share = weight / weight.sum()
+    n_rows = gap.shape[0]
+    rows = np.linspace(0, n_rows - 1, _WARM_START_ROWS).astype(np.intp)
+    if n_rows <= 2 * _WARM_START_ROWS or weight[rows].sum() <= 0:
+        return _inverse_temperature(gap, true_gap, share)
+    start = _inverse_temperature(gap[rows], true_gap[rows], weight[rows] / weight[rows].sum())
+
+    def derivatives(beta):
+        return _nll_derivatives(gap, true_gap, share, beta)
+
+    low, high = 1.0 / MAX_TEMPERATURE, MAX_TEMPERATURE
+    if start == low and derivatives(low)[0] >= 0:
+        return low
+    if start == high and derivatives(high)[0] <= 0:
+        return high
+    return _newton_root(derivatives, low, high, start if low < start < high else 1.0)
+
+
+def _logit_gaps(proba, top):
+    """``log max(p, floor)`` minus its row maximum, in float64, from the row maxima ``top``."""
+    gap = np.empty(proba.shape)
+    log_top = np.log(np.maximum(top.astype(np.float64), LOGIT_FLOOR))
+    for rows in _row_blocks(proba.shape[0], proba.shape[1]):
+        block = gap[rows]
+        np.maximum(proba[rows], LOGIT_FLOOR, out=block)
+        np.log(block, out=block)
+        block -= log_top[rows, None]
+    return gap
+
+
+def _temperature_refinement(data, score):
+    """The weighted mean score after temperature scaling fitted on the same data, mixed
+    with ``1 / (n + 1)`` uniform mass, ``n`` the number of samples the rows stand for;
+    and the temperature."""
+    proba, y_index = data.proba, data.y_index
+    n_rows, n_classes = proba.shape
+    gap = _logit_gaps(proba, data.scores("top_label")[0])
+    true_gap = gap[np.arange(n_rows), y_index]
+    beta = _warm_inverse_temperature(gap, true_gap, data.weight)
+    mixing = 1.0 / (sample_count(data.sample_weight, n_rows) + 1)
+    values = np.empty(n_rows)
+    ones = np.ones(n_classes)
+    for rows, _, expo in _scaled_exponentials(gap, beta):
+        total = expo @ ones
+        true_proba = (1.0 - mixing) * np.exp(beta * true_gap[rows]) / total + mixing / n_classes
+        if score == "log_loss":
+            values[rows] = -np.log(np.clip(true_proba, *log_loss_clip(np.float64)))
+        else:
+            # sum_k r_k^2 of r = (1 - m) q + m / K, with sum_k q_k = 1
+            expo *= expo
+            squares = (1.0 - mixing) ** 2 * (expo @ ones) / total**2
+            squares += (2.0 - mixing) * mixing / n_classes
+            values[rows] = squares - 2.0 * true_proba + 1.0
+    return _weighted_mean(values, data.sample_weight), float(1.0 / beta)
+
+
+def _marginal_score(frequencies, y_index, score, sample_weight):
+    """The weighted mean score of the class frequencies as every sample's forecast."""
+    true_frequency = frequencies[y_index]
+    if score == "log_loss":
+        values = -np.log(np.clip(true_frequency, *log_loss_clip(np.float64)))
+    else:
+        values = frequencies @ frequencies - 2.0 * true_frequency + 1.0
+    return _weighted_mean(values, sample_weight)
 
 
 def calibration_decomposition(
@@ -205,19 +337,15 @@ def _calibration_decomposition(data, *, score="brier", method="isotonic"):
     check_option(score, "score", SCORES)
     check_option(method, "method", _METHODS)
     y_index, proba, sample_weight = data.y_index, data.proba, data.sample_weight
-    weight = data.weight
     extra = {}
     if method == "isotonic":
-        recalibrated = _isotonic_recalibration(proba, y_index, weight, score)
+        refined = _isotonic_refinement(data, score)
     else:
-        n_samples = sample_count(sample_weight, proba.shape[0])
-        recalibrated, temperature = _temperature_recalibration(proba, y_index, weight, n_samples)
-        extra["temperature"] = float(temperature)
+        refined, extra["temperature"] = _temperature_refinement(data, score)
+    weight = data.weight
     frequencies = np.bincount(y_index, weights=weight, minlength=proba.shape[1]) / weight.sum()
-    marginal = np.broadcast_to(frequencies, proba.shape)
     original = _weighted_mean(per_sample_score(proba, y_index, score), sample_weight)
-    refined = _weighted_mean(per_sample_score(recalibrated, y_index, score), sample_weight)
-    uncertainty = _weighted_mean(per_sample_score(marginal, y_index, score), sample_weight)
+    uncertainty = _marginal_score(frequencies, y_index, score, sample_weight)
     return Bunch(
         score=original,
         miscalibration=original - refined,
