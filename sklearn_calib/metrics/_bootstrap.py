@@ -11,7 +11,14 @@ from sklearn.utils import Bunch, check_random_state
 from .._validation import check_option
 from ._kernels import KERNELS
 from ._predictions import check_predictions
-from ._resampling import bootstrap_sums, check_interval_options, resampled_counts
+from ._resampling import (
+    bootstrap_sums,
+    check_interval_options,
+    draw_resampling,
+    group_count,
+    resample,
+    resampled_counts,
+)
 
 CI_METHODS = ("percentile", "bca")
 #: Groups of the delete-a-group jackknife that estimates BCa's acceleration: from the
@@ -150,9 +157,9 @@ def _percentiles(replicates, estimate, jackknife, confidence_level, ci_method):
     return tuple(levels)
 
 
-def _planned_replicates(plan, n_resamples, rng, ci_method):
+def _planned_replicates(plan, resampling, ci_method):
     """Replicates from resampled group sums; the delete-a-group jackknife for BCa."""
-    group_sums, replicate_sums = bootstrap_sums(plan, n_resamples, rng)
+    group_sums, replicate_sums = bootstrap_sums(plan, resampling)
     replicates = plan.value(replicate_sums)
     jackknife = None
     if ci_method == "bca":
@@ -256,7 +263,8 @@ def bootstrap_interval(
     resampled = _resampled_rows(data)
     if kernel.plan is not None:
         plan = kernel.plan(resampled, **options)
-        replicates, jackknife = _planned_replicates(plan, n_resamples, rng, ci_method)
+        resampling = resample(plan, n_resamples, rng)
+        replicates, jackknife = _planned_replicates(plan, resampling, ci_method)
     else:
 
         def evaluate(weight):
@@ -266,6 +274,40 @@ def bootstrap_interval(
             evaluate, resampled.weight, n_resamples, rng, ci_method
         )
     return _interval(estimate, replicates, jackknife, confidence_level, ci_method, name)
+
+
+def shared_bootstrap_intervals(metrics, data, *, n_resamples, confidence_level, ci_method, rng):
+    """The bootstrap intervals of several planned metrics, read off the same replicates.
+
+    The rows are split into groups and resampled once for all the metrics (into as many
+    groups as the metric with the most statistics affords), so each replicate is one
+    resampled data set on which every metric is computed.
+
+    Parameters
+    ----------
+    metrics : list of (MetricKernel, dict, str)
+        Each metric's kernel (with a plan), options and name.
+    data : Predictions
+        Checked predictions.
+    n_resamples, confidence_level, ci_method, rng
+        As in :func:`calibration_error_ci` (checked, ``rng`` a ``RandomState``).
+
+    Returns
+    -------
+    intervals : list of BootstrapInterval
+    """
+    resampled = _resampled_rows(data)
+    plans = [kernel.plan(resampled, **options) for kernel, options, _ in metrics]
+    n_groups = min(group_count(plan.n_rows, plan.n_stats, n_resamples) for plan in plans)
+    resampling = draw_resampling(resampled.n_samples, n_groups, n_resamples, rng)
+    intervals = []
+    for (kernel, options, name), plan in zip(metrics, plans, strict=True):
+        estimate = _as_estimate(kernel.compute(data, **options), name, options)
+        replicates, jackknife = _planned_replicates(plan, resampling, ci_method)
+        intervals.append(
+            _interval(estimate, replicates, jackknife, confidence_level, ci_method, name)
+        )
+    return intervals
 
 
 def _resampled_rows(data):

@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from .._validation import check_n_bins, check_option
-from ._bootstrap import CI_METHODS, bootstrap_interval
+from ._bootstrap import CI_METHODS, shared_bootstrap_intervals
 from ._debiased import debiased_calibration_error
 from ._decomposition import _calibration_decomposition
 from ._hypothesis_tests import _calibration_test, undefined_reason
@@ -158,7 +158,8 @@ def calibration_report(
     ci_method : {"percentile", "bca"}, default="percentile"
         How the intervals are read off the replicates.
     random_state : int, RandomState instance or None, default=None
-        Seeds the resampling (one generator for all intervals).
+        Seeds the resampling. The rows are resampled once for all the intervals: each
+        bootstrap replicate is one resampled data set on which every error is computed.
     labels : array-like of shape (n_classes,), default=None
         The class of each column of ``y_prob``.
     sample_weight : array-like of shape (n_samples,), default=None
@@ -219,10 +220,10 @@ def calibration_report(
     <BLANKLINE>
     calibration error            estimate        low       high
     ECE                            0.1459     0.1259     0.1642
-    adaptive ECE                   0.1422     0.1286     0.1597
-    classwise ECE                  0.0962     0.0846     0.1091
-    smECE (h = 0.144)              0.1435     0.1258     0.1656
-    debiased L2 CE                 0.1533     0.1375     0.1779
+    adaptive ECE                   0.1422     0.1209     0.1606
+    classwise ECE                  0.0962     0.0858     0.1094
+    smECE (h = 0.144)              0.1435     0.1223     0.1620
+    debiased L2 CE                 0.1533     0.1354     0.1764
     <BLANKLINE>
     test of calibration         statistic    p-value
     Spiegelhalter                 24.0724  4.86e-128
@@ -254,8 +255,8 @@ def calibration_report(
     rng = check_random_state(random_state)
     # one automatic-bandwidth search, reused by the interval (whose plan would search again)
     _, smece_bandwidth = _smooth_ece(data, return_bandwidth=True, convention=convention)
-    errors = {}
-    for key, _, metric, binned, conventional in _ERRORS:
+    metrics = []
+    for _, _, metric, binned, conventional in _ERRORS:
         options = {}
         if metric is smooth_ece:
             options["bandwidth"] = smece_bandwidth
@@ -263,17 +264,20 @@ def calibration_report(
             options["n_bins"] = n_bins
         if conventional:
             options["convention"] = convention
-        interval = bootstrap_interval(
-            KERNELS[metric],
-            data,
-            options,
-            n_resamples=n_resamples,
-            confidence_level=confidence_level,
-            ci_method=ci_method,
-            rng=rng,
-            name=metric.__name__,
-        )
-        errors[key] = {part: interval[part] for part in ("estimate", "low", "high", "flags")}
+        metrics.append((KERNELS[metric], options, metric.__name__))
+    intervals = shared_bootstrap_intervals(
+        metrics,
+        data,
+        n_resamples=n_resamples,
+        confidence_level=confidence_level,
+        ci_method=ci_method,
+        rng=rng,
+    )
+    parts = ("estimate", "low", "high", "flags")
+    errors = {
+        key: {part: interval[part] for part in parts}
+        for (key, *_), interval in zip(_ERRORS, intervals, strict=True)
+    }
     errors["smooth_ece"]["bandwidth"] = smece_bandwidth
     decomposition = {}
     for key, _, score, method in _DECOMPOSITIONS:

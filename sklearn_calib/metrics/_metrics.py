@@ -449,63 +449,60 @@ def _classwise_calibration_error(data, *, n_bins=15, norm="l1"):
     """:func:`classwise_calibration_error` of checked predictions."""
     n_bins = check_n_bins(n_bins)
     check_option(norm, "norm", _NORMS)
-    y_index, proba, sample_weight = data.y_index, data.proba, data.sample_weight
-    n_classes = proba.shape[1]
-    edges = uniform_bin_edges(n_bins)
-    offsets = np.arange(n_classes) * n_bins
-    classes = np.arange(n_classes)
-    counts = np.zeros(n_classes * n_bins)
-    confidence_sums = np.zeros(n_classes * n_bins)
-    accuracy_sums = np.zeros(n_classes * n_bins)
-    for rows in _row_blocks(proba.shape[0], n_classes):
-        block = proba[rows].ravel()
-        index = (assign_bins(block, edges).reshape(-1, n_classes) + offsets).ravel()
-        is_class = (y_index[rows, None] == classes).ravel()
-        weight = None if sample_weight is None else np.repeat(sample_weight[rows], n_classes)
-        block_counts, (block_confidence, block_accuracy) = bin_sums(
-            index, n_classes * n_bins, [block, is_class], weight
-        )
-        counts += block_counts
-        confidence_sums += block_confidence
-        accuracy_sums += block_accuracy
-    shape = (n_classes, n_bins)
-    per_class = _calibration_error_from_bins(
-        counts.reshape(shape), confidence_sums.reshape(shape), accuracy_sums.reshape(shape), norm
-    )
-    return float(per_class.mean())
+    sums = _classwise_sums(data, n_bins, np.zeros(data.n_samples, dtype=np.intp), 1)
+    return float(_classwise_from_sums(sums.reshape(-1), data.n_classes, n_bins, norm))
 
 
-def classwise_plan(data, *, n_bins=15, norm="l1"):
-    """Resampling plan of :func:`classwise_calibration_error`: per (class, bin) sums of
-    weight, probability and indicator."""
+def _classwise_sums(data, n_bins, group, n_groups):
+    """Per (group, class, bin) sums of weight, probability and indicator.
+
+    The probabilities are binned in their own precision, block by block; the indicator
+    is 1 on each row's true class only, so its sums run over one entry per row.
+
+    Returns
+    -------
+    sums : ndarray of shape (n_groups, 3 * n_classes * n_bins)
+        The weights' sums, then the probabilities', then the indicators'.
+    """
     y_index, proba, sample_weight = data.y_index, data.proba, data.sample_weight
     n_rows, n_classes = proba.shape
     edges = uniform_bin_edges(n_bins)
     n_cells = n_classes * n_bins
+    size = n_groups * n_cells
     offsets = np.arange(n_classes) * n_bins
-    classes = np.arange(n_classes)
+    sums = np.zeros((3, size))
+    for rows in _row_blocks(n_rows, n_classes):
+        block = proba[rows]
+        cell = assign_bins(block.ravel(), edges).reshape(block.shape) + offsets
+        cell += (group[rows] * n_cells)[:, None]
+        true_cell = np.take_along_axis(cell, y_index[rows, None], axis=1)[:, 0]
+        weight = None if sample_weight is None else sample_weight[rows]
+        repeated = None if weight is None else np.repeat(weight, n_classes)
+        mass = block.ravel() if weight is None else block.ravel() * repeated
+        sums[0] += np.bincount(cell.ravel(), repeated, minlength=size)
+        sums[1] += np.bincount(cell.ravel(), mass, minlength=size)
+        sums[2] += np.bincount(true_cell, weight, minlength=size)
+    return sums.reshape(3, n_groups, n_cells).transpose(1, 0, 2).reshape(n_groups, -1)
+
+
+def _classwise_from_sums(sums, n_classes, n_bins, norm):
+    """Classwise ECE from :func:`_classwise_sums` (leading axes, e.g. replicates, kept)."""
+    parts = [
+        part.reshape(part.shape[:-1] + (n_classes, n_bins)) for part in np.split(sums, 3, axis=-1)
+    ]
+    return _calibration_error_from_bins(*parts, norm).mean(axis=-1)
+
+
+def classwise_plan(data, *, n_bins=15, norm="l1"):
+    """Resampling plan of :func:`classwise_calibration_error`."""
 
     def accumulate(group, n_groups):
-        sums = np.zeros((n_groups, 3 * n_cells))
-        for rows in _row_blocks(n_rows, n_classes):
-            block = proba[rows].ravel().astype(np.float64)
-            cell = (assign_bins(block, edges).reshape(-1, n_classes) + offsets).ravel()
-            weight = np.ones(block.shape[0])
-            if sample_weight is not None:
-                weight = np.repeat(sample_weight[rows], n_classes)
-            is_class = (y_index[rows, None] == classes).ravel()
-            columns = [weight, weight * block, weight * is_class]
-            sums += cell_sums(np.repeat(group[rows], n_classes), n_groups, cell, n_cells, columns)
-        return sums
+        return _classwise_sums(data, n_bins, group, n_groups)
 
     def value(sums):
-        parts = [
-            part.reshape(part.shape[:-1] + (n_classes, n_bins))
-            for part in np.split(sums, 3, axis=-1)
-        ]
-        return _calibration_error_from_bins(*parts, norm).mean(axis=-1)
+        return _classwise_from_sums(sums, data.n_classes, n_bins, norm)
 
-    return ResamplingPlan(n_rows, 3 * n_cells, accumulate, value)
+    return ResamplingPlan(data.n_samples, 3 * data.n_classes * n_bins, accumulate, value)
 
 
 def differentiable_calibration_error(

@@ -46,6 +46,9 @@ _SMECE_BISECTIONS = 10
 _SMECE_MIN_BANDWIDTH = 1e-3
 #: Smallest bandwidth accepted by :func:`smooth_ece` (its grid has 10^5 points).
 SMECE_BANDWIDTH_FLOOR = 1e-4
+#: Most entries of the smoothing matrix of a resampling plan (and of the identity it
+#: smooths): grids up to 2,048 points, bandwidths down to about 0.01.
+_OPERATOR_ENTRIES = 1 << 22
 
 
 def _exact_kernel_sums(score, outcome, weight, bandwidth, include_self, rows):
@@ -315,10 +318,23 @@ def linear_binning(score, n_points):
 
 
 def _grid_statistics(index, frac, columns, n_points, group, n_groups):
-    """Linear-binning sums of the columns on the grid, per group: (n_groups, columns, n)."""
-    lower = cell_sums(group, n_groups, index, n_points, [c * (1.0 - frac) for c in columns])
-    upper = cell_sums(group, n_groups, index + 1, n_points, [c * frac for c in columns])
-    return lower + upper
+    """Linear-binning sums of the columns on the grid, per group.
+
+    Each row adds ``1 - frac`` of its value at its cell's lower point and ``frac`` at the
+    upper one; both go in one ``cell_sums`` over twice the rows.
+
+    Returns
+    -------
+    sums : ndarray of shape (n_groups, len(columns) * n_points)
+    """
+    both = np.concatenate
+    return cell_sums(
+        both([group, group]),
+        n_groups,
+        both([index, index + 1]),
+        n_points,
+        [both([c * (1.0 - frac), c * frac]) for c in columns],
+    )
 
 
 def reflected_smoothing(grid, bandwidth):
@@ -360,11 +376,32 @@ def interpolate_on_mesh(values, mesh):
     return values[..., index] * (1.0 - fraction) + values[..., index + 1] * fraction
 
 
+def _smece_on_mesh(smoothed, density_eps):
+    """smECE from the smoothed weight and residual ``(..., 2, n_mesh)`` on the mesh."""
+    density, residual = smoothed[..., 0, :], smoothed[..., 1, :]
+    return np.abs(residual).sum(axis=-1) / (density + density_eps).sum(axis=-1)
+
+
 def _smece_from_grid(sums, bandwidth, density_eps):
     """smECE at ``bandwidth`` from grid sums ``(..., 2, n_points)`` of weight and residual."""
     smoothed = interpolate_on_mesh(reflected_smoothing(sums, bandwidth), _smece_mesh(bandwidth))
-    density, residual = smoothed[..., 0, :], smoothed[..., 1, :]
-    return np.abs(residual).sum(axis=-1) / (density + density_eps).sum(axis=-1)
+    return _smece_on_mesh(smoothed, density_eps)
+
+
+def mesh_operator(n_points, bandwidth, mesh):
+    """The matrix of :func:`reflected_smoothing` then :func:`interpolate_on_mesh`.
+
+    Both are linear, so grid values ``(..., n_points)`` map to the mesh as ``values @
+    operator``; None when the matrix would exceed ``_OPERATOR_ENTRIES`` entries (its
+    construction smooths the identity).
+
+    Returns
+    -------
+    operator : ndarray of shape (n_points, n_mesh) or None
+    """
+    if n_points * max(n_points, mesh.shape[0]) > _OPERATOR_ENTRIES:
+        return None
+    return interpolate_on_mesh(reflected_smoothing(np.eye(n_points), bandwidth), mesh)
 
 
 class _SmoothECE:
@@ -414,26 +451,39 @@ class _SmoothECE:
                 high = middle
         return high
 
-    def plan(self, bandwidth, columns, evaluate):
-        """Resampling plan of ``evaluate`` on the grid sums of ``columns`` (weight first).
+    def plan(self, bandwidth, columns, mesh, evaluate):
+        """Resampling plan of ``evaluate`` on the smoothed ``columns`` (weight first).
 
-        ``evaluate(sums, eps)`` gets the sums as ``(..., len(columns), n_points)`` and the
-        density's epsilon of each replicate (it follows the replicate's mean weight per
-        drawn row, which is the mean positive weight when every row's weight is positive).
+        ``evaluate(smoothed, eps)`` gets the columns' kernel sums on the ``mesh`` as
+        ``(..., len(columns), n_mesh)`` and the density's epsilon of each replicate (it
+        follows the replicate's mean weight per drawn row, which is the mean positive
+        weight when every row's weight is positive). Smoothing is linear, so each group's
+        grid sums are carried to the mesh once (:func:`mesh_operator`) and the replicates
+        resample mesh values; on grids too fine for the operator they resample grid sums
+        and are smoothed one by one.
         """
         n_points = _smece_grid_size(bandwidth)
         index, frac = linear_binning(self.score, n_points)
-        n_rows = self.score.shape[0]
+        n_rows, n_columns = self.score.shape[0], len(columns)
+        operator = mesh_operator(n_points, bandwidth, mesh)
+        width = n_points if operator is None else mesh.shape[0]
 
         def accumulate(group, n_groups):
-            return _grid_statistics(index, frac, columns, n_points, group, n_groups)
+            grid = _grid_statistics(index, frac, columns, n_points, group, n_groups)
+            grid = grid.reshape(n_groups, n_columns, n_points)
+            total = grid[:, 0, :].sum(axis=-1)
+            if operator is not None:
+                grid = grid @ operator
+            return np.column_stack([grid.reshape(n_groups, -1), total])
 
         def value(sums):
-            sums = sums.reshape(sums.shape[:-1] + (len(columns), n_points))
-            eps = _SMECE_DENSITY_EPS * sums[..., 0, :].sum(axis=-1) / n_rows
-            return evaluate(sums, eps[..., None])
+            eps = _SMECE_DENSITY_EPS * sums[..., -1] / n_rows
+            smoothed = sums[..., :-1].reshape(sums.shape[:-1] + (n_columns, width))
+            if operator is None:
+                smoothed = interpolate_on_mesh(reflected_smoothing(smoothed, bandwidth), mesh)
+            return evaluate(smoothed, eps[..., None])
 
-        return ResamplingPlan(n_rows, len(columns) * n_points, accumulate, value)
+        return ResamplingPlan(n_rows, n_columns * width + 1, accumulate, value)
 
 
 def _check_smece_bandwidth(bandwidth):
@@ -544,7 +594,5 @@ def smooth_ece_plan(data, *, bandwidth="auto", return_bandwidth=False, conventio
     smece = _SmoothECE.from_predictions(data, convention)
     bandwidth = smece.resolve(_check_smece_bandwidth(bandwidth))
 
-    def evaluate(sums, eps):
-        return _smece_from_grid(sums, bandwidth, eps)
-
-    return smece.plan(bandwidth, [smece.weight, smece.residual], evaluate)
+    mesh = _smece_mesh(bandwidth)
+    return smece.plan(bandwidth, [smece.weight, smece.residual], mesh, _smece_on_mesh)
