@@ -340,3 +340,19 @@ def test_intervals_that_exclude_the_estimate_or_collapse_are_flagged():
     )
     assert constant.low == constant.high == constant.estimate == 0.0
     assert list(constant.flags) == ["zero_width"]
+
+
+def test_classwise_plan_bins_float32_probabilities_like_the_metric():
+    # float32 probabilities equal to a float32 bin edge that rounds above the float64 edge
+    # lie in the lower bin in float32, the metric's precision (the plan used float64)
+    edge = np.float32(np.linspace(0, 1, 16)[5])
+    assert float(edge) > np.linspace(0, 1, 16)[5]
+    rng = np.random.default_rng(48)
+    proba = rng.dirichlet(np.ones(3), 200).astype(np.float32)
+    proba[:100, 0] = edge
+    proba[:100, 1:] = (1 - edge) / 2
+    y = rng.integers(0, 3, 200)
+    data = check_predictions(y, proba)
+    plan = _kernels.KERNELS[classwise_calibration_error].plan(data)
+    planned = plan.value(plan.accumulate(np.zeros(200, dtype=np.intp), 1))[0]
+    assert planned == pytest.approx(classwise_calibration_error(y, proba), abs=1e-12)
