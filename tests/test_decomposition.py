@@ -8,6 +8,7 @@ import pytest
 import torch
 from model_diagnostics.scoring import LogLoss, SquaredError, decompose
 from probmetrics.metrics import Metrics
+from sklearn.isotonic import isotonic_regression
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from skorch.callbacks import EarlyStopping, EpochScoring
@@ -198,3 +199,30 @@ def test_temperature_search_stops_once_newton_steps_fall_below_rounding(monkeypa
         )
         assert len(passes) <= 10
         assert parts.temperature == pytest.approx(2.0, rel=0.2)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_corp_pools_tied_scores_alike_in_float32_and_float64(weighted):
+    # ties (two decimals) and a -0.0 are pooled by value, whatever the precision (the
+    # scores differ: 1 - p of 1-D input is taken in the input's precision)
+    rng = np.random.default_rng(3)
+    p = np.round(rng.random(500), 2).astype(np.float32)
+    p[:5] = -0.0
+    y = (rng.random(500) < p).astype(int)
+    weight = rng.random(500) if weighted else None
+    single = calibration_decomposition(y, p, sample_weight=weight)
+    double = calibration_decomposition(y, p.astype(np.float64), sample_weight=weight)
+    for part in ("discrimination", "refinement"):
+        assert single[part] == pytest.approx(double[part], rel=1e-12)
+    distinct = np.unique(p)
+    fitted = isotonic_regression(
+        [
+            np.average(y[p == v], weights=None if weight is None else weight[p == v])
+            for v in distinct
+        ],
+        sample_weight=[
+            (p == v).sum() if weight is None else weight[p == v].sum() for v in distinct
+        ],
+    )
+    refined = np.average(2 * (fitted[np.searchsorted(distinct, p)] - y) ** 2, weights=weight)
+    assert single.refinement == pytest.approx(refined, rel=1e-12)

@@ -33,17 +33,18 @@ def _distinct_sums(values, target, weight):
     mass, positive : ndarray of shape (n_distinct,), float64
         The total weight of each distinct value, and that of its rows whose target holds.
     """
+    # the bits of a value in [0, 1] stay below 2**30 (float32) or 2**62 (float64), so the
+    # key keeps the width of the value; the sign bit of -0.0 shifts out
     uint = np.uint32 if values.dtype == np.float32 else np.uint64
-    sign = uint(1) << uint(8 * values.dtype.itemsize - 1)
-    key = (values.view(uint) & ~sign).astype(np.uint64) << np.uint64(1)
+    key = values.view(uint) << uint(1)
     key |= target
     if weight is None:
         key.sort()
     else:
         order = np.argsort(key)
         key, weight = key[order], weight[order]
-    hit = (key & np.uint64(1)).astype(np.float64)
-    key >>= np.uint64(1)
+    hit = (key & uint(1)).astype(np.float64)
+    key >>= uint(1)
     starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
     if weight is None:
         mass = np.diff(np.append(starts, key.shape[0])).astype(np.float64)
