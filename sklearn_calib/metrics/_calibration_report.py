@@ -9,7 +9,7 @@ from .._validation import check_n_bins, check_option
 from ._bootstrap import CI_METHODS, shared_bootstrap_intervals
 from ._debiased import debiased_calibration_error
 from ._decomposition import _calibration_decomposition
-from ._hypothesis_tests import _calibration_test, undefined_reason
+from ._hypothesis_tests import _calibration_test, cumulative_tests, undefined_reason
 from ._kernels import KERNELS
 from ._metrics import (
     adaptive_calibration_error,
@@ -104,12 +104,15 @@ def _tests(data, convention):
     tests = {}
     for key, _ in _TESTS:
         reason = undefined_reason(score, key)
-        if reason is None:
+        if reason is not None:
+            tests[key] = {"statistic": float("nan"), "pvalue": float("nan"), "undefined": reason}
+        elif key == "spiegelhalter":
             statistic, pvalue = _calibration_test(data, method=key, convention=convention)
             tests[key] = {"statistic": statistic, "pvalue": pvalue}
-        else:
-            tests[key] = {"statistic": float("nan"), "pvalue": float("nan"), "undefined": reason}
-    return tests
+    if "ks" not in tests:  # KS and Kuiper share their partial sums
+        for key, (statistic, pvalue) in cumulative_tests(data, convention).items():
+            tests[key] = {"statistic": statistic, "pvalue": pvalue}
+    return {key: tests[key] for key, _ in _TESTS}
 
 
 def calibration_report(

@@ -183,32 +183,63 @@ def _calibration_test(
             f"Expected `alternative='two-sided'` for method={method!r} (only Spiegelhalter's "
             f"test has one-sided forms), got {alternative!r}."
         )
-    score, outcome = data.scores(convention)
-    sample_weight = data.sample_weight
-    held = score if sample_weight is None else score[sample_weight > 0]
-    reason = undefined_reason(held, method)
+    score = data.scores(convention)[0]
+    if data.sample_weight is not None:
+        score = score[data.sample_weight > 0]
+    reason = undefined_reason(score, method)
     if reason is not None:
         raise ValueError(f"The statistic of method={method!r} is undefined: {reason}.")
-    score = score.astype(np.float64)
-    outcome = outcome.astype(np.float64)
-    weight = np.ones_like(score) if sample_weight is None else sample_weight / sample_weight.max()
-    variance = score * (1.0 - score)
     if method == "spiegelhalter":
-        spread = np.sum(weight**2 * (1.0 - 2.0 * score) ** 2 * variance)
-        statistic = float(
-            np.sum(weight * (outcome - score) * (1.0 - 2.0 * score)) / np.sqrt(spread)
-        )
-        tails = {
-            "two-sided": 2.0 * norm.sf(abs(statistic)),
-            "greater": norm.sf(statistic),
-            "less": norm.cdf(statistic),
-        }
-        return CalibrationTestResult(statistic, float(min(1.0, tails[alternative])))
-    spread = np.sum(weight**2 * variance)
+        return _spiegelhalter(data, convention, alternative)
+    return cumulative_tests(data, convention)[method]
+
+
+def _weighted_scores(data, convention):
+    """Scores and outcomes in float64, and the weights scaled to a largest weight of 1."""
+    score, outcome = data.scores(convention)
+    sample_weight = data.sample_weight
+    weight = (
+        np.ones(score.shape[0]) if sample_weight is None else sample_weight / sample_weight.max()
+    )
+    return score.astype(np.float64), outcome.astype(np.float64), weight
+
+
+def _spiegelhalter(data, convention, alternative):
+    """Spiegelhalter's test, defined on these scores."""
+    score, outcome, weight = _weighted_scores(data, convention)
+    variance = score * (1.0 - score)
+    spread = np.sum(weight**2 * (1.0 - 2.0 * score) ** 2 * variance)
+    statistic = float(np.sum(weight * (outcome - score) * (1.0 - 2.0 * score)) / np.sqrt(spread))
+    tails = {
+        "two-sided": 2.0 * norm.sf(abs(statistic)),
+        "greater": norm.sf(statistic),
+        "less": norm.cdf(statistic),
+    }
+    return CalibrationTestResult(statistic, float(min(1.0, tails[alternative])))
+
+
+def cumulative_tests(data, convention):
+    """The Kolmogorov-Smirnov and Kuiper tests, from one pass of cumulative differences.
+
+    Parameters
+    ----------
+    data : Predictions
+        Checked predictions on whose scores the tests are defined.
+    convention : {"top_label", "positive_class"}
+        What is tested.
+
+    Returns
+    -------
+    results : dict
+        ``{"ks": CalibrationTestResult, "kuiper": CalibrationTestResult}``.
+    """
+    score, outcome, weight = _weighted_scores(data, convention)
+    spread = np.sum(weight**2 * score * (1.0 - score))
     partial = _cumulative_differences(score, outcome, weight, data.score_order(convention))
     partial /= np.sqrt(spread)
-    if method == "ks":
-        statistic = float(np.abs(partial).max())
-        return CalibrationTestResult(statistic, _brownian_max_sf(statistic))
-    statistic = float(partial.max() - partial.min())
-    return CalibrationTestResult(statistic, _brownian_range_sf(statistic))
+    ks = float(np.abs(partial).max())
+    kuiper = float(partial.max() - partial.min())
+    return {
+        "ks": CalibrationTestResult(ks, _brownian_max_sf(ks)),
+        "kuiper": CalibrationTestResult(kuiper, _brownian_range_sf(kuiper)),
+    }
