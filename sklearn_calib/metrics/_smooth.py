@@ -15,7 +15,7 @@ from scipy.signal import fftconvolve
 from .._validation import check_number, check_option
 from ._metrics import SECE_EPS, _weighted_mean
 from ._predictions import check_predictions
-from ._resampling import ResamplingPlan, cell_sums
+from ._resampling import ResamplingPlan
 from ._weights import mean_weight
 
 #: Smallest ``x`` for which ``exp(-x)`` is exactly 0 in float64 (rounded up): a Gaussian
@@ -317,24 +317,20 @@ def linear_binning(score, n_points):
     return index, position - index
 
 
-def _grid_statistics(index, frac, columns, n_points, group, n_groups):
-    """Linear-binning sums of the columns on the grid, per group.
+def _grid_statistics(index, frac, column, n_points, group, n_groups):
+    """Linear-binning sums of a column on the grid, per group.
 
-    Each row adds ``1 - frac`` of its value at its cell's lower point and ``frac`` at the
-    upper one; both go in one ``cell_sums`` over twice the rows.
+    Each row adds ``1 - frac`` of its value at its cell's lower grid point and ``frac``
+    at the upper one.
 
     Returns
     -------
-    sums : ndarray of shape (n_groups, len(columns) * n_points)
+    sums : ndarray of shape (n_groups, n_points)
     """
-    both = np.concatenate
-    return cell_sums(
-        both([group, group]),
-        n_groups,
-        both([index, index + 1]),
-        n_points,
-        [both([c * (1.0 - frac), c * frac]) for c in columns],
-    )
+    key = group * n_points + index
+    spread = np.concatenate([column * (1.0 - frac), column * frac])
+    sums = np.bincount(np.concatenate([key, key + 1]), spread, minlength=n_groups * n_points)
+    return sums.reshape(n_groups, n_points)
 
 
 def reflected_smoothing(grid, bandwidth):
@@ -424,8 +420,12 @@ class _SmoothECE:
         if n_points not in self._grids:
             index, frac = linear_binning(self.score, n_points)
             group = np.zeros(self.score.shape[0], dtype=np.intp)
-            sums = _grid_statistics(index, frac, [self.weight, self.residual], n_points, group, 1)
-            self._grids[n_points] = sums.reshape(2, n_points)
+            self._grids[n_points] = np.vstack(
+                [
+                    _grid_statistics(index, frac, column, n_points, group, 1)
+                    for column in (self.weight, self.residual)
+                ]
+            )
         return self._grids[n_points]
 
     def __call__(self, bandwidth):
@@ -469,12 +469,15 @@ class _SmoothECE:
         width = n_points if operator is None else mesh.shape[0]
 
         def accumulate(group, n_groups):
-            grid = _grid_statistics(index, frac, columns, n_points, group, n_groups)
-            grid = grid.reshape(n_groups, n_columns, n_points)
-            total = grid[:, 0, :].sum(axis=-1)
-            if operator is not None:
-                grid = grid @ operator
-            return np.column_stack([grid.reshape(n_groups, -1), total])
+            sums = np.empty((n_groups, n_columns * width + 1))
+            for position, column in enumerate(columns):
+                grid = _grid_statistics(index, frac, column, n_points, group, n_groups)
+                if position == 0:
+                    sums[:, -1] = grid.sum(axis=-1)
+                if operator is not None:
+                    grid = grid @ operator
+                sums[:, position * width : (position + 1) * width] = grid
+            return sums
 
         def value(sums):
             eps = _SMECE_DENSITY_EPS * sums[..., -1] / n_rows
