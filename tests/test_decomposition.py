@@ -179,14 +179,14 @@ def test_temperature_split_at_the_bounds_of_the_search():
 def test_temperature_search_stops_once_newton_steps_fall_below_rounding(monkeypatch):
     # a Newton step below rounding lands on beta, the bracket's new end; it used to be
     # taken for a step outside the bracket and start a bisection of some 40 more passes
-    derivatives = _decomposition._nll_derivatives
+    derivatives = _decomposition._TemperedNLL.derivatives
     passes = []
 
-    def counted(*args):
-        passes.append(args[-1])
-        return derivatives(*args)
+    def counted(self, beta):
+        passes.append(beta)
+        return derivatives(self, beta)
 
-    monkeypatch.setattr(_decomposition, "_nll_derivatives", counted)
+    monkeypatch.setattr(_decomposition._TemperedNLL, "derivatives", counted)
     for seed in range(10):
         rng = np.random.default_rng(seed)
         logits = rng.normal(size=(500, 4)) * 3

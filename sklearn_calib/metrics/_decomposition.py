@@ -125,23 +125,44 @@ def _scaled_exponentials(gap, beta):
         yield rows, block, expo
 
 
-def _nll_derivatives(gap, true_gap, share, beta):
-    """First and second derivative in ``beta`` of the mean NLL of ``softmax(beta * gap)``."""
-    first = second = 0.0
-    ones = np.ones(gap.shape[1])
-    for rows, block, expo in _scaled_exponentials(gap, beta):
-        total = expo @ ones
-        expo *= block
-        mean = (expo @ ones) / total
-        expo *= block
-        square = (expo @ ones) / total
-        first += share[rows] @ (mean - true_gap[rows])
-        second += share[rows] @ (square - mean * mean)
-    return first, second
+class _TemperedNLL:
+    """The weighted mean NLL of ``softmax(beta * gap)`` on fixed rows, as a function of
+    ``beta``; it keeps the softmax's row totals at the last ``beta`` it was evaluated at.
+    """
+
+    def __init__(self, gap, true_gap, share):
+        self.gap, self.true_gap, self.share = gap, true_gap, share
+        self.beta, self.totals = None, None
+
+    def derivatives(self, beta):
+        """First and second derivative in ``beta``."""
+        first = second = 0.0
+        ones = np.ones(self.gap.shape[1])
+        totals = np.empty(self.gap.shape[0])
+        for rows, block, expo in _scaled_exponentials(self.gap, beta):
+            total = totals[rows] = expo @ ones
+            expo *= block
+            mean = (expo @ ones) / total
+            expo *= block
+            square = (expo @ ones) / total
+            first += self.share[rows] @ (mean - self.true_gap[rows])
+            second += self.share[rows] @ (square - mean * mean)
+        self.beta, self.totals = beta, totals
+        return first, second
+
+    def row_totals(self, beta):
+        """The row totals of ``exp(beta * gap)``, kept from the last evaluation if at ``beta``."""
+        if self.beta == beta:
+            return self.totals
+        ones = np.ones(self.gap.shape[1])
+        totals = np.empty(self.gap.shape[0])
+        for rows, _, expo in _scaled_exponentials(self.gap, beta):
+            totals[rows] = expo @ ones
+        return totals
 
 
-def _inverse_temperature(gap, true_gap, share, start=1.0):
-    """The ``beta`` minimising the weighted mean NLL of ``softmax(beta * gap)``.
+def _inverse_temperature(nll, start=1.0):
+    """The ``beta`` minimising a :class:`_TemperedNLL`.
 
     The NLL is convex in ``beta``, so its derivative (the mean of ``gap`` under the
     scaled softmax minus that of the true class) is increasing. When it keeps its sign
@@ -150,20 +171,19 @@ def _inverse_temperature(gap, true_gap, share, start=1.0):
     Otherwise Newton steps from ``start``, kept inside a bracket of the root and replaced
     by a bisection (in ``log beta``) when they leave it.
     """
-
-    def derivatives(beta):
-        return _nll_derivatives(gap, true_gap, share, beta)
-
     low, high = 1.0 / MAX_TEMPERATURE, MAX_TEMPERATURE
-    if derivatives(low)[0] >= 0:
+    if nll.derivatives(low)[0] >= 0:
         return low
-    if derivatives(high)[0] <= 0:
+    if nll.derivatives(high)[0] <= 0:
         return high
-    return _newton_root(derivatives, low, high, start)
+    return _newton_root(nll.derivatives, low, high, start)
 
 
 def _newton_root(derivatives, low, high, beta):
-    """The root in ``(low, high)`` of an increasing ``derivatives(beta)[0]``, from ``beta``."""
+    """The root in ``(low, high)`` of an increasing ``derivatives(beta)[0]``, from ``beta``.
+
+    The last point evaluated is returned once the next is within the tolerance of it.
+    """
     for _ in range(_TEMPERATURE_STEPS):
         first, second = derivatives(beta)
         if first > 0:
@@ -173,37 +193,41 @@ def _newton_root(derivatives, low, high, beta):
         step = beta - first / second if second > 0 else np.nan
         # a step below rounding lands on beta, the bracket's new end: converged, not outside
         if abs(step - beta) <= _TEMPERATURE_RTOL * beta:
-            return step
+            return beta
         following = step if low < step < high else np.sqrt(low * high)
         if abs(following - beta) <= _TEMPERATURE_RTOL * beta:
-            return following
+            return beta
         beta = following
     return beta
 
 
 def _warm_inverse_temperature(gap, true_gap, weight):
-    """:func:`_inverse_temperature`, started from the optimum of a subsample of the rows.
+    """:func:`_inverse_temperature` on all rows, started from the optimum of a subsample.
 
     On many rows, the optimum of an evenly spaced subsample starts Newton's steps close
     to the root, which saves most of the passes over all rows; the bounds of the search
     are checked on the subsample, and a bound it returns is confirmed on all rows.
+
+    Returns
+    -------
+    beta : float
+    nll : _TemperedNLL
+        The NLL on all rows, last evaluated at ``beta`` when it could be.
     """
-    share = weight / weight.sum()
+    nll = _TemperedNLL(gap, true_gap, weight / weight.sum())
     n_rows = gap.shape[0]
     rows = np.linspace(0, n_rows - 1, _WARM_START_ROWS).astype(np.intp)
     if n_rows <= 2 * _WARM_START_ROWS or weight[rows].sum() <= 0:
-        return _inverse_temperature(gap, true_gap, share)
-    start = _inverse_temperature(gap[rows], true_gap[rows], weight[rows] / weight[rows].sum())
-
-    def derivatives(beta):
-        return _nll_derivatives(gap, true_gap, share, beta)
-
+        return _inverse_temperature(nll), nll
+    sample = _TemperedNLL(gap[rows], true_gap[rows], weight[rows] / weight[rows].sum())
+    start = _inverse_temperature(sample)
     low, high = 1.0 / MAX_TEMPERATURE, MAX_TEMPERATURE
-    if start == low and derivatives(low)[0] >= 0:
-        return low
-    if start == high and derivatives(high)[0] <= 0:
-        return high
-    return _newton_root(derivatives, low, high, start if low < start < high else 1.0)
+    if start == low and nll.derivatives(low)[0] >= 0:
+        return low, nll
+    if start == high and nll.derivatives(high)[0] <= 0:
+        return high, nll
+    start = start if low < start < high else 1.0
+    return _newton_root(nll.derivatives, low, high, start), nll
 
 
 def _logit_gaps(proba, top):
@@ -226,21 +250,22 @@ def _temperature_refinement(data, score):
     n_rows, n_classes = proba.shape
     gap = _logit_gaps(proba, data.scores("top_label")[0])
     true_gap = gap[np.arange(n_rows), y_index]
-    beta = _warm_inverse_temperature(gap, true_gap, data.weight)
+    beta, nll = _warm_inverse_temperature(gap, true_gap, data.weight)
     mixing = 1.0 / (sample_count(data.sample_weight, n_rows) + 1)
-    values = np.empty(n_rows)
-    ones = np.ones(n_classes)
-    for rows, _, expo in _scaled_exponentials(gap, beta):
-        total = expo @ ones
-        true_proba = (1.0 - mixing) * np.exp(beta * true_gap[rows]) / total + mixing / n_classes
-        if score == "log_loss":
-            values[rows] = -np.log(np.clip(true_proba, *log_loss_clip(np.float64)))
-        else:
-            # sum_k r_k^2 of r = (1 - m) q + m / K, with sum_k q_k = 1
+    totals = nll.row_totals(beta)
+    true_proba = (1.0 - mixing) * np.exp(beta * true_gap) / totals + mixing / n_classes
+    if score == "log_loss":
+        values = -np.log(np.clip(true_proba, *log_loss_clip(np.float64)))
+    else:
+        # sum_k r_k^2 of r = (1 - m) q + m / K, with sum_k q_k = 1
+        ones = np.ones(n_classes)
+        squares = np.empty(n_rows)
+        for rows, _, expo in _scaled_exponentials(gap, beta):
             expo *= expo
-            squares = (1.0 - mixing) ** 2 * (expo @ ones) / total**2
-            squares += (2.0 - mixing) * mixing / n_classes
-            values[rows] = squares - 2.0 * true_proba + 1.0
+            squares[rows] = expo @ ones
+        squares *= (1.0 - mixing) ** 2 / totals**2
+        squares += (2.0 - mixing) * mixing / n_classes
+        values = squares - 2.0 * true_proba + 1.0
     return _weighted_mean(values, data.sample_weight), float(1.0 / beta)
 
 

@@ -449,12 +449,13 @@ def _classwise_calibration_error(data, *, n_bins=15, norm="l1"):
     """:func:`classwise_calibration_error` of checked predictions."""
     n_bins = check_n_bins(n_bins)
     check_option(norm, "norm", _NORMS)
-    sums = _classwise_sums(data, n_bins, np.zeros(data.n_samples, dtype=np.intp), 1)
+    sums = _classwise_sums(data, n_bins, None, 1)
     return float(_classwise_from_sums(sums.reshape(-1), data.n_classes, n_bins, norm))
 
 
 def _classwise_sums(data, n_bins, group, n_groups):
-    """Per (group, class, bin) sums of weight, probability and indicator.
+    """Per (group, class, bin) sums of weight, probability and indicator (``group`` None:
+    one group).
 
     The probabilities are binned in their own precision, block by block; the indicator
     is 1 on each row's true class only, so its sums run over one entry per row.
@@ -474,7 +475,8 @@ def _classwise_sums(data, n_bins, group, n_groups):
     for rows in _row_blocks(n_rows, n_classes):
         block = proba[rows]
         cell = assign_bins(block.ravel(), edges).reshape(block.shape) + offsets
-        cell += (group[rows] * n_cells)[:, None]
+        if group is not None:
+            cell += (group[rows] * n_cells)[:, None]
         true_cell = np.take_along_axis(cell, y_index[rows, None], axis=1)[:, 0]
         weight = None if sample_weight is None else sample_weight[rows]
         repeated = None if weight is None else np.repeat(weight, n_classes)
