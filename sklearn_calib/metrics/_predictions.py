@@ -129,6 +129,7 @@ class Predictions:
         self.sample_weight = sample_weight
         self._scores = {}
         self._orders = {}
+        self._derived = {}
 
     @property
     def n_samples(self):
@@ -161,6 +162,13 @@ class Predictions:
             order.setflags(write=False)
             self._orders[convention] = order
         return self._orders[convention]
+
+    def derived(self, key, build):
+        """A quantity derived from these predictions and their weights, built by ``build()``
+        on first use and kept; copies with other weights or rows do not share it."""
+        if key not in self._derived:
+            self._derived[key] = build()
+        return self._derived[key]
 
     def reweighted(self, sample_weight):
         """The same predictions with other weights; scores and orders stay shared."""

@@ -46,9 +46,9 @@ _SMECE_BISECTIONS = 10
 _SMECE_MIN_BANDWIDTH = 1e-3
 #: Smallest bandwidth accepted by :func:`smooth_ece` (its grid has 10^5 points).
 SMECE_BANDWIDTH_FLOOR = 1e-4
-#: Most entries of the smoothing matrix of a resampling plan (and of the identity it
-#: smooths): grids up to 2,048 points, bandwidths down to about 0.01.
-_OPERATOR_ENTRIES = 1 << 22
+#: Largest grid whose per-group sums a resampling plan carries to the mesh (bandwidths
+#: down to about 0.01; 2,049 points by 4,096 groups are 67 MB).
+_OPERATOR_GRID = 2049
 
 
 def _exact_kernel_sums(score, outcome, weight, bandwidth, include_self, rows):
@@ -388,16 +388,37 @@ def mesh_operator(n_points, bandwidth, mesh):
     """The matrix of :func:`reflected_smoothing` then :func:`interpolate_on_mesh`.
 
     Both are linear, so grid values ``(..., n_points)`` map to the mesh as ``values @
-    operator``; None when the matrix would exceed ``_OPERATOR_ENTRIES`` entries (its
-    construction smooths the identity).
+    operator``. The matrix is summed directly: the smoothed value at grid point ``j`` is
+    ``sum_t taps[t] grid[reflect(j + n - 1 - t - before)]`` (the reflected padding of
+    :func:`reflected_smoothing`, ``before`` points on the left), and only the grid points
+    around each mesh point are needed.
 
     Returns
     -------
     operator : ndarray of shape (n_points, n_mesh) or None
+        None when the mesh has more than half as many points as the grid (smECE's mesh
+        below a bandwidth of about 0.02), where carrying each group's grid sums to the mesh
+        would cost more than smoothing each replicate, or when the grid has more than
+        ``_OPERATOR_GRID`` points, whose sums per group would take too much memory.
     """
-    if n_points * max(n_points, mesh.shape[0]) > _OPERATOR_ENTRIES:
+    if 2 * mesh.shape[0] > n_points or n_points > _OPERATOR_GRID:
         return None
-    return interpolate_on_mesh(reflected_smoothing(np.eye(n_points), bandwidth), mesh)
+    n = n_points
+    offsets = np.arange(n) / (n - 1) - 0.5
+    taps = np.exp(-(offsets**2) / (2.0 * bandwidth**2)) / (np.sqrt(2.0 * np.pi) * bandwidth)
+    before = n - 1 - n // 2
+    lower = np.clip((mesh * (n - 1)).astype(np.intp), 0, n - 2)
+    fraction = (mesh - lower / (n - 1)) * (n - 1)
+    needed = np.unique(np.concatenate([lower, lower + 1]))
+    source = needed[:, None] + (n - 1 - before) - np.arange(n)
+    source = np.abs(source)
+    source = np.where(source > n - 1, 2 * (n - 1) - source, source)
+    key = source * needed.shape[0] + np.arange(needed.shape[0])[:, None]
+    weight = np.broadcast_to(taps, key.shape)
+    smoothing = np.bincount(key.ravel(), weight.ravel(), minlength=n * needed.shape[0])
+    smoothing = smoothing.reshape(n, needed.shape[0])
+    column = np.searchsorted(needed, lower)
+    return smoothing[:, column] * (1.0 - fraction) + smoothing[:, column + 1] * fraction
 
 
 class _SmoothECE:
@@ -409,16 +430,26 @@ class _SmoothECE:
         self.outcome = self.weight * outcome
         self.residual = self.weight * self.score - self.outcome
         self.density_eps = _SMECE_DENSITY_EPS * mean_weight(weight)
+        self._binnings = {}
         self._grids = {}
 
     @classmethod
     def from_predictions(cls, data, convention):
-        """Judge each sample's score of checked predictions against its outcome."""
-        return cls(*data.scores(convention), data.sample_weight)
+        """Judge each sample's score of checked predictions against its outcome (made once
+        per predictions and convention, so its cached grids serve every later call)."""
+        return data.derived(
+            ("smooth_ece", convention), lambda: cls(*data.scores(convention), data.sample_weight)
+        )
+
+    def binning(self, n_points):
+        """:func:`linear_binning` of the scores on ``n_points`` (cached)."""
+        if n_points not in self._binnings:
+            self._binnings[n_points] = linear_binning(self.score, n_points)
+        return self._binnings[n_points]
 
     def grid_sums(self, n_points):
         if n_points not in self._grids:
-            index, frac = linear_binning(self.score, n_points)
+            index, frac = self.binning(n_points)
             group = np.zeros(self.score.shape[0], dtype=np.intp)
             self._grids[n_points] = np.vstack(
                 [
@@ -459,11 +490,11 @@ class _SmoothECE:
         follows the replicate's mean weight per drawn row, which is the mean positive
         weight when every row's weight is positive). Smoothing is linear, so each group's
         grid sums are carried to the mesh once (:func:`mesh_operator`) and the replicates
-        resample mesh values; on grids too fine for the operator they resample grid sums
-        and are smoothed one by one.
+        resample mesh values; where the mesh is nearly as fine as the grid they resample
+        grid sums and are smoothed one by one.
         """
         n_points = _smece_grid_size(bandwidth)
-        index, frac = linear_binning(self.score, n_points)
+        index, frac = self.binning(n_points)
         n_rows, n_columns = self.score.shape[0], len(columns)
         operator = mesh_operator(n_points, bandwidth, mesh)
         width = n_points if operator is None else mesh.shape[0]
