@@ -13,38 +13,52 @@ from ._weights import sample_count
 _METHODS = ("isotonic", "temperature")
 
 
-def _distinct_sums(values, target, weight):
-    """The total weight and target weight of each distinct value of a column, ascending.
+def _indicator_keys(proba, y_index, classes):
+    """Sort keys of the columns ``classes``: each probability's bits shifted left by one,
+    with the indicator of the column's class in the freed bit; one contiguous row per class.
 
-    Each value is packed with its 0/1 target into one integer key (the bits of a float
-    of at least 0 order like the float), so one sort groups the ties.
+    The bits of a float of at least 0 order like the float, and those of a value in
+    [0, 1] stay below 2**30 (float32) or 2**62 (float64), so the key keeps the width of
+    the value; the sign bit of -0.0 shifts out.
+
+    Returns
+    -------
+    keys : ndarray of shape (len(classes), n_samples), dtype uint32 or uint64
+    """
+    uint = np.uint32 if proba.dtype == np.float32 else np.uint64
+    keys = proba.view(uint).T[classes]
+    keys <<= uint(1)
+    row_of = np.full(proba.shape[1], -1)
+    row_of[classes] = np.arange(len(classes))
+    rows = row_of[y_index]
+    held = np.flatnonzero(rows >= 0)
+    keys[rows[held], held] |= uint(1)
+    return keys
+
+
+def _distinct_sums(key, weight):
+    """The total weight and indicator weight of each distinct value of a column, ascending.
 
     Parameters
     ----------
-    values : ndarray of shape (n_samples,)
-        Probabilities (float32 or float64, at least 0), possibly strided.
-    target : ndarray of shape (n_samples,), dtype bool
-        The event each probability is for.
+    key : ndarray of shape (n_samples,)
+        The column's keys from :func:`_indicator_keys`; sorted in place.
     weight : ndarray of shape (n_samples,) or None
         Sample weights.
 
     Returns
     -------
     mass, positive : ndarray of shape (n_distinct,), float64
-        The total weight of each distinct value, and that of its rows whose target holds.
+        The total weight of each distinct value, and that of its rows whose indicator is 1.
     """
-    # the bits of a value in [0, 1] stay below 2**30 (float32) or 2**62 (float64), so the
-    # key keeps the width of the value; the sign bit of -0.0 shifts out
-    uint = np.uint32 if values.dtype == np.float32 else np.uint64
-    key = values.view(uint) << uint(1)
-    key |= target
     if weight is None:
         key.sort()
     else:
         order = np.argsort(key)
         key, weight = key[order], weight[order]
-    hit = (key & uint(1)).astype(np.float64)
-    key >>= uint(1)
+    one = key.dtype.type(1)
+    hit = (key & one).astype(np.float64)
+    key >>= one
     starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
     if weight is None:
         mass = np.diff(np.append(starts, key.shape[0])).astype(np.float64)
@@ -55,18 +69,25 @@ def _distinct_sums(values, target, weight):
     return mass, positive
 
 
-def _isotonic_fit(values, target, weight):
-    """Weighted least-squares non-decreasing fit of ``target`` on ``values`` (PAV).
+def _isotonic_fit(key, weight):
+    """Weighted least-squares non-decreasing fit of an indicator on a column (PAV).
 
-    Tied values are pooled first (their weighted mean target), so the fit is a function
-    of the value; values of zero weight are left out.
+    Tied values are pooled first (their weighted mean indicator), so the fit is a
+    function of the value; values of zero weight are left out.
+
+    Parameters
+    ----------
+    key : ndarray of shape (n_samples,)
+        The column's keys from :func:`_indicator_keys`; sorted in place.
+    weight : ndarray of shape (n_samples,) or None
+        Sample weights.
 
     Returns
     -------
     fitted, mass, positive : ndarray of shape (n_weighted,)
-        The fit at each distinct value of positive weight, its weight and target weight.
+        The fit at each distinct value of positive weight, its weight and indicator weight.
     """
-    mass, positive = _distinct_sums(values, target, weight)
+    mass, positive = _distinct_sums(key, weight)
     held = mass > 0
     mass, positive = mass[held], positive[held]
     return isotonic_regression(positive / mass, sample_weight=mass), mass, positive
@@ -84,9 +105,11 @@ def _isotonic_refinement(data, score):
             "score per sample; use method='temperature', or score='brier' (decomposed class "
             "by class)."
         )
+    classes = [1] if n_classes == 2 else list(range(n_classes))
+    keys = _indicator_keys(proba, y_index, classes)
     total = 0.0
-    for k in range(1 if n_classes == 2 else 0, n_classes):
-        fitted, mass, positive = _isotonic_fit(proba[:, k], y_index == k, weight)
+    for key in keys:
+        fitted, mass, positive = _isotonic_fit(key, weight)
         if score == "log_loss":
             low, high = log_loss_clip(np.float64)
             hit = -np.log(np.clip(fitted, low, high))
