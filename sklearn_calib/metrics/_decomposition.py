@@ -88,8 +88,9 @@ def _isotonic_fit(key, weight):
         The fit at each distinct value of positive weight, its weight and indicator weight.
     """
     mass, positive = _distinct_sums(key, weight)
-    held = mass > 0
-    mass, positive = mass[held], positive[held]
+    if weight is not None:
+        held = mass > 0
+        mass, positive = mass[held], positive[held]
     return isotonic_regression(positive / mass, sample_weight=mass), mass, positive
 
 
