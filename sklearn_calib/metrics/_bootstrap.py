@@ -157,9 +157,8 @@ def _percentiles(replicates, estimate, jackknife, confidence_level, ci_method):
     return tuple(levels)
 
 
-def _planned_replicates(plan, resampling, ci_method):
+def _planned_replicates(plan, group_sums, replicate_sums, ci_method):
     """Replicates from resampled group sums; the delete-a-group jackknife for BCa."""
-    group_sums, replicate_sums = bootstrap_sums(plan, resampling)
     replicates = plan.value(replicate_sums)
     jackknife = None
     if ci_method == "bca":
@@ -263,8 +262,8 @@ def bootstrap_interval(
     resampled = _resampled_rows(data)
     if kernel.plan is not None:
         plan = kernel.plan(resampled, **options)
-        resampling = resample(plan, n_resamples, rng)
-        replicates, jackknife = _planned_replicates(plan, resampling, ci_method)
+        sums = bootstrap_sums(plan, resample(plan, n_resamples, rng))
+        replicates, jackknife = _planned_replicates(plan, *sums, ci_method)
     else:
 
         def evaluate(weight):
@@ -281,7 +280,8 @@ def shared_bootstrap_intervals(metrics, data, *, n_resamples, confidence_level, 
 
     The rows are split into groups and resampled once for all the metrics (into as many
     groups as the metric with the most statistics affords), so each replicate is one
-    resampled data set on which every metric is computed.
+    resampled data set on which every metric is computed; the replicates' sums of all
+    the metrics come from one matrix product.
 
     Parameters
     ----------
@@ -300,10 +300,18 @@ def shared_bootstrap_intervals(metrics, data, *, n_resamples, confidence_level, 
     plans = [kernel.plan(resampled, **options) for kernel, options, _ in metrics]
     n_groups = min(group_count(plan.n_rows, plan.n_stats, n_resamples) for plan in plans)
     resampling = draw_resampling(resampled.n_samples, n_groups, n_resamples, rng)
+    group_sums = [plan.accumulate(resampling.group, n_groups) for plan in plans]
+    replicate_sums = np.split(
+        resampling.counts @ np.hstack(group_sums),
+        np.cumsum([plan.n_stats for plan in plans])[:-1],
+        axis=1,
+    )
     intervals = []
-    for (kernel, options, name), plan in zip(metrics, plans, strict=True):
+    for (kernel, options, name), plan, *sums in zip(
+        metrics, plans, group_sums, replicate_sums, strict=True
+    ):
         estimate = _as_estimate(kernel.compute(data, **options), name, options)
-        replicates, jackknife = _planned_replicates(plan, resampling, ci_method)
+        replicates, jackknife = _planned_replicates(plan, *sums, ci_method)
         intervals.append(
             _interval(estimate, replicates, jackknife, confidence_level, ci_method, name)
         )

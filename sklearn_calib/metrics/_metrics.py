@@ -467,14 +467,14 @@ def _classwise_sums(data, n_bins, group, n_groups):
     """
     y_index, proba, sample_weight = data.y_index, data.proba, data.sample_weight
     n_rows, n_classes = proba.shape
-    edges = uniform_bin_edges(n_bins)
+    bins = data.derived(("classwise_bins", n_bins), lambda: _probability_bins(proba, n_bins))
     n_cells = n_classes * n_bins
     size = n_groups * n_cells
     offsets = np.arange(n_classes) * n_bins
     sums = np.zeros((3, size))
     for rows in _row_blocks(n_rows, n_classes):
         block = proba[rows]
-        cell = assign_bins(block.ravel(), edges).reshape(block.shape) + offsets
+        cell = bins[rows] + offsets
         if group is not None:
             cell += (group[rows] * n_cells)[:, None]
         true_cell = np.take_along_axis(cell, y_index[rows, None], axis=1)[:, 0]
@@ -485,6 +485,15 @@ def _classwise_sums(data, n_bins, group, n_groups):
         sums[1] += np.bincount(cell.ravel(), mass, minlength=size)
         sums[2] += np.bincount(true_cell, weight, minlength=size)
     return sums.reshape(3, n_groups, n_cells).transpose(1, 0, 2).reshape(n_groups, -1)
+
+
+def _probability_bins(proba, n_bins):
+    """The equal-width bin of every probability, in the probabilities' precision (uint16)."""
+    edges = uniform_bin_edges(n_bins)
+    bins = np.empty(proba.shape, dtype=np.uint16 if n_bins <= 1 << 16 else np.intp)
+    for rows in _row_blocks(proba.shape[0], proba.shape[1]):
+        bins[rows] = assign_bins(proba[rows].ravel(), edges).reshape(-1, proba.shape[1])
+    return bins
 
 
 def _classwise_from_sums(sums, n_classes, n_bins, norm):
