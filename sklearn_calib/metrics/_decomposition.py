@@ -42,39 +42,6 @@ def _indicator_keys(proba, y_index, classes):
     return keys
 
 
-def _distinct_sums(key, weight):
-    """The total weight and indicator weight of each distinct value of a column, ascending.
-
-    Parameters
-    ----------
-    key : ndarray of shape (n_samples,)
-        The column's keys from :func:`_indicator_keys`; sorted in place.
-    weight : ndarray of shape (n_samples,) or None
-        Sample weights.
-
-    Returns
-    -------
-    mass, positive : ndarray of shape (n_distinct,), float64
-        The total weight of each distinct value, and that of its rows whose indicator is 1.
-    """
-    if weight is None:
-        key.sort()
-    else:
-        order = np.argsort(key)
-        key, weight = key[order], weight[order]
-    one = key.dtype.type(1)
-    hit = (key & one).astype(np.float64)
-    key >>= one
-    starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
-    if weight is None:
-        mass = np.diff(np.append(starts, key.shape[0])).astype(np.float64)
-        positive = np.add.reduceat(hit, starts)
-    else:
-        mass = np.add.reduceat(weight, starts)
-        positive = np.add.reduceat(weight * hit, starts)
-    return mass, positive
-
-
 def _isotonic_fit(key, weight):
     """Weighted least-squares non-decreasing fit of an indicator on a column (PAV).
 
@@ -91,10 +58,24 @@ def _isotonic_fit(key, weight):
     Returns
     -------
     fitted, mass, positive : ndarray of shape (n_weighted,)
-        The fit at each distinct value of positive weight, its weight and indicator weight.
+        At each distinct value of positive weight, ascending: the fit, the value's total
+        weight and the weight of its rows whose indicator is 1.
     """
-    mass, positive = _distinct_sums(key, weight)
-    if weight is not None:
+    if weight is None:
+        key.sort()
+    else:
+        order = np.argsort(key)
+        key, weight = key[order], weight[order]
+    one = key.dtype.type(1)
+    hit = (key & one).astype(np.float64)
+    key >>= one
+    starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
+    if weight is None:
+        mass = np.diff(np.append(starts, key.shape[0])).astype(np.float64)
+        positive = np.add.reduceat(hit, starts)
+    else:
+        mass = np.add.reduceat(weight, starts)
+        positive = np.add.reduceat(weight * hit, starts)
         held = mass > 0
         mass, positive = mass[held], positive[held]
     return isotonic_regression(positive / mass, sample_weight=mass), mass, positive
