@@ -19,8 +19,9 @@ from sklearn.metrics import get_scorer as _sklearn_get_scorer
 from sklearn.metrics import get_scorer_names as _sklearn_get_scorer_names
 from sklearn.metrics._scorer import _Scorer
 
+from . import metrics
 from .metrics import (
-    NLL_EPS,
+    BootstrapInterval,
     CalibrationTestResult,
     adaptive_calibration_error,
     brier_score,
@@ -44,7 +45,7 @@ from .metrics import (
 )
 
 __all__ = [
-    "NLL_EPS",
+    "BootstrapInterval",
     "CalibrationTestResult",
     "adaptive_calibration_error",
     "brier_score",
@@ -196,6 +197,13 @@ def get_scorer(scoring):
             "sklearn_calib.scoring.get_scorer_names() lists the valid names."
         )
     return _sklearn_get_scorer(scoring)
+
+
+def __getattr__(name):
+    """Deprecated names of the module (those of :mod:`sklearn_calib.metrics`)."""
+    if name == "NLL_EPS":
+        return metrics.NLL_EPS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def get_scorer_names():

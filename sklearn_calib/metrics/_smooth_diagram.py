@@ -3,13 +3,9 @@
 import numpy as np
 from sklearn.utils import Bunch, check_random_state
 
-from ._resampling import bootstrap_sums, check_interval_options
-from ._smooth import (
-    _check_smece_bandwidth,
-    _SmoothECE,
-    interpolate_on_mesh,
-    reflected_smoothing,
-)
+from ._predictions import check_predictions
+from ._resampling import bootstrap_sums, check_interval_options, resample
+from ._smooth import _check_smece_bandwidth, _SmoothECE
 
 #: Points of the diagram's mesh on [0, 1].
 MESH_POINTS = 200
@@ -92,16 +88,17 @@ def smooth_reliability_diagram(
     bandwidth = _check_smece_bandwidth(bandwidth)
     if confidence_level is not None:
         n_resamples, confidence_level = check_interval_options(n_resamples, confidence_level)
-    smece = _SmoothECE.from_predictions(y_true, y_prob, convention, labels, sample_weight)
+    data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
+    # rows of weight 0 stand for no sample: they are neither smoothed nor resampled
+    smece = _SmoothECE.from_predictions(data.weighted_rows(), convention)
     bandwidth = smece.resolve(bandwidth)
     mesh = np.linspace(0.0, 1.0, MESH_POINTS)
 
-    def curves(sums, eps):
-        smoothed = interpolate_on_mesh(reflected_smoothing(sums, bandwidth), mesh)
+    def curves(smoothed, eps):
         density, outcome = smoothed[..., 0, :], smoothed[..., 1, :]
         return outcome / (density + eps), density
 
-    plan = smece.plan(bandwidth, [smece.weight, smece.outcome], curves)
+    plan = smece.plan(bandwidth, [smece.weight, smece.outcome], mesh, curves)
     no_groups = np.zeros(plan.n_rows, dtype=np.intp)
     accuracy, density = plan.value(plan.accumulate(no_groups, 1)[0])
     diagram = Bunch(
@@ -109,7 +106,7 @@ def smooth_reliability_diagram(
     )
     if confidence_level is not None:
         rng = check_random_state(random_state)
-        _, replicate_sums = bootstrap_sums(plan, n_resamples, rng)
+        _, replicate_sums = bootstrap_sums(plan, resample(plan, n_resamples, rng))
         replicate_accuracy, _ = plan.value(replicate_sums)
         tail = (1.0 - confidence_level) / 2.0
         diagram.low, diagram.high = np.quantile(replicate_accuracy, [tail, 1.0 - tail], axis=0)
