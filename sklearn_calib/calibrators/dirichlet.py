@@ -8,6 +8,8 @@ from ._affine_solver import MatrixMap, fit_affine
 from ._base import PROBABILITY_FLOOR, softmax
 from .linear import MatrixScalingBase, odir_penalty
 
+__all__ = ["DirichletCalibration"]
+
 #: Default grid of both penalty weights.
 DEFAULT_GRID = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5)
 

@@ -5,6 +5,8 @@ from sklearn.isotonic import IsotonicRegression
 
 from ._base import BaseCalibrator, renormalize
 
+__all__ = ["IsotonicCalibration"]
+
 
 class IsotonicCalibration(BaseCalibrator):
     """Isotonic regression of each class probability on its one-vs-rest indicator.

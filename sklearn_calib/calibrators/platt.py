@@ -21,6 +21,8 @@ import numpy as np
 
 from ._binary_logistic import OneVsRestLogisticBase
 
+__all__ = ["PlattScaling"]
+
 
 class PlattScaling(OneVsRestLogisticBase):
     """Platt scaling: a sigmoid of each class's log-odds, one-vs-rest and renormalised.
