@@ -92,7 +92,9 @@ def calibrate_scores(
     >>> proba.shape, bool(fitted.temperature_ > 1)  # random labels: flatten the scores
     ((100, 3), True)
     """
-    fitted = fit_calibrator(calibrator, calibration_scores, y_calibration, input=input, classes=classes)
+    fitted = fit_calibrator(
+        calibrator, calibration_scores, y_calibration, input=input, classes=classes
+    )
     return fitted.predict_proba(test_scores), fitted
 
 

@@ -123,7 +123,11 @@ def _solve(hess, rhs):
 
 
 def _design(features, weight):
-    """Standardised features with a last column of ones, and their centres and spreads."""
+    """Standardised features with a last column of ones, and their centres and spreads.
+
+    The spreads are the features' weighted standard deviations (0 for a feature constant
+    on the rows of positive weight, which is only centred).
+    """
     n_samples, n_features = features.shape
     centre = weight @ features
     design = np.empty((n_samples, n_features + 1), order="F")
@@ -133,10 +137,37 @@ def _design(features, weight):
     safe = np.where(largest > 0, largest, 1.0)
     # the weighted standard deviation, computed without squaring huge deviations
     spread = safe * np.sqrt(weight @ (deviation / safe) ** 2)
-    spread = np.where(spread > 0, spread, 1.0)
-    deviation /= spread
+    deviation /= np.where(spread > 0, spread, 1.0)
     design[:, n_features] = 1.0
     return design, centre, spread
+
+
+def _independent_features(design, centre, spread, weight):
+    """The features kept: neither constant nor an affine function of the kept ones before.
+
+    On the rows of positive weight, a feature is constant when its weighted standard
+    deviation is at most _RANK_RTOL of its root mean square, and dependent when its
+    standardised column, less its weighted least-squares fit by the kept standardised
+    columns before it, has a weighted root mean square of at most _RANK_RTOL.
+
+    Returns
+    -------
+    kept : list of int
+    """
+    kept = []
+    for j in range(len(centre)):
+        if not spread[j] > _RANK_RTOL * np.hypot(centre[j], spread[j]):
+            continue
+        if kept:
+            # the columns are centred, so the fit needs no intercept
+            basis = design[:, kept]
+            weighted = basis.T * weight
+            coef = np.linalg.solve(weighted @ basis, weighted @ design[:, j])
+            residual = design[:, j] - basis @ coef
+            if not np.sqrt(weight @ (residual * residual)) > _RANK_RTOL:
+                continue
+        kept.append(j)
+    return kept
 
 
 def _newton(design, target, weight, name, start=None):
@@ -161,7 +192,7 @@ def _newton(design, target, weight, name, start=None):
         hess = (design.T * curvature) @ design
         step = _solve(hess, -grad)
         if -(grad @ step) / 2 <= _TOL or np.all(params + step == params):
-            _warn_if_separated(design, proba, target, weight, name)
+            _warn_if_separated(design, proba, target, weight, hess, name)
             return params + step, iteration
         slope = grad @ step
         direction = design @ step
@@ -181,7 +212,7 @@ def _newton(design, target, weight, name, start=None):
             size /= 2
         if size < 1e-10:
             # No step decreases the loss beyond rounding: the minimum is reached.
-            _warn_if_separated(design, _sigmoid(logit), target, weight, name)
+            _warn_if_separated(design, proba, target, weight, hess, name)
             return params, iteration
         params, logit, loss = params + size * step, candidate, new_loss
     warnings.warn(
@@ -193,9 +224,9 @@ def _newton(design, target, weight, name, start=None):
     return params, _MAX_ITER
 
 
-def _warn_if_separated(design, proba, target, weight, name):
+def _warn_if_separated(design, proba, target, weight, hess, name):
     """Raise a ConvergenceWarning when the fit stopped without a minimum (see module doc)."""
-    if _separated(design, proba, target, weight):
+    if _separated(design, proba, target, weight, hess):
         warnings.warn(
             f"{name}: the scores separate the class from the rest (or some of its scores from "
             "the others, or the class is absent), so the fit has no minimum; the "
@@ -206,15 +237,20 @@ def _warn_if_separated(design, proba, target, weight, name):
         )
 
 
-def _separated(design, proba, target, weight):
+def _separated(design, proba, target, weight, hess):
     """Whether a direction of the parameters fits the saturated rows better and the others alike.
 
     The rows of positive weight fitted within _SATURATED of a hard 0/1 target are the
     saturated ones. The directions that leave the other rows' logits unchanged are the
     null space of their design; along such a direction ``v`` the fit has no minimum when
     every saturated row's logit moves towards its target, ``(2 t - 1) x v >= 0``, and some
-    does (a small linear program on that null space).
+    does (a small linear program on that null space). Such a direction has a curvature
+    ``v' hess v`` below ``_SATURATED`` times the design's spread along it, at most
+    ``n_params`` for a unit ``v`` (standardised columns and ones): a Hessian whose
+    eigenvalues all exceed ``n_params * _SATURATED`` rules the search out.
     """
+    if np.linalg.eigvalsh(hess)[0] > len(hess) * _SATURATED:
+        return False
     rows = weight > 0
     design, proba, target = design[rows], proba[rows], target[rows]
     saturated = ((target == 0) | (target == 1)) & (np.abs(proba - target) < _SATURATED)
@@ -247,28 +283,6 @@ def _null_space(design):
     return right[rank:].T
 
 
-def _independent_features(features, weight):
-    """Which features are kept: not constant, nor an affine function of the kept ones before.
-
-    A feature is dependent when, on the rows of positive weight, its weighted residual
-    after projection on the constant and the kept features before it is at most
-    _RANK_RTOL of its weighted size (a QR factorisation of the scaled columns).
-    """
-    root = np.sqrt(weight)
-    largest = np.abs(features).max(axis=0)
-    columns = [root]
-    keep = np.zeros(features.shape[1], dtype=bool)
-    for j in range(features.shape[1]):
-        if not largest[j] > 0:
-            continue
-        column = root * (features[:, j] / largest[j])
-        triangle = np.linalg.qr(np.column_stack([*columns, column]), mode="r")
-        if abs(triangle[-1, -1]) > _RANK_RTOL * np.linalg.norm(column):
-            keep[j] = True
-            columns.append(column)
-    return keep
-
-
 def fit_logistic(features, target, weight, *, nonnegative=(), name="calibrator"):
     """Fit ``sigmoid(intercept + features @ coef)`` by weighted cross-entropy.
 
@@ -295,32 +309,22 @@ def fit_logistic(features, target, weight, *, nonnegative=(), name="calibrator")
     n_iter : int
         Newton iterations (of the face that gave the solution).
     """
-    kept = np.flatnonzero(_independent_features(features, weight))
-    coef = np.zeros(features.shape[1])
-    coef[kept], intercept, n_iter = _fit_independent(
-        features[:, kept],
-        target,
-        weight,
-        nonnegative=[i for i, j in enumerate(kept) if j in nonnegative],
-        name=name,
-    )
-    return coef, intercept, n_iter
-
-
-def _fit_independent(features, target, weight, *, nonnegative, name):
-    """:func:`fit_logistic` on linearly independent features."""
     full_design, centre, spread = _design(features, weight)
     n_features = features.shape[1]
+    kept = _independent_features(full_design, centre, spread, weight)
     best = None
-    for fixed in _faces(nonnegative):
-        free = [j for j in range(n_features) if j not in fixed]
-        design = full_design if not fixed else full_design[:, [*free, n_features]]
+    for fixed in _faces([j for j in nonnegative if j in kept]):
+        free = [j for j in kept if j not in fixed]
+        if len(free) == n_features:
+            design = full_design
+        else:
+            design = full_design[:, [*free, n_features]]
         start = _subsample_minimum(design, target, weight, name)
         params, n_iter = _newton(design, target, weight, name, start)
         if (params[: len(free)][np.isin(free, nonnegative)] < 0).any():
             continue
         coef = np.zeros(n_features)
-        coef[free] = params[: len(free)]
+        coef[free] = params[: len(free)] / spread[free]
         if not fixed:
             best = (coef, 0.0, params[-1], n_iter)
             break
@@ -328,7 +332,7 @@ def _fit_independent(features, target, weight, *, nonnegative, name):
         if best is None or loss < best[1]:
             best = (coef, loss, params[-1], n_iter)
     coef, _, intercept, n_iter = best
-    return coef / spread, intercept - (coef / spread) @ centre, n_iter
+    return coef, intercept - coef @ centre, n_iter
 
 
 def _subsample_minimum(design, target, weight, name):
