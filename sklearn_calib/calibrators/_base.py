@@ -291,15 +291,21 @@ def distinct_warnings():
         reissue_warnings(records)
 
 
-def _check_two_classes(y):
-    """Raise a ValueError when every label of ``y`` is the same."""
+def _check_two_classes(y, sample_weight):
+    """Raise a ValueError when every label of ``y`` of positive weight is the same.
+
+    The labels of rows of zero weight name classes, but do not make a class present.
+    """
+    among = ""
+    if sample_weight is not None and not (sample_weight > 0).all():
+        y, among = y[sample_weight > 0], " among the samples of positive weight"
     if y.dtype.kind in "biuf":
         single = y.min() == y.max()
     else:
         single = len(np.unique(y)) < 2
     if single:
         raise ValueError(
-            f"Expected `y` to hold at least 2 classes, got 1 class ({y[0]!r}); pass "
+            f"Expected `y` to hold at least 2 classes{among}, got 1 class ({y[0]!r}); pass "
             "`classes=` to calibrate on a set that holds one class of several."
         )
 
@@ -453,10 +459,10 @@ class BaseCalibrator(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             del self.n_features_in_
         check_class_labels(y)
         n_classes = 2 if scores.ndim == 1 else scores.shape[1]
-        if classes is None:
-            _check_two_classes(y)
-        classes = resolve_classes(y, classes, n_classes, names=("y", "classes", "scores"))
         sample_weight = check_sample_weight(sample_weight, scores.shape[0])
+        if classes is None:
+            _check_two_classes(y, sample_weight)
+        classes = resolve_classes(y, classes, n_classes, names=("y", "classes", "scores"))
         two_dimensional = self._as_two_dimensional(scores)
         self._scores_ndim = scores.ndim
         self.classes_ = classes
