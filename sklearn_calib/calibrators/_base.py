@@ -164,8 +164,8 @@ def check_part_weight(sample_weight, rows, part):
         return
     raise ValueError(
         f"Expected every part fitted or scored to have a positive total sample weight, got "
-        f"0 for {part} ({len(rows)} of {len(sample_weight)} samples; all of them weigh "
-        f"{sample_weight.sum():.6g}). Use folds that spread the weighted samples (for "
+        f"0 for {part} ({len(rows)} of the {len(sample_weight)} samples, whose weights sum "
+        f"to {sample_weight.sum():.6g}). Use folds that spread the weighted samples (for "
         "example a shuffled KFold or StratifiedKFold), or leave out the samples of zero "
         "weight."
     )
