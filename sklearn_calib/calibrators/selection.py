@@ -111,8 +111,10 @@ class CalibratorSelector(BaseCalibrator):
     scoring : str or callable, default=None
         A scorer (greater is better) or its name for :func:`sklearn_calib.scoring.get_scorer`
         (``"neg_ece"``, ``"neg_brier"``, scikit-learn's names, ...); None means
-        ``"neg_nll"``, the negated log loss. A candidate whose mean score is NaN (a fold
-        it could not be scored on) ranks last and is never chosen, with a warning.
+        ``"neg_nll"``, the negated log loss. scikit-learn's own searches know only its
+        names: pass them ``get_scorer("neg_ece")``. A candidate whose mean score is NaN
+        (a fold it could not be scored on) ranks last and is never chosen, with a
+        warning.
     cv : int, cross-validation generator or iterable, default=5
         Folds of the calibration scores; an int means ``StratifiedKFold(cv)``.
     n_jobs : int, default=None
