@@ -605,8 +605,8 @@ def _logits(model, X):
     return np.column_stack([np.zeros_like(decision), decision]) if decision.ndim == 1 else decision
 
 
-class _OneVsRestLogOdds(ClassifierMixin, BaseEstimator):
-    """A fitted model whose decision function is the one-vs-rest log-odds of its logits."""
+class _View(ClassifierMixin, BaseEstimator):
+    """A fitted model seen through other scores (for scikit-learn's calibration)."""
 
     def __init__(self, model):
         self.model = model
@@ -617,23 +617,17 @@ class _OneVsRestLogOdds(ClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         return self.model.predict(X)
+
+
+class _OneVsRestLogOdds(_View):
+    """A fitted model whose decision function is the one-vs-rest log-odds of its logits."""
 
     def decision_function(self, X):
         return one_vs_rest_log_odds(softmax(_logits(self.model, X)))
 
 
-class _ProbabilitiesOnly(ClassifierMixin, BaseEstimator):
+class _ProbabilitiesOnly(_View):
     """A fitted model seen through ``predict_proba`` only (softmax of its logits)."""
-
-    def __init__(self, model):
-        self.model = model
-
-    def fit(self, X, y):
-        self.classes_ = self.model.classes_
-        return self
-
-    def predict(self, X):
-        return self.model.predict(X)
 
     def predict_proba(self, X):
         return softmax(_logits(self.model, X))
