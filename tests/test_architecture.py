@@ -243,7 +243,7 @@ def test_the_rules_flag_forbidden_imports():
     for private in (
         "from sklearn_calib.calibrators._base import softmax",
         "import sklearn_calib._validation",
-        "from sklearn_calib.calibrators._base import distinct_warnings",
+        "from sklearn_calib.calibrators._repeated_fits import distinct_warnings",
         "from sklearn_calib import _validation",
     ):
         assert benchmark_violations("benchmarks._x", private) != [], private

@@ -21,7 +21,7 @@ from sklearn_calib.calibrators import (
     StructuredMatrixScaling,
     TemperatureScaling,
 )
-from sklearn_calib.calibrators._base import rank_scores
+from sklearn_calib.calibrators._repeated_fits import rank_scores
 from sklearn_calib.scoring import brier_score, negative_log_likelihood
 
 

@@ -31,7 +31,7 @@ from sklearn.utils.validation import (
 )
 
 from .._validation import check_class_labels, check_sample_weight, encode_labels
-from ._base import (
+from ._repeated_fits import (
     call_recording_warnings,
     check_part_weight,
     distinct_warnings,
@@ -42,7 +42,7 @@ from .temperature import TemperatureScaling
 __all__ = ["CalibratedClassifier", "classifier_scores", "fit_calibrator"]
 
 #: The estimator method that gives each kind of scores.
-SCORE_METHODS = {"logits": "decision_function", "probabilities": "predict_proba"}
+_SCORE_METHODS = {"logits": "decision_function", "probabilities": "predict_proba"}
 
 
 def classifier_scores(estimator, X):
@@ -368,7 +368,7 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             estimators, calibrators, kind = self._fit_parts(X, y, classes, sample_weight)
         self.estimators_ = estimators
         self.calibrators_ = calibrators
-        self.score_method_ = SCORE_METHODS[kind]
+        self.score_method_ = _SCORE_METHODS[kind]
         self.classes_ = np.asarray(estimators[0].classes_)
         for name in ("n_features_in_", "feature_names_in_"):
             # copied from the estimator, or dropped when a refit's estimator lacks them

@@ -5,7 +5,8 @@ from scipy.special import log_softmax
 from sklearn.model_selection import check_cv
 
 from ._affine_solver import MatrixMap, fit_affine
-from ._base import PROBABILITY_FLOOR, check_fold_weights, rank_scores, softmax
+from ._base import PROBABILITY_FLOOR, softmax
+from ._repeated_fits import check_fold_weights, rank_scores
 from .linear import MatrixScalingBase, odir_penalty
 
 __all__ = ["DirichletCalibration"]

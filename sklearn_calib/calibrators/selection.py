@@ -11,8 +11,8 @@ from sklearn.model_selection import check_cv
 from sklearn.utils._param_validation import HasMethods, Interval
 
 from ..scoring import get_scorer
-from ._base import (
-    BaseCalibrator,
+from ._base import BaseCalibrator
+from ._repeated_fits import (
     call_recording_warnings,
     check_fold_weights,
     rank_scores,
