@@ -5,12 +5,13 @@ This is the pipeline shared by the main job (``python -m sklearn_calib``) and th
 experiments of the repository's ``benchmarks/``:
 
 1. a fitted classifier scores a calibration part and a test part
-   (:func:`classifier_scores`: ``decision_function`` as logits when it has one, else
-   ``predict_proba`` as probabilities, the rule of
-   :class:`~sklearn_calib.calibrators.CalibratedClassifier`);
-2. each post-hoc calibrator is fitted on the calibration scores and calibrates the test
-   scores (:func:`calibrate_scores`; :func:`posthoc_predictions` does both steps for every
-   calibrator);
+   (:func:`~sklearn_calib.calibrators.classifier_scores`: ``decision_function`` as logits
+   when it has one, else ``predict_proba`` as probabilities, the rule of
+   :class:`~sklearn_calib.calibrators.CalibratedClassifier`, re-exported here);
+2. each post-hoc calibrator is fitted on the calibration scores
+   (:func:`~sklearn_calib.calibrators.fit_calibrator`, as ``CalibratedClassifier`` fits
+   it) and calibrates the test scores (:func:`calibrate_scores`;
+   :func:`posthoc_predictions` does both steps for every calibrator);
 3. every prediction is measured with the metrics of
    :data:`sklearn_calib.metrics.REPORT_METRICS` (:func:`evaluation_table`) and printed
    (:func:`format_table`).
@@ -18,9 +19,7 @@ experiments of the repository's ``benchmarks/``:
 
 from typing import NamedTuple
 
-from sklearn.base import clone
-
-from .calibrators.calibrated_classifier import _scores
+from .calibrators import classifier_scores, fit_calibrator
 from .metrics import REPORT_METRICS, metric_values
 
 __all__ = [
@@ -50,37 +49,6 @@ class Prediction(NamedTuple):
 
     proba: object
     temperature: float | None = None
-
-
-def classifier_scores(estimator, X):
-    """Return the scores a post-hoc calibrator takes from a fitted classifier, and their kind.
-
-    Parameters
-    ----------
-    estimator : fitted classifier
-        With ``decision_function`` or ``predict_proba``.
-    X : array-like
-        Data, in whatever form the estimator takes.
-
-    Returns
-    -------
-    scores : ndarray of shape (n_samples, n_classes) or (n_samples,)
-        ``decision_function(X)`` when the estimator has it, else ``predict_proba(X)``.
-    input : {"logits", "probabilities"}
-        What the scores are: the value of a calibrator's ``input`` parameter.
-
-    Examples
-    --------
-    >>> from sklearn.datasets import load_iris
-    >>> from sklearn.linear_model import LogisticRegression
-    >>> from sklearn_calib.evaluation import classifier_scores
-    >>> X, y = load_iris(return_X_y=True)
-    >>> scores, kind = classifier_scores(LogisticRegression(max_iter=1000).fit(X, y), X)
-    >>> scores.shape, kind
-    ((150, 3), 'logits')
-    """
-    scores, method = _scores(estimator, X)
-    return scores, "logits" if method == "decision_function" else "probabilities"
 
 
 def calibrate_scores(
@@ -124,10 +92,9 @@ def calibrate_scores(
     >>> proba.shape, bool(fitted.temperature_ > 1)  # random labels: flatten the scores
     ((100, 3), True)
     """
-    fitted = clone(calibrator)
-    if input is not None:
-        fitted.set_params(input=input)
-    fitted.fit(calibration_scores, y_calibration, classes=classes)
+    fitted = fit_calibrator(
+        calibrator, calibration_scores, y_calibration, input=input, classes=classes
+    )
     return fitted.predict_proba(test_scores), fitted
 
 
@@ -181,7 +148,7 @@ def posthoc_predictions(estimator, calibrators, X_calibration, y_calibration, X_
             calibration_scores,
             y_calibration,
             test_scores,
-            input=kind if "input" in calibrator.get_params() else None,
+            input=kind,
             classes=estimator.classes_,
         )
         predictions[name] = Prediction(proba, getattr(fitted, "temperature_", None))

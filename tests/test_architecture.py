@@ -5,10 +5,16 @@ lazy import is still a dependency.
 """
 
 import ast
+import importlib
+import inspect
 import re
 from pathlib import Path
 
 import pytest
+
+from sklearn_calib import calibrators
+from sklearn_calib.calibrators import CalibratedClassifier
+from sklearn_calib.calibrators._base import BaseCalibrator
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -275,7 +281,7 @@ def test_the_rules_flag_forbidden_imports():
     for private in (
         "from sklearn_calib.calibrators._base import softmax",
         "import sklearn_calib._validation",
-        "from sklearn_calib.calibrators import _scores",
+        "from sklearn_calib.calibrators._repeated_fits import distinct_warnings",
         "from sklearn_calib import _validation",
     ):
         assert benchmark_violations("benchmarks._x", private) != [], private
@@ -310,3 +316,46 @@ def test_library_cites_papers_not_seed_numbers_or_the_spec():
         if pattern.search(line)
     ]
     assert cited == []
+
+
+def _library_modules():
+    """Dotted names of every module of sklearn_calib but the main job's entry point."""
+    names = [module_name(path) for path in _sources("sklearn_calib")]
+    return sorted(name for name in names if not name.endswith("__main__"))
+
+
+def test_public_modules_declare_all_and_private_ones_start_with_an_underscore():
+    # The rule of DEVELOPERS.md: a module whose dotted path has no component starting with
+    # "_" is public and declares __all__, every name of which it defines or imports.
+    public = [name for name in _library_modules() if not is_private(name)]
+    assert "sklearn_calib.calibrators.temperature" in public
+    for name in public:
+        module = importlib.import_module(name)
+        assert hasattr(module, "__all__"), f"{name} is public but has no __all__"
+        missing = [entry for entry in module.__all__ if not hasattr(module, entry)]
+        assert missing == [], name
+
+
+def _calibrator_classes():
+    """Every calibrator class of sklearn_calib, found by walking the package: the
+    subclasses of BaseCalibrator that declare their parameters (an ``__init__`` of their
+    own, as scikit-learn estimators do; the shared bases have none), and
+    CalibratedClassifier."""
+    found = {}
+    for name in _library_modules():
+        for value in vars(importlib.import_module(name)).values():
+            calibrator = isinstance(value, type) and (
+                issubclass(value, BaseCalibrator) or value is CalibratedClassifier
+            )
+            if calibrator and "__init__" in vars(value) and not inspect.isabstract(value):
+                found[value.__name__] = value
+    return found
+
+
+def test_every_calibrator_is_importable_from_the_top_level():
+    classes = _calibrator_classes()
+    assert {"CalibratorSelector", "StructuredMatrixScaling", "TemperatureScaling"} <= set(classes)
+    for name, cls in classes.items():
+        top = importlib.import_module("sklearn_calib")
+        assert getattr(top, name, None) is cls, name
+        assert name in top.__all__ and name in calibrators.__all__, name

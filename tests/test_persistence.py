@@ -22,7 +22,7 @@ from skorch.callbacks import Callback, EarlyStopping, EpochScoring, ProgressBar
 from skorch.dataset import ValidSplit
 from skorch.exceptions import DeviceWarning
 
-from sklearn_calib import persistence
+from sklearn_calib import calibrators, persistence
 from sklearn_calib.calibrators import (
     BetaCalibration,
     CalibratedClassifier,
@@ -52,6 +52,11 @@ _spec = importlib.util.spec_from_file_location(
 )
 make_gpu_fixtures = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(make_gpu_fixtures)
+_spec = importlib.util.spec_from_file_location(
+    "make_calibrator_fixtures", GPU_FIXTURES / "make_calibrator_fixtures.py"
+)
+make_calibrator_fixtures = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(make_calibrator_fixtures)
 
 
 def readme_snippet(section):
@@ -521,6 +526,24 @@ def test_models_saved_by_an_earlier_version_load_and_predict_exactly_alike(name,
     np.testing.assert_array_equal(net.predict(X[n_train:]), net.classes_[expected.argmax(1)])
     refit = clone(net).fit(X[:n_train], y[:n_train])
     np.testing.assert_allclose(refit.predict_proba(X[n_train:]), expected, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("how", ["pickle", "skops"])
+def test_calibrators_of_version_0_1_0_load_and_predict_alike(how):
+    """Files written by version 0.1.0 (``tests/data/make_calibrator_fixtures.py``) load."""
+    stem = GPU_FIXTURES / make_calibrator_fixtures.STEM
+    if how == "pickle":
+        models = pickle.loads(stem.with_suffix(".pkl").read_bytes())
+    else:
+        assert persistence.untrusted_types(stem.with_suffix(".skops")) == []
+        models = persistence.load(stem.with_suffix(".skops"))
+    expected = np.load(stem.with_name(f"{stem.name}_proba.npz"))
+    logits, _ = make_calibrator_fixtures.scores()
+    classes = [name for name in calibrators.__all__ if isinstance(getattr(calibrators, name), type)]
+    assert sorted(models) == sorted(expected.files) == sorted(classes)
+    for name, model in models.items():
+        assert type(model) is getattr(calibrators, name)
+        np.testing.assert_array_equal(model.predict_proba(logits), expected[name], err_msg=name)
 
 
 def test_state_trees_round_trip_bfloat16_and_rebuild_containers():
