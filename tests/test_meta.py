@@ -30,7 +30,14 @@ from sklearn_calib.scoring import expected_calibration_error
 # SPEC section 1 batch oracle
 Z_SPEC = torch.tensor([[2.0, 1.0, 0.0], [0.5, 1.5, 0.0], [3.0, 0.0, 0.0], [0.0, 0.0, 0.2]])
 Y_SPEC = torch.tensor([0, 0, 0, 2])
-META_PARAMS = {"bandwidth": 0.01, "include_self": True, "n_bins": 15, "t_a": 100.0, "t_b": 0.01}
+META_PARAMS = {
+    "bandwidth": 0.01,
+    "include_self": True,
+    "accuracy": "hard",
+    "n_bins": 15,
+    "t_a": 100.0,
+    "t_b": 0.01,
+}
 
 COMBINATIONS = [("gamma_net", "sece"), ("gamma_net", "dece"), ("l2", "dece"), ("l2", "sece")]
 
@@ -68,6 +75,15 @@ def test_meta_objectives_hit_the_spec_oracles():
     assert meta_objective(Z_SPEC, Y_SPEC, "ce_dece", **META_PARAMS).item() == pytest.approx(
         ce + 0.5 * 0.322067, abs=1e-5
     )
+
+
+def test_meta_objective_smooths_the_accuracy_it_is_given():
+    # SPEC batch at t_a = 10: soft accuracies (0.982134, 0, 0.999647, 0.330726), each
+    # sample alone within the kernel's reach, so SECE = mean |a_i - r_i|
+    soft = meta_objective(
+        Z_SPEC, Y_SPEC, "sece", **{**META_PARAMS, "accuracy": "soft", "t_a": 10.0}
+    )
+    assert soft.item() == pytest.approx(0.270432, abs=1e-6)
 
 
 def test_meta_objectives_pass_their_parameters():
@@ -211,11 +227,20 @@ def _bilevel_objective(kind, params, batch, meta_batch, head, lr, objective, tau
     return objective(logits, meta_y)
 
 
-@pytest.mark.parametrize("kind, meta_loss", COMBINATIONS)
-def test_hypergradient_matches_finite_differences_of_the_bilevel_objective(kind, meta_loss):
+@pytest.mark.parametrize(
+    "kind, meta_loss, accuracy",
+    [
+        *((kind, loss, "hard") for kind, loss in COMBINATIONS),
+        *((kind, "sece", "soft") for kind in ("gamma_net", "l2")),
+    ],
+)
+def test_hypergradient_matches_finite_differences_of_the_bilevel_objective(
+    kind, meta_loss, accuracy
+):
     # The regulariser's gradient that meta_step computes (virtual head step kept in the
     # graph) against central differences of phi -> L_meta(theta - lr grad L_train(theta,
-    # gamma_phi)), in float64, with the paper's SECE bandwidth 0.01 and DECE temperatures.
+    # gamma_phi)), in float64, with the paper's SECE bandwidth 0.01 (hard or all-pairs soft
+    # accuracy) and DECE temperatures.
     (features, y), (meta_features, meta_y), head = _toy_problem(d=5, k=3, n=24)
     head = head.double()
     batch, meta_batch = (features.double(), y), (meta_features.double(), meta_y)
@@ -226,7 +251,9 @@ def test_hypergradient_matches_finite_differences_of_the_bilevel_objective(kind,
             noise = torch.randn_like(param) if kind == "gamma_net" else torch.rand_like(param)
             param.add_((3e-2 if kind == "gamma_net" else 1e-3) * noise)
     loss = FocalLoss(gamma=1.0) if kind == "gamma_net" else CrossEntropy()
-    objective = partial(meta_objective, meta_loss=meta_loss, **META_PARAMS)
+    objective = partial(
+        meta_objective, meta_loss=meta_loss, **{**META_PARAMS, "accuracy": accuracy}
+    )
     frozen = torch.optim.SGD(regularizer.parameters(), lr=0.0)
     meta_step(regularizer, frozen, loss, objective, batch, meta_batch, head, 0.5)
     params = [p.detach().clone() for p in regularizer.parameters()]
@@ -378,10 +405,11 @@ def test_learned_gamma_stays_sensible_and_calibrates_like_focal_loss(digits):
 def test_default_gamma_moves_and_spreads(digits):
     # issue 18: at the former default (a step of 1e-3 of gamma) gamma stayed within 0.005
     # of 1 with a standard deviation below 0.001; the default meta step must move it
+    # (measured with the hard SECE; the soft one's meta-gradient is smaller here)
     X_train, _, y_train, _ = digits
     histories = []
     for _ in range(2):
-        net = MetaNetClassifier(max_epochs=10, batch_size=64, random_state=0)
+        net = MetaNetClassifier(max_epochs=10, batch_size=64, random_state=0, sece_accuracy="hard")
         histories.append(net.fit(X_train, y_train).history)
     std, mean = np.asarray(histories[0][:, "gamma_std"]), histories[0][:, "gamma_mean"]
     assert std[-1] > 1e-2 and std[-1] > 5 * std[0], std
@@ -410,6 +438,22 @@ def test_history_gamma_statistics_are_those_of_the_validation_part(digits):
     gamma = net.sample_gamma(record["X_valid"])
     assert net.history[-1, "gamma_mean"] == pytest.approx(gamma.mean(), rel=1e-5)
     assert net.history[-1, "gamma_std"] == pytest.approx(gamma.std(), rel=1e-4)
+
+
+def test_sece_accuracy_reaches_the_meta_objective(digits):
+    # the soft accuracy is below the 0/1 correctness of confident correct samples, so the
+    # recorded meta losses differ; DECE has its own soft accuracy and ignores the option
+    X, y = digits[0][:300], digits[2][:300]
+    losses = {
+        (meta_loss, accuracy): small_meta(max_epochs=2, meta_loss=meta_loss, sece_accuracy=accuracy)
+        .fit(X, y)
+        .history[:, "meta_loss"]
+        for meta_loss in ("sece", "dece")
+        for accuracy in ("soft", "hard")
+    }
+    assert small_meta().get_params()["sece_accuracy"] == "soft"
+    assert losses["sece", "soft"] != pytest.approx(losses["sece", "hard"], rel=1e-3)
+    assert losses["dece", "soft"] == losses["dece", "hard"]
 
 
 def test_partial_fit_continues_the_regularizer(digits):
@@ -570,6 +614,7 @@ def test_calibrated_classifier(digits):
         ({"meta_loss": "ece"}, "meta_loss"),
         ({"tau": 0.0}, "tau"),
         ({"bandwidth": -1.0}, "bandwidth"),
+        ({"sece_accuracy": "binary"}, "sece_accuracy"),
         ({"n_bins": 0}, "n_bins"),
         ({"t_a": 0}, "t_a"),
         ({"meta_lr": 0.0}, "meta_lr"),

@@ -14,6 +14,7 @@ from torch import nn
 from .._validation import check_number
 from ..losses import resolve_loss
 from ..losses._base import GammaWeighted
+from ..losses._calibration import SECE_ACCURACIES
 from ._device import autocast, autocast_dtype
 from ._gamma_net import ElementwiseL2, GammaNet, build_regularizer
 from ._meta_step import META_LOSSES, MetaBatches, meta_objective, meta_step
@@ -89,10 +90,14 @@ class MetaNetClassifier(NetClassifier):
         SECE's Gaussian-kernel bandwidth (the paper's value).
     include_self : bool, default=True
         Whether SECE's sums include ``j = i`` (see :func:`~sklearn_calib.losses.smooth_ece`).
+    sece_accuracy : {"soft", "hard"}, default="soft"
+        The accuracy that SECE smooths: "soft", the all-pairs soft accuracy of Qin et al.
+        (2010) with temperature ``t_a``, as Wang and Golebiowski train with (the gradient
+        also flows through the accuracy); "hard", the 0/1 correctness of the SECE metric.
     n_bins : int, default=15
         DECE's number of soft bins.
     t_a : float, default=100.0
-        DECE's soft-ranking temperature.
+        Soft-ranking temperature of DECE's accuracy and SECE's soft accuracy.
     t_b : float, default=0.01
         DECE's soft-binning temperature.
     meta_lr : float or None, default=None
@@ -233,6 +238,7 @@ class MetaNetClassifier(NetClassifier):
         "tau": [_POSITIVE],
         "bandwidth": [_POSITIVE],
         "include_self": ["boolean"],
+        "sece_accuracy": [StrOptions(set(SECE_ACCURACIES))],
         "n_bins": [Interval(numbers.Integral, 1, None, closed="left")],
         "t_a": [_POSITIVE],
         "t_b": [_POSITIVE],
@@ -255,6 +261,7 @@ class MetaNetClassifier(NetClassifier):
         tau=0.01,
         bandwidth=0.01,
         include_self=True,
+        sece_accuracy="soft",
         n_bins=15,
         t_a=100.0,
         t_b=0.01,
@@ -270,6 +277,7 @@ class MetaNetClassifier(NetClassifier):
         self.tau = tau
         self.bandwidth = bandwidth
         self.include_self = include_self
+        self.sece_accuracy = sece_accuracy
         self.n_bins = n_bins
         self.t_a = t_a
         self.t_b = t_b
@@ -423,6 +431,7 @@ class MetaNetClassifier(NetClassifier):
             meta_loss=self.meta_loss,
             bandwidth=self.bandwidth,
             include_self=self.include_self,
+            accuracy=self.sece_accuracy,
             n_bins=self.n_bins,
             t_a=self.t_a,
             t_b=self.t_b,

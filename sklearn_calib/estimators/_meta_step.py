@@ -34,7 +34,9 @@ from ._training import BatchSource
 META_LOSSES = ("sece", "dece", "ce_dece")
 
 
-def meta_objective(logits, target, meta_loss, *, bandwidth, include_self, n_bins, t_a, t_b):
+def meta_objective(
+    logits, target, meta_loss, *, bandwidth, include_self, accuracy, n_bins, t_a, t_b
+):
     """Return the meta loss of a batch of logits (0-d tensor).
 
     Parameters
@@ -46,10 +48,12 @@ def meta_objective(logits, target, meta_loss, *, bandwidth, include_self, n_bins
         "sece": :func:`~sklearn_calib.losses.smooth_ece`; "dece":
         :func:`~sklearn_calib.losses.differentiable_ece`; "ce_dece": cross-entropy plus
         0.5 times DECE.
-    bandwidth, include_self : float, bool
-        SECE's kernel bandwidth and whether ``j = i`` is in its sums.
+    bandwidth, include_self, accuracy : float, bool, {"hard", "soft"}
+        SECE's kernel bandwidth, whether ``j = i`` is in its sums and which accuracy it
+        smooths (the 0/1 correctness or the all-pairs soft accuracy).
     n_bins, t_a, t_b : int, float, float
-        DECE's number of soft bins and its temperatures.
+        DECE's number of soft bins and its temperatures; ``t_a`` is also the soft
+        ranking temperature of SECE's soft accuracy.
 
     Returns
     -------
@@ -57,7 +61,14 @@ def meta_objective(logits, target, meta_loss, *, bandwidth, include_self, n_bins
     """
     probs = torch.softmax(logits, dim=1)
     if meta_loss == "sece":
-        return smooth_ece(probs, target, bandwidth=bandwidth, include_self=include_self)
+        return smooth_ece(
+            probs,
+            target,
+            bandwidth=bandwidth,
+            include_self=include_self,
+            accuracy=accuracy,
+            t_a=t_a,
+        )
     dece = differentiable_ece(probs, target, n_bins=n_bins, t_a=t_a, t_b=t_b)
     if meta_loss == "dece":
         return dece
