@@ -702,6 +702,9 @@ def test_unpickled_without_regularizer_can_continue(fitted, digits):
         {"regularizer": "l2", "train_split": None, "meta_loss": "ce_dece"},
         {"criterion": "focal_gra", "virtual_lr": 0.1, "include_self": False},
         {"criterion": "inverse_focal", "criterion__gamma": 0.5},
+        {"virtual_step": "head", "virtual_lr_scale": 1.0, "meta_batch_size": None},
+        {"regularizer": "l2", "virtual_step": "head"},
+        {"precision": "bf16"},
     ],
 )
 def test_training_options(digits, options):
