@@ -234,6 +234,20 @@ def _bilevel_objective(kind, params, batch, meta_batch, head, lr, objective, tau
     return objective(logits, meta_y)
 
 
+def _bilevel_parts(kind, head, meta_loss, accuracy):
+    """A float64 regulariser of ``head`` away from its start, the training loss, the objective."""
+    regularizer = build_regularizer(kind, head, tau=0.01).double()
+    with torch.no_grad():  # away from the initialisation, where every gamma is 1
+        for param in regularizer.parameters():
+            noise = torch.randn_like(param) if kind == "gamma_net" else torch.rand_like(param)
+            param.add_((3e-2 if kind == "gamma_net" else 1e-3) * noise)
+    loss = FocalLoss(gamma=1.0) if kind == "gamma_net" else CrossEntropy()
+    objective = partial(
+        meta_objective, meta_loss=meta_loss, **{**META_PARAMS, "accuracy": accuracy}
+    )
+    return regularizer, loss, objective
+
+
 @pytest.mark.parametrize(
     "kind, meta_loss, accuracy",
     [
@@ -252,15 +266,7 @@ def test_hypergradient_matches_finite_differences_of_the_bilevel_objective(
     head = head.double()
     batch, meta_batch = (features.double(), y), (meta_features.double(), meta_y)
     torch.manual_seed(2)
-    regularizer = build_regularizer(kind, head, tau=0.01).double()
-    with torch.no_grad():  # away from the initialisation, where every gamma is 1
-        for param in regularizer.parameters():
-            noise = torch.randn_like(param) if kind == "gamma_net" else torch.rand_like(param)
-            param.add_((3e-2 if kind == "gamma_net" else 1e-3) * noise)
-    loss = FocalLoss(gamma=1.0) if kind == "gamma_net" else CrossEntropy()
-    objective = partial(
-        meta_objective, meta_loss=meta_loss, **{**META_PARAMS, "accuracy": accuracy}
-    )
+    regularizer, loss, objective = _bilevel_parts(kind, head, meta_loss, accuracy)
     frozen = torch.optim.SGD(regularizer.parameters(), lr=0.0)
     meta_step(regularizer, frozen, loss, objective, batch, meta_batch, head, 0.5)
     if kind == "gamma_net":
@@ -309,15 +315,7 @@ def _network_problem(kind, meta_loss, accuracy="soft"):
     network = _TwoLayer(5, 4, 3).double()
     with torch.no_grad():
         network.head.weight.mul_(4.0)
-    regularizer = build_regularizer(kind, network.head, tau=0.01).double()
-    with torch.no_grad():
-        for param in regularizer.parameters():
-            noise = torch.randn_like(param) if kind == "gamma_net" else torch.rand_like(param)
-            param.add_((3e-2 if kind == "gamma_net" else 1e-3) * noise)
-    loss = FocalLoss(gamma=1.0) if kind == "gamma_net" else CrossEntropy()
-    objective = partial(
-        meta_objective, meta_loss=meta_loss, **{**META_PARAMS, "accuracy": accuracy}
-    )
+    regularizer, loss, objective = _bilevel_parts(kind, network.head, meta_loss, accuracy)
     return network, regularizer, loss, objective, (X.double(), y), (X_meta.double(), y_meta)
 
 
