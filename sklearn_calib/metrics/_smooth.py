@@ -231,6 +231,15 @@ def smooth_calibration_error(
     sample's own outcome, but a sample with no neighbour within the kernel's reach gets
     ``SACC_i = 0``.
 
+    The accuracy smoothed is the 0/1 correctness ``c_j``, as in the KDE estimate of
+    calibration error that the paper starts from (its eq. (12)): as a measure, SECE
+    estimates how far the accuracy at each confidence is from that confidence. The paper
+    trains with the all-pairs soft accuracy instead (the torch
+    :func:`sklearn_calib.losses.smooth_ece` with ``accuracy="soft"``), a differentiable
+    surrogate that depends on a ranking temperature and differs from the correctness of
+    every sample whose true class's probability is close to another class's; it serves the
+    gradient, not the measurement.
+
     Parameters
     ----------
     y_true : array-like of shape (n_samples,)
