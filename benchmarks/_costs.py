@@ -197,7 +197,7 @@ def _time_tracker(net, spec, data):
 
 def _time_evaluation(logits, data, spec):
     """Seconds of one post-hoc evaluation of a run's logits (temperature, metrics, HB)."""
-    grid = GRIDS.get(spec["training"]["recipe"], GRIDS["seed002"])
+    grid = GRIDS.get(spec["training"]["recipe"], GRIDS["mukhoti2020"])
     val, test = logits["val"], logits["test"]
     if not (np.isfinite(val).all() and np.isfinite(test).all()):
         return 0.0

@@ -37,7 +37,7 @@ def histogram_binning(val_logits, val_y, test_logits, n_bins=15):
     """Probabilities of ``test_logits`` after top-label histogram binning fitted on validation.
 
     Equal-size bins on the top-1 confidence, each bin's value the validation accuracy in
-    it (seed 001; empty bins fall back as :class:`HistogramBinning` documents).
+    it (Wang et al. 2021; empty bins fall back as :class:`HistogramBinning` documents).
     """
     calibrator = HistogramBinning(n_bins=n_bins, strategy="uniform", mode="top_label")
     proba, _ = calibrate_scores(
@@ -55,7 +55,7 @@ def evaluate(y, proba, metrics=METRICS):
 
 
 def learned_epochs(correct):
-    """Epoch (1-based) since which each sample stays correctly classified (seed 001).
+    """Epoch (1-based) since which each sample stays correctly classified (Wang et al. 2021).
 
     Parameters
     ----------

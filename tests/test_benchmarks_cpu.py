@@ -44,19 +44,19 @@ def test_cpu_preset_configuration():
     assert config.data.n_train >= 10000 and config.data.n_val == 5000
     assert config.network == "mlp" and config.network_params == {"hidden_units": [512, 512]}
     assert len(config.seeds) == 3
-    seed001, seed002 = config.families["seed001"], config.families["seed002"]
+    seed001, seed002 = config.families["wang2021"], config.families["mukhoti2020"]
     assert (seed001.batch_size, seed001.reduction, seed001.grad_clip) == (512, "mean", None)
     assert (seed002.batch_size, seed002.reduction, seed002.grad_clip) == (128, "sum", 2.0)
     # The per-family learning rate reaches the estimator through its public parameter.
     methods = {m.family: m for m in EXPERIMENTS["regularizers"].methods(config)}
-    methods["seed002"] = EXPERIMENTS["focal"].methods(config)[0]
-    for family, lr in (("seed001", 0.1), ("seed002", 0.05)):
+    methods["mukhoti2020"] = EXPERIMENTS["focal"].methods(config)[0]
+    for family, lr in (("wang2021", 0.1), ("mukhoti2020", 0.05)):
         spec = make_spec(config, methods[family], 0)
         assert spec["training"]["lr"] == lr
         assert build_estimator(spec, "cpu", []).lr == lr
         assert f"lr {lr:g})" in config.families[family].describe(config.epochs)
     # The quick and full presets keep the recipes' rate (and so their stored runs' keys).
-    assert make_spec(make_config("quick"), methods["seed002"], 0)["training"]["lr"] is None
+    assert make_spec(make_config("quick"), methods["mukhoti2020"], 0)["training"]["lr"] is None
 
 
 def test_cpu_preset_end_to_end(cpu_sweep):
@@ -148,8 +148,8 @@ def test_regime_line_states_and_flags_ces_temperature(scale, overconfident):
     runs = [Run(method, seed, make_spec(config, method, seed), f"k{seed}") for seed in (0, 1)]
     records = {run.key: _Record(scale, run.seed) for run in runs}
     context = Context(config, runs, records, None, "cmd", "cpu", premise="Claims X rest on it")
-    (line,) = regime_lines(context, ["seed002"])
-    temperatures = [context.evaluation(run, "seed002").nll_temperature for run in runs]
+    (line,) = regime_lines(context, ["mukhoti2020"])
+    temperatures = [context.evaluation(run, "mukhoti2020").nll_temperature for run in runs]
     assert all((t >= OVERCONFIDENT_T) == overconfident for t in temperatures)
     assert f"T = {np.mean(temperatures):.2f} ± {np.std(temperatures, ddof=1):.2f}" in line
     accuracies = [

@@ -14,12 +14,11 @@ import sklearn_calib
 from benchmarks.__main__ import EXIT_INCOMPLETE, main, plan
 from benchmarks._methods import FLG_SECE, regularizer_methods
 from benchmarks._posthoc import ece_temperature, learned_epochs
-from benchmarks._presets import GRID_SEED002, make_config
+from benchmarks._presets import GRID_MUKHOTI2020, make_config
 from benchmarks._report import Report, at_least, at_most, read_csv, verdict
 from benchmarks._store import RunStore, pack_logits, run_key, unpack_logits
 from benchmarks._train import make_spec, train_run
 from benchmarks.experiments import EXPERIMENTS
-from benchmarks.experiments import _base as base
 from benchmarks.experiments._base import choose_coefficients, mark, significantly, ttest
 from benchmarks.experiments.calibratable import CURVE_LABELS
 from benchmarks.experiments.focal import METHODS as FOCAL_METHODS
@@ -104,7 +103,7 @@ def test_focal_end_to_end_resume_and_corruption(tmp_path, one_thread, count_trai
         assert column in rows[0]
     for row in rows:
         assert 0.0 <= float(row["test_ece"]) <= 1.0
-        assert float(row["temperature"]) in GRID_SEED002
+        assert float(row["temperature"]) in GRID_MUKHOTI2020
         assert row["reduction"] == ("mean" if row["method"] == "Brier" else "sum")
         assert float(row["grad_clip"]) == 2.0
     text = report.read_text()
@@ -292,20 +291,6 @@ def test_brier_weight_with_beta_one_correlates_like_focal():
         brier = weight_values("gBS", {"beta": 1.0, "gamma": gamma}, proba, y)
         np.testing.assert_allclose(brier, (2 * (1 - proba[np.arange(300), y])) ** gamma)
         assert pearson(brier, target) == pytest.approx(pearson(focal, target), abs=1e-12)
-
-
-def test_meta_methods_pending_without_meta_estimator(monkeypatch):
-    config = make_config("quick")
-    meta = EXPERIMENTS["meta"]
-    trained = {run.method.label for run in meta.runs(config)}
-    assert {"CE-DECE", "CE-SECE", "FLγ-DECE", "FLγ-SECE"} <= trained
-    assert meta.pending(config) == []
-    monkeypatch.setattr(base, "meta_estimator", lambda: None)
-    pending = meta.pending(config)
-    assert [m.label for m in pending] == ["CE-DECE", "CE-SECE", "FLγ-DECE", "FLγ-SECE"]
-    assert all(m.estimator == "meta" for m in pending)
-    assert not {m.label for m in pending} & {run.method.label for run in meta.runs(config)}
-    assert "pending" in base.pending_note(meta, config)
 
 
 def test_meta_learned_run_records_gamma(one_thread):

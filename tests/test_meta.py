@@ -1,4 +1,4 @@
-"""MetaNetClassifier (meta-regularisation, seed 003): the gamma-Net, the meta step, the estimator.
+"""MetaNetClassifier (Wang and Golebiowski 2024): the gamma-Net, the meta step, the estimator.
 
 The SPEC section 1 oracles of SECE and DECE are tested where the metrics live: numpy in
 tests/test_scoring.py::test_spec_oracles, torch in tests/test_losses.py::

@@ -26,7 +26,7 @@ from .._posthoc import (
 from .._presets import OVERCONFIDENT_T
 from .._report import finite_mean, format_duration, mean_std
 from .._store import run_key
-from .._train import GRIDS, make_spec, meta_estimator
+from .._train import GRIDS, make_spec
 
 
 @dataclass(frozen=True)
@@ -82,13 +82,6 @@ class Context:
         """The cached :class:`RunEvaluation` of ``run`` with the temperature grid ``grid``."""
         return _evaluation(self.record(run), grid, str(self.device))
 
-    def by_method(self):
-        """Runs grouped by method label, in the order of first appearance."""
-        groups = {}
-        for run in self.runs:
-            groups.setdefault(run.method.label, []).append(run)
-        return groups
-
 
 class RunEvaluation:
     """Metrics of one stored run on the test set: before and after post-hoc calibration.
@@ -103,7 +96,7 @@ class RunEvaluation:
     ----------
     record : Record
     grid : str
-        Name of the temperature grid ("seed001" or "seed002").
+        Name of the temperature grid ("wang2021" or "mukhoti2020").
     device : str
     """
 
@@ -193,24 +186,14 @@ class Experiment:
         """Every method the experiment reports, meta-learned ones included."""
         raise NotImplementedError
 
-    def available(self, method):
-        """Whether ``method`` can be trained in this checkout."""
-        return method.estimator != "meta" or meta_estimator() is not None
-
     def describe_runs(self, config):
         """What the runs train on, for the plan line: data set, seeds and epochs."""
         return f"{config.data.name}, {len(config.seeds)} seeds, {config.epochs} epochs"
 
-    def pending(self, config):
-        """Methods listed by the experiment that this checkout cannot train yet."""
-        return [m for m in self.methods(config) if not self.available(m)]
-
     def runs(self, config):
-        """The runs to train: every available method with every seed."""
+        """The runs to train: every method with every seed."""
         runs = []
         for method in self.methods(config):
-            if not self.available(method):
-                continue
             for seed in config.seeds:
                 spec = make_spec(config, method, seed)
                 runs.append(Run(method, seed, spec, run_key(spec)))
@@ -495,15 +478,3 @@ def regime_lines(context, families):
         lines.append(text)
     return lines
 
-
-def pending_note(experiment, config):
-    """A note on the methods that await MetaNetClassifier, or None."""
-    pending = experiment.pending(config)
-    if not pending:
-        return None
-    names = ", ".join(m.label for m in pending)
-    return (
-        f"{names}: pending. These meta-learned methods need `MetaNetClassifier` "
-        "(issue 6), which this checkout does not have; they are trained and reported "
-        "automatically once it is merged. No numbers are shown for them."
-    )

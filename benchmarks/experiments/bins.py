@@ -12,7 +12,7 @@ from sklearn_calib.scoring import expected_calibration_error, maximum_calibratio
 from .._methods import CE_B, FLG_DECE, FLG_SECE
 from .._posthoc import scaled_probabilities
 from .._report import Report, finite_mean, mean_std, pyplot, verdict
-from ._base import Experiment, pending_note, run_row, setup_text
+from ._base import Experiment, run_row, setup_text
 from .meta import CE_TS, METHODS
 
 BINS = (10, 20, 50, 100, 200, 500, 1000)
@@ -33,7 +33,7 @@ class Bins(Experiment):
     def analyze(self, context):
         rows = []
         for run in context.runs:
-            ev = context.evaluation(run, "seed002")
+            ev = context.evaluation(run, "mukhoti2020")
             if not ev.finite:
                 continue
             variants = [(run.method.label, scaled_probabilities(ev.test_logits))]
@@ -68,11 +68,7 @@ class Bins(Experiment):
             "Figure 5: test ECE and MCE against the number of bins (mean over seeds).",
         )
         self._claims(report, rows, names)
-        notes = []
-        note = pending_note(self, context.config)
-        if note:
-            notes.append(note)
-        return report.write(setup_text(context, ["seed002"]), notes)
+        return report.write(setup_text(context, ["mukhoti2020"]))
 
     @staticmethod
     def _values(rows, name, metric, n_bins):
@@ -104,15 +100,7 @@ class Bins(Experiment):
             f"{len(grows)}/{len(names)} methods.",
             verdict(len(grows) / len(names)),
         )
-        gamma_net = [m.label for m in (FLG_DECE, FLG_SECE) if m.label in names]
-        if not gamma_net:
-            report.claim(
-                "The γ-Net methods (FLγ-DECE, FLγ-SECE) keep the lowest ECE at every number "
-                "of bins, and FLγ-SECE a lower MCE (seed 003, Figure 5).",
-                "Pending: MetaNetClassifier (issue 6) is not in this checkout.",
-                "not tested",
-            )
-            return
+        gamma_net = [FLG_DECE.label, FLG_SECE.label]
         lowest = 0
         for n_bins in BINS:
             best = min(names, key=lambda name: finite_mean(self._values(rows, name, "ece", n_bins)))

@@ -54,7 +54,7 @@ class Calibratable(Experiment):
         return methods + [m for m in CURVE if m is not None and m.label not in labels]
 
     def analyze(self, context):
-        rows = metric_rows(context, "seed001", hb=True)
+        rows = metric_rows(context, "wang2021", hb=True)
         report = Report(context.folder, self.title)
         report.csv(rows)
         chosen = chosen_methods(rows)
@@ -105,7 +105,7 @@ class Calibratable(Experiment):
             "with HB along focal γ=3 → CE → inverse focal γ=3 (mean ± std).",
         )
         report.figure(
-            reliability_figure(reliability_panels(context, compared, "seed001")),
+            reliability_figure(reliability_panels(context, compared, "wang2021")),
             "reliability.png",
             f"Figure 2: reliability diagrams on the test set (seed {context.runs[0].seed}, 15 "
             "bins) before and after temperature scaling.",
@@ -121,7 +121,7 @@ class Calibratable(Experiment):
             "the validation accuracy in it (`HistogramBinning(strategy='uniform', "
             "mode='top_label')`).",
         ]
-        return report.write(setup_text(context, ["seed001"]), notes)
+        return report.write(setup_text(context, ["wang2021"]), notes)
 
     def _curve_figure(self, rows):
         plt = pyplot()

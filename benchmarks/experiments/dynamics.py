@@ -83,7 +83,7 @@ class Dynamics(Experiment):
                 rows.append(run_row(run, **values))
         report = Report(context.folder, self.title)
         report.csv(rows)
-        metric = metric_rows(context, "seed001")
+        metric = metric_rows(context, "wang2021")
         chosen = choose_coefficients(metric, groups_of(metric))
         groups = groups_of(metric)
         report.figure(
@@ -152,7 +152,7 @@ class Dynamics(Experiment):
             "focal runs are seed 001's detached-weight variant (`focal_gra`), shared with "
             "`regularizers`.",
         ]
-        return report.write(setup_text(context, ["seed001"]), notes)
+        return report.write(setup_text(context, ["wang2021"]), notes)
 
     @staticmethod
     def _lowest(histories):

@@ -31,7 +31,7 @@ class Focal(Experiment):
         return list(METHODS)
 
     def analyze(self, context):
-        rows = metric_rows(context, "seed002")
+        rows = metric_rows(context, "mukhoti2020")
         report = Report(context.folder, self.title)
         report.csv(rows)
         labels = [m.label for m in METHODS]
@@ -59,7 +59,7 @@ class Focal(Experiment):
             "**Table C.3.** Test error (%).",
         )
         report.figure(
-            reliability_figure(reliability_panels(context, labels, "seed002")),
+            reliability_figure(reliability_panels(context, labels, "mukhoti2020")),
             "reliability.png",
             f"Reliability diagrams on the test set (seed {context.runs[0].seed}, 15 bins) "
             "before and after temperature scaling.",
@@ -72,7 +72,7 @@ class Focal(Experiment):
             "seed 002 writes the off-target mass as ε/(K - 1).",
             "The temperature is chosen on the validation set, never on test data.",
         ]
-        return report.write(setup_text(context, ["seed002"]), notes)
+        return report.write(setup_text(context, ["mukhoti2020"]), notes)
 
     def _claims(self, report, rows, labels):
         lowest, parts = 0, []

@@ -37,7 +37,7 @@ class Gra(Experiment):
         return TABLE1 + [FLSD53_GRA, DUAL_FOCAL_GRA]
 
     def analyze(self, context):
-        rows = metric_rows(context, "seed002")
+        rows = metric_rows(context, "mukhoti2020")
         report = Report(context.folder, self.title)
         report.csv(rows)
         report.table(
@@ -84,7 +84,7 @@ class Gra(Experiment):
             "(GRA, detached); ECE and AdaECE in %.",
         )
         report.figure(
-            reliability_figure(reliability_panels(context, [m.label for m in TABLE1], "seed002")),
+            reliability_figure(reliability_panels(context, [m.label for m in TABLE1], "mukhoti2020")),
             "reliability.png",
             f"Reliability diagrams on the test set (seed {context.runs[0].seed}, 15 bins) "
             "before and after temperature scaling.",
@@ -95,7 +95,7 @@ class Gra(Experiment):
             "β = γ = 1, the defaults of seed 004's training script (the paper tunes them).",
             "The temperature is chosen on the validation set, never on test data.",
         ]
-        return report.write(setup_text(context, ["seed002"]), notes)
+        return report.write(setup_text(context, ["mukhoti2020"]), notes)
 
     def _claims(self, report, rows):
         labels = [m.label for m in TABLE1]

@@ -3,8 +3,7 @@
 CE, CE with temperature scaling, focal loss (gamma = 1, seed 003's "standard" value),
 FLSD-53, label smoothing 0.05 and 0.1, mixup (alpha = 1), MMCE and the meta-learned
 CE-DECE, CE-SECE, FLgamma-DECE and FLgamma-SECE: test error, NLL, ECE, MCE, adaptive ECE
-and classwise-ECE. The meta-learned methods need ``MetaNetClassifier`` (issue 6); without
-it they are listed as pending.
+and classwise-ECE. The meta-learned methods are trained by ``MetaNetClassifier``.
 """
 
 import numpy as np
@@ -23,7 +22,7 @@ from .._methods import (
     MMCE,
 )
 from .._report import Report, finite_mean, mean_std, pyplot, reliability_figure, verdict
-from ._base import Experiment, metric_rows, pending_note, reliability_panels, setup_text
+from ._base import Experiment, metric_rows, reliability_panels, setup_text
 
 METHODS = [CE_B, FOCAL_1, FLSD53, LS_005, LS_01, MIXUP, MMCE, CE_DECE, CE_SECE, FLG_DECE, FLG_SECE]
 META = [CE_DECE, CE_SECE, FLG_DECE, FLG_SECE]
@@ -72,7 +71,7 @@ class Meta(Experiment):
         return list(METHODS)
 
     def analyze(self, context):
-        rows = metric_rows(context, "seed002", nll_ts=True)
+        rows = metric_rows(context, "mukhoti2020", nll_ts=True)
         report = Report(context.folder, self.title)
         report.csv(rows)
         values = table_values(rows)
@@ -81,15 +80,14 @@ class Meta(Experiment):
             + [mean_std(v[name], scale, 3 if scale == 1.0 else 2) for name, _, scale in COLUMNS]
             for label, v in values.items()
         ]
-        table += [[m.label] + ["pending"] * len(COLUMNS) for m in self.pending(context.config)]
         report.table(
             ["method"] + [title for _, title, _ in COLUMNS],
             table,
             "**Table 1.** Test metrics (M = 15 bins; ACE = adaptive ECE). CE (TS) is the CE "
             "models with the NLL-optimal temperature of the validation set.",
         )
-        trained = [m.label for m in METHODS if self.available(m)]
-        ((_, panels),) = reliability_panels(context, trained, "seed002", phases=("",))
+        labels = [m.label for m in METHODS]
+        ((_, panels),) = reliability_panels(context, labels, "mukhoti2020", phases=("",))
         half = (len(panels) + 1) // 2
         report.figure(
             reliability_figure([("", panels[:half]), ("", panels[half:])]),
@@ -120,15 +118,12 @@ class Meta(Experiment):
             "None)`, so no data is spent on model selection), and post-hoc calibration uses "
             "the same validation set for every method.",
             "The γ-Net methods use MetaNetClassifier's default meta step (`meta_lr=None`), "
-            'chosen by `benchmarks/sweep_meta_gamma.py` (benchmarks/RESULTS.md, "γ-Net meta '
+            'chosen by `benchmarks/scripts/sweep_meta_gamma.py` (benchmarks/RESULTS.md, "γ-Net meta '
             "step: sweep and defaults\"): the paper's Adam step of 1e-3 drove γ to 18 and the "
             "ECE to 34 % there, and after the learning-rate decays γ stops moving, so its spread "
             "stays small.",
         ]
-        note = pending_note(self, context.config)
-        if note:
-            notes.append(note)
-        return report.write(setup_text(context, ["seed002"]), notes)
+        return report.write(setup_text(context, ["mukhoti2020"]), notes)
 
     @staticmethod
     def _gamma_runs(context):
@@ -238,17 +233,10 @@ class Meta(Experiment):
             f"ECE: MMCE {100 * mean(MMCE.label, 'ece'):.2f} %, CE {100 * ce_ece:.2f} %.",
             "agrees" if mean(MMCE.label, "ece") > ce_ece else "disagrees",
         )
-        if FLG_SECE.label in values:
-            best = min(labels, key=lambda label: mean(label, "ece"))
-            report.claim(
-                "FLγ-SECE has the lowest calibration errors (seed 003).",
-                f"Lowest ECE: {best} ({100 * mean(best, 'ece'):.2f} %); FLγ-SECE "
-                f"{100 * mean(FLG_SECE.label, 'ece'):.2f} %.",
-                "agrees" if best == FLG_SECE.label else "disagrees",
-            )
-        else:
-            report.claim(
-                "FLγ-SECE has the lowest calibration errors (seed 003).",
-                "Pending: MetaNetClassifier (issue 6) is not in this checkout.",
-                "not tested",
-            )
+        best = min(labels, key=lambda label: mean(label, "ece"))
+        report.claim(
+            "FLγ-SECE has the lowest calibration errors (seed 003).",
+            f"Lowest ECE: {best} ({100 * mean(best, 'ece'):.2f} %); FLγ-SECE "
+            f"{100 * mean(FLG_SECE.label, 'ece'):.2f} %.",
+            "agrees" if best == FLG_SECE.label else "disagrees",
+        )

@@ -7,7 +7,7 @@ Coefficients are chosen by the mean validation ECE over seeds (seed 001 chose th
 test ECE; the coefficient the test set would pick is shown beside).
 """
 
-from .._methods import GROUP_NAMES, SEED001_GRIDS, regularizer_methods, seed001_grid
+from .._methods import GROUP_NAMES, WANG2021_GRIDS, regularizer_methods, wang2021_grid
 from .._report import Report, pyplot, verdict
 from ._base import (
     Experiment,
@@ -27,8 +27,8 @@ def groups_of(rows):
     """Method labels of each regularised group over seed 001's grid, in grid order."""
     present = {row["method"] for row in rows}
     return {
-        GROUP_NAMES[loss]: [m.label for m in seed001_grid(loss) if m.label in present]
-        for loss in SEED001_GRIDS
+        GROUP_NAMES[loss]: [m.label for m in wang2021_grid(loss) if m.label in present]
+        for loss in WANG2021_GRIDS
     }
 
 
@@ -50,7 +50,7 @@ class Regularizers(Experiment):
         return regularizer_methods()
 
     def analyze(self, context):
-        rows = metric_rows(context, "seed001")
+        rows = metric_rows(context, "wang2021")
         report = Report(context.folder, self.title)
         report.csv(rows)
         groups = groups_of(rows)
@@ -111,7 +111,7 @@ class Regularizers(Experiment):
             "the gradient), `focal_gra` in sklearn_calib. Seed 000's entropy regularisation "
             "(CE - α H(p)) has no grid in the paper; it uses seed 001's α grid.",
         ]
-        return report.write(setup_text(context, ["seed001"]), notes)
+        return report.write(setup_text(context, ["wang2021"]), notes)
 
     def _sensitivity(self, rows, groups):
         plt = pyplot()

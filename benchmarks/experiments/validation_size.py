@@ -39,13 +39,13 @@ class ValidationSize(Experiment):
         return regularizer_methods()
 
     def analyze(self, context):
-        metric = metric_rows(context, "seed001")
+        metric = metric_rows(context, "wang2021")
         labels = ["CE", *chosen_methods(metric).values()]
         rows = []
         for run in context.runs:
             if run.method.label not in labels:
                 continue
-            ev = context.evaluation(run, "seed001")
+            ev = context.evaluation(run, "wang2021")
             if not ev.finite:
                 continue
             n_val = len(ev.val_y)
@@ -56,7 +56,7 @@ class ValidationSize(Experiment):
                     rng = np.random.default_rng([run.seed, size, draw])
                     index = rng.choice(n_val, size, replace=False) if size < n_val else slice(None)
                     z, y = ev.val_logits[index], ev.val_y[index]
-                    t = ece_temperature(z, y, GRIDS["seed001"], device=ev.device)
+                    t = ece_temperature(z, y, GRIDS["wang2021"], device=ev.device)
                     temps.append(t)
                     proba = scaled_probabilities(ev.test_logits, t)
                     ts.append(evaluate(ev.test_y, proba, ("ece",))["ece"])
@@ -96,7 +96,7 @@ class ValidationSize(Experiment):
             "Coefficients are those of `regularizers` (chosen on the full validation set). "
             "Subsamples are uniform without replacement, seeded by (seed, size, draw).",
         ]
-        return report.write(setup_text(context, ["seed001"]), notes)
+        return report.write(setup_text(context, ["wang2021"]), notes)
 
     def _figure(self, rows, labels, sizes):
         plt = pyplot()
