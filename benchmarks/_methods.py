@@ -132,7 +132,26 @@ FLSD53_GRA = Method("FLSD-53-GRA", "mukhoti2020", "flsd53_gra", group="FLSD-53")
 DUAL_FOCAL = Method("DFL", "mukhoti2020", "dual_focal", (("gamma", 5.0),), "DFL")
 DUAL_FOCAL_GRA = Method("DFL-GRA", "mukhoti2020", "dual_focal_gra", (("gamma", 5.0),), "DFL")
 BSCE = Method("BSCE", "mukhoti2020", "bsce", group="BSCE")
-BSCE_GRA = Method("BSCE-GRA", "mukhoti2020", "bsce_gra", group="BSCE")
+#: The (beta, gamma) grid of BSCE-GRA, covering Lin et al. (2025)'s Figure 6 (norm orders
+#: 1-3, exponents 1-4; their Table 6 finds exponent 4 best of 3-8 on CIFAR-100).
+BSCE_GRA_BETAS = (1.0, 2.0, 3.0)
+BSCE_GRA_GAMMAS = (1.0, 2.0, 3.0, 4.0)
+
+
+def bsce_gra(beta, gamma):
+    """BSCE-GRA with norm order ``beta`` and exponent ``gamma`` (family mukhoti2020).
+
+    Values at the loss's defaults (1) are left out of its parameters, so that the grid's
+    (1, 1) is the run of the loss with its defaults, :data:`BSCE_GRA`.
+    """
+    params = tuple((name, v) for name, v in (("beta", beta), ("gamma", gamma)) if v != 1.0)
+    return Method(
+        f"BSCE-GRA β={beta:g}, γ={gamma:g}", "mukhoti2020", "bsce_gra", params, "BSCE-GRA"
+    )
+
+
+BSCE_GRA = bsce_gra(1.0, 1.0)
+BSCE_GRA_GRID = [bsce_gra(b, g) for b in BSCE_GRA_BETAS for g in BSCE_GRA_GAMMAS]
 MIXUP = Method("Mixup α=1", "mukhoti2020", "ce", group="Mixup", mixup_alpha=1.0)
 
 

@@ -19,7 +19,7 @@ from skorch.callbacks import Callback
 import sklearn_calib.estimators as estimators
 
 from ._data import DataSpec, load_split
-from ._presets import GRID_WANG2021, GRID_MUKHOTI2020
+from ._presets import GRID_MUKHOTI2020, GRID_WANG2021
 from ._tracking import EpochTracker, forward_logits
 
 #: Temperature grids by the name used in specifications.

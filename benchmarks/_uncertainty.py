@@ -39,8 +39,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-#: Bootstrap replicates of every estimate.
-N_RESAMPLES = 1000
+#: Bootstrap replicates of every estimate. The intervals use the replicates' standard
+#: deviation, known to about 1 / sqrt(2 * 400) = 3.5 % from 400 of them; a shape test's
+#: p-value near 0.05 to about 0.011.
+N_RESAMPLES = 400
 #: Coverage of the intervals.
 CONFIDENCE = 0.95
 #: Level of the shape tests (one minus the intervals' coverage).
@@ -135,10 +137,16 @@ class Estimate:
             return math.inf
         return self.seed_df * (total / seed) ** 2
 
+    @property
+    def measured(self):
+        """Whether its variation was seen: False for a number of single runs whose value
+        does not depend on the test rows (nothing varies, yet nothing is known exactly)."""
+        return bool(np.ptp(self.replicates) > 0) or all(k > 1 for _, k in self.seeds)
+
     def interval(self, confidence=CONFIDENCE):
         """``(low, high)``: the number ± t · SE (see the module docstring); NaNs when not
-        finite."""
-        if not self.finite:
+        finite or not :attr:`measured` (no check can then hold or fail)."""
+        if not (self.finite and self.measured):
             return math.nan, math.nan
         quantile = 0.5 + confidence / 2.0
         df = self.df()
@@ -148,10 +156,14 @@ class Estimate:
 
     def text(self, scale=1.0, digits=2):
         """``"m [low, high]"`` times ``scale`` ("–" when not finite)."""
-        if not self.finite:
+        if not math.isfinite(self.point):
             return "–"
         low, high = self.interval()
-        return f"{scale * self.point:.{digits}f} [{scale * low:.{digits}f}, {scale * high:.{digits}f}]"
+        if not math.isfinite(low):
+            return f"{scale * self.point:.{digits}f} [n/a]"
+        return (
+            f"{scale * self.point:.{digits}f} [{scale * low:.{digits}f}, {scale * high:.{digits}f}]"
+        )
 
 
 def _stack(estimates, reduce):
