@@ -42,7 +42,7 @@ DEFAULT_REPORTS = "benchmarks/reports"
 def _parser():
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks",
-        description="Reproduce the seeds' calibration tables and figures with sklearn_calib.",
+        description="Reproduce the calibration papers' tables and figures with sklearn_calib.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="list the experiments")

@@ -1,6 +1,6 @@
 """Post-hoc calibration and metrics of stored logits, with the library's metrics.
 
-Temperature scaling as the seeds do it picks ``T`` from a grid by the ECE of the
+Temperature scaling as the papers do it picks ``T`` from a grid by the ECE of the
 calibration data: the library's vectorised grid search, here run on the device where the
 logits are (the sweeps make thousands of such fits).
 """

@@ -274,3 +274,25 @@ def test_library_cites_papers_not_seed_numbers_or_the_spec():
         if pattern.search(line)
     ]
     assert cited == []
+
+
+def test_benchmarks_docs_and_tests_cite_papers_by_name():
+    """Reports, code and docs name the papers ("Wang et al. (2021), Table 2"), never the
+    seed numbers of their files."""
+    pattern = re.compile(r"\b[Ss]eeds? 00\d")
+    paths = [ROOT / "README.md", ROOT / "ARCHITECTURE.md", ROOT / "DEVELOPERS.md"]
+    for folder, suffixes in (
+        ("benchmarks", (".py", ".md", ".sh")),
+        ("docs", (".py", ".rst")),
+        ("examples", (".py",)),
+        ("tests", (".py",)),
+    ):
+        paths += [path for path in (ROOT / folder).rglob("*") if path.suffix in suffixes]
+    cited = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in paths
+        if "_build" not in path.parts
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert cited == []

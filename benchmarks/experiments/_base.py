@@ -156,7 +156,7 @@ class RunEvaluation:
     """Metrics of one stored run on the test set: before and after post-hoc calibration.
 
     Temperatures are chosen on the validation set (never on test data): by ECE over
-    ``grid`` (the seeds' way) or by NLL (exact). Histogram binning (15 equal-size bins on
+    ``grid`` (the papers' way) or by NLL (exact). Histogram binning (15 equal-size bins on
     the top-1 confidence) is fitted on the validation set. A run whose logits are not all
     finite (a diverged training) gets NaN everywhere; tables show it as "–" and the
     report's setup names it.

@@ -32,7 +32,7 @@ from ._base import Experiment, Run, run_row, setup_text
 
 PAPER = {"FL": 0.550, "DFL": 0.638, "gBS": 0.664}
 GAMMAS = (0.25, 0.5, 1.0, 2.0, 3.0, 5.0)
-#: Weight name -> (parameter grid, the default parameters of the seeds' training losses).
+#: Weight name -> (parameter grid, the default parameters of the papers' training losses).
 WEIGHTS = {
     "FL": ([{"gamma": g} for g in GAMMAS], {"gamma": 3.0}),
     "DFL": ([{"gamma": g} for g in GAMMAS], {"gamma": 5.0}),

@@ -6,7 +6,7 @@ the stored runs.
 
 Regime: an MLP (512, 512) on ``--n-fit`` standardised Fashion-MNIST training images (a
 seeded subset; the next ``--n-val`` images are a validation set the fit never sees), the
-seed001 recipe (SGD momentum 0.9, weight decay 1e-4, lr ``--lr`` divided by 10 at 50 %
+wang2021 recipe (SGD momentum 0.9, weight decay 1e-4, lr ``--lr`` divided by 10 at 50 %
 and 75 % of the epochs), batch 128, ``--epochs`` epochs, one torch thread.
 Cross-entropy ends overconfident there (validation NLL temperature 1.95 at 20 epochs).
 
