@@ -287,9 +287,12 @@ def verdict(outcomes):
 
 
 def tally(outcomes):
-    """``"2 hold, 1 open"``: how many checks hold, fail and are open."""
-    parts = [(outcomes.count(name), name) for name in (HOLDS, FAILS, OPEN)]
-    return ", ".join(f"{count} {name}" for count, name in parts if count)
+    """``"2 hold, 1 fails, 1 open"``: how many checks hold, fail and are open."""
+    words = ((HOLDS, "hold"), (FAILS, "fail"), (OPEN, OPEN))
+    parts = [(outcomes.count(name), name, plural) for name, plural in words]
+    return ", ".join(
+        f"{count} {name if count == 1 else plural}" for count, name, plural in parts if count
+    )
 
 
 def _u_statistic(curves):

@@ -20,6 +20,7 @@ from benchmarks._uncertainty import (
     below,
     increasing,
     over_seeds,
+    tally,
     u_shape,
     verdict,
     within,
@@ -173,6 +174,8 @@ def test_checks_and_verdict_rule():
     with pytest.raises(ValueError, match="at least one check"):
         verdict([])
     assert mark(sure) == "▲" and mark(-sure) == "▼" and mark(noise) in ("△", "▽")
+    assert tally([HOLDS, HOLDS, FAILS, OPEN, OPEN]) == "2 hold, 1 fails, 2 open"
+    assert tally([HOLDS, FAILS, FAILS]) == "1 holds, 2 fail"
 
 
 def _noise_curve(rng, index, means, seed_sd=0.4, n_seeds=3):

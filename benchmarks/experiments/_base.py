@@ -434,11 +434,6 @@ def mark(difference):
     return "△" if difference.point > 0 else "▽"
 
 
-def pct(value, digits=2):
-    """A fraction as a percentage string."""
-    return "–" if not math.isfinite(value) else f"{100 * value:.{digits}f}"
-
-
 def setup_text(context, families, extra=(), *, own_setup=None):
     """The report's setup section: data, model, recipes, seeds, device, time, command.
 
