@@ -13,6 +13,7 @@ import torch
 from benchmarks.__main__ import main, plan
 from benchmarks._costs import measure
 from benchmarks._presets import OVERCONFIDENT_T, make_config
+from benchmarks._report import read_csv
 from benchmarks._runner import Estimator
 from benchmarks._train import build_estimator, make_spec
 from benchmarks._uncertainty import VERDICTS
@@ -85,6 +86,21 @@ def test_cpu_preset_end_to_end(cpu_sweep):
         table = text.split("## Agreement with the paper")[1]
         assert "| paper's claim | our numbers | verdict |" in table
         assert any(f"**{v}**" in table for v in VERDICTS)
+    # Histogram binning for the Mukhoti et al. family too, and γ's statistics per run.
+    focal = read_csv(root / "out" / "focal" / "runs.csv")
+    assert all(0.0 <= float(row["hb_ece"]) <= 1.0 for row in focal)
+    meta = read_csv(root / "out" / "meta" / "runs.csv")
+    gamma_net = [row for row in meta if row["method"].startswith("FLγ")]
+    assert len(gamma_net) == 2 and all(row["hb_ece"] for row in meta)
+    for row in gamma_net:
+        quantiles = [float(row[f"test_gamma_q{q}"]) for q in ("05", "25", "50", "75", "95")]
+        assert quantiles == sorted(quantiles) and all(g > 0 for g in quantiles)
+        assert float(row["test_gamma_std"]) >= 0 and float(row["gamma_mean_last"]) > 0
+    assert not any(row["gamma_mean_last"] for row in meta if not row["method"].startswith("FLγ"))
+    epochs = read_csv(root / "out" / "meta" / "gamma.csv")
+    assert [(row["method"], row["epoch"]) for row in epochs] == [
+        (label, epoch) for label in ("FLγ-DECE", "FLγ-SECE") for epoch in ("1", "2")
+    ]
 
 
 def test_reports_regenerate_identically_from_the_store(cpu_sweep):

@@ -11,16 +11,17 @@ from scipy.special import softmax
 import benchmarks._runner as runner
 import sklearn_calib
 from benchmarks.__main__ import EXIT_INCOMPLETE, main, plan
-from benchmarks._methods import FLG_SECE, regularizer_methods
+from benchmarks._methods import BSCE_GRA, FLG_SECE, bsce_gra, regularizer_methods
 from benchmarks._posthoc import ece_temperature, learned_epochs
 from benchmarks._presets import GRID_MUKHOTI2020, make_config
 from benchmarks._report import Report, read_csv
 from benchmarks._store import RunStore, pack_logits, run_key, unpack_logits
-from benchmarks._train import make_spec, train_run
+from benchmarks._train import build_estimator, make_spec, train_run
 from benchmarks._uncertainty import VERDICTS, over_seeds
 from benchmarks.experiments import EXPERIMENTS
 from benchmarks.experiments._base import choose_coefficients
 from benchmarks.experiments.focal import METHODS as FOCAL_METHODS
+from benchmarks.experiments.gra import chosen_pair
 from benchmarks.experiments.toy_gaussians import pearson, weight_values
 from sklearn_calib.calibrators import TemperatureScaling
 
@@ -418,3 +419,27 @@ def test_plan_line_describes_each_experiments_runs(tmp_path, monkeypatch):
     )
     assert "not measured, the preset's prior: 0.78 s/epoch + 2 s/run" in output
     assert not (tmp_path / "store").exists()
+
+
+def test_gra_tunes_bsce_gra_over_its_grid_on_validation_ece():
+    config = make_config("cpu")
+    gra = EXPERIMENTS["gra"]
+    labels = [m.label for m in gra.methods(config)]
+    grid = [label for label in labels if label.startswith("BSCE-GRA")]
+    assert len(grid) == 12 and "BSCE-GRA β=3, γ=4" in grid
+    runs, tasks = plan([gra], config)
+    assert len(tasks) == 20 * 3
+    # the grid's (1, 1) is BSCE-GRA at the loss's defaults: the run of Lin et al.'s Table 2
+    assert make_spec(config, BSCE_GRA, 0)["loss"] == {"name": "bsce_gra", "params": {}}
+    spec = make_spec(config, bsce_gra(2.0, 4.0), 0)
+    assert spec["loss"]["params"] == {"beta": 2.0, "gamma": 4.0}
+    assert build_estimator(spec, "cpu", []).criterion__gamma == 4.0
+    rows = [
+        {"method": label, "val_ece": 0.05 - 0.001 * index, "seed": seed}
+        for index, label in enumerate(grid)
+        for seed in range(3)
+    ]
+    rows[-1]["val_ece"] = float("nan")  # a diverged run is left out of its pair's mean
+    assert chosen_pair(rows) == "BSCE-GRA β=3, γ=4"
+    rows[0]["val_ece"] = rows[1]["val_ece"] = rows[2]["val_ece"] = 0.001
+    assert chosen_pair(rows) == "BSCE-GRA β=1, γ=1"
