@@ -1,4 +1,4 @@
-"""Sweep of the gamma-Net's meta step in an overconfident CPU regime (issue 18).
+"""Sweep of the gamma-Net's meta step in an overconfident CPU regime.
 
 One run per call, stored as JSON under ``--out`` (a run already stored is skipped), so a
 sweep is a list of calls that can be resumed; ``--summary`` prints the Markdown table of
