@@ -305,7 +305,7 @@ def u_shape(estimates):
     """Test that a curve descends then ascends (its two ends above an interior point).
 
     The statistic is ``min(y_first, y_last) - min(y_interior)``; its null distribution is
-    that of the replicates' deviations from the curve (a flat curve plus the same noise),
+    that of the replicates' deviations from their means (a flat curve plus the same noise),
     and the p-value the share of null values at least the observed one. An inverted curve
     is tested the same way on ``-y``.
 
@@ -325,7 +325,7 @@ def u_shape(estimates):
     if len(estimates) < 3:
         raise ValueError(f"Expected a curve of at least 3 points, got {len(estimates)}.")
     points = np.array([e.point for e in estimates])
-    noise = np.array([e.replicates - e.point for e in estimates]).T
+    noise = np.array([e.replicates - e.replicates.mean() for e in estimates]).T
     p_values = []
     for sign in (1.0, -1.0):
         observed = _u_statistic(sign * points[None, :])[0]
