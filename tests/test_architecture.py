@@ -125,12 +125,16 @@ def is_private(dotted):
     return any(component.startswith("_") for component in dotted.split("."))
 
 
-def benchmark_violations(module, source, *, package=False, speed_script=False):
+#: The folders of plain scripts in ``benchmarks/``, as module prefixes.
+SCRIPT_PACKAGES = ("benchmarks.speed", "benchmarks.scripts")
+
+
+def benchmark_violations(module, source, *, package=False, plain_script=False):
     """Imports of benchmark file ``module`` that break the rules, as messages.
 
-    Benchmarks import only public sklearn_calib names; a speed script imports nothing
-    from ``benchmarks`` and leaves ``sys.path`` alone; the experiment framework imports
-    no speed script.
+    Benchmarks import only public sklearn_calib names; a plain script (``speed/``,
+    ``scripts/``) imports nothing from ``benchmarks`` and leaves ``sys.path`` alone; the
+    experiment framework imports no script.
     """
     messages = []
     for target, name in imports(source, module, package=package):
@@ -139,9 +143,9 @@ def benchmark_violations(module, source, *, package=False, speed_script=False):
             full = target if name is None else f"{target}.{name}"
             if is_private(full):
                 messages.append(f"{module} imports the private {full}")
-        elif top == "benchmarks" and (speed_script or target.startswith("benchmarks.speed")):
+        elif top == "benchmarks" and (plain_script or target.startswith(SCRIPT_PACKAGES)):
             messages.append(f"{module} imports {target}")
-    if speed_script:
+    if plain_script:
         for node in ast.walk(ast.parse(source)):
             if isinstance(node, ast.Attribute) and node.attr == "path":
                 if isinstance(node.value, ast.Name) and node.value.id == "sys":
@@ -214,9 +218,9 @@ def test_library_modules_import_only_what_their_part_may(path):
 @pytest.mark.parametrize("path", _sources("benchmarks"), ids=lambda p: module_name(p))
 def test_benchmarks_import_only_public_library_names(path):
     module = module_name(path)
-    speed_script = path.parent == ROOT / "benchmarks" / "speed"
+    plain_script = module_name(path).startswith(SCRIPT_PACKAGES)
     violations = benchmark_violations(
-        module, path.read_text(), package=is_package(path), speed_script=speed_script
+        module, path.read_text(), package=is_package(path), plain_script=plain_script
     )
     assert violations == []
 
@@ -289,20 +293,18 @@ def test_the_rules_flag_forbidden_imports():
     assert benchmark_violations("benchmarks._x", public) == []
     assert (
         benchmark_violations(
-            "benchmarks.speed.bench_x", "from benchmarks import _data", speed_script=True
+            "benchmarks.speed.bench_x", "from benchmarks import _data", plain_script=True
         )
         != []
     )
     assert (
         benchmark_violations(
-            "benchmarks.speed.bench_x", "import sys\nsys.path.insert(0, '.')", speed_script=True
+            "benchmarks.speed.bench_x", "import sys\nsys.path.insert(0, '.')", plain_script=True
         )
         != []
     )
-    assert (
-        benchmark_violations("benchmarks._runner", "from .speed import bench_x", package=False)
-        != []
-    )
+    for script in ("from .speed import bench_x", "from .scripts import sweep_x"):
+        assert benchmark_violations("benchmarks._runner", script, package=False) != []
     assert find_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert find_cycles({"a": {"b"}, "b": set()}) == []
 
@@ -359,3 +361,25 @@ def test_every_calibrator_is_importable_from_the_top_level():
         top = importlib.import_module("sklearn_calib")
         assert getattr(top, name, None) is cls, name
         assert name in top.__all__ and name in calibrators.__all__, name
+
+
+def test_benchmarks_docs_and_tests_cite_papers_by_name():
+    """Reports, code and docs name the papers ("Wang et al. (2021), Table 2"), never the
+    seed numbers of their files."""
+    pattern = re.compile(r"\b[Ss]eeds? 00\d")
+    paths = [ROOT / "README.md", ROOT / "ARCHITECTURE.md", ROOT / "DEVELOPERS.md"]
+    for folder, suffixes in (
+        ("benchmarks", (".py", ".md", ".sh")),
+        ("docs", (".py", ".rst")),
+        ("examples", (".py",)),
+        ("tests", (".py",)),
+    ):
+        paths += [path for path in (ROOT / folder).rglob("*") if path.suffix in suffixes]
+    cited = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in paths
+        if "_build" not in path.parts
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert cited == []

@@ -236,7 +236,7 @@ RESUME_PARAMS = {
     "max_epochs": 5,
     "batch_size": 64,
     "random_state": 3,
-    "recipe": "seed001",
+    "recipe": "wang2021",
     "lr": 0.05,
     "mixup_alpha": 0.2,
     "train_split": 0.2,

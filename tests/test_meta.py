@@ -1,4 +1,4 @@
-"""MetaNetClassifier (meta-regularisation, seed 003): the gamma-Net, the meta step, the estimator.
+"""MetaNetClassifier (Wang and Golebiowski 2024): the gamma-Net, the meta step, the estimator.
 
 The SPEC section 1 oracles of SECE and DECE are tested where the metrics live: numpy in
 tests/test_scoring.py::test_spec_oracles, torch in tests/test_losses.py::
@@ -525,7 +525,7 @@ def test_learned_gamma_stays_sensible_and_calibrates_like_focal_loss(digits):
 
 
 def test_gamma_net_raises_gamma_where_noisy_labels_make_the_network_overconfident():
-    # A small positive control (benchmarks/gamma_control.py, scaled down): memorising 20 %
+    # A small positive control (benchmarks/scripts/gamma_control.py, scaled down): memorising 20 %
     # of random labels makes the network overconfident late in training, so focal loss
     # with gamma 3 is far better calibrated than with gamma 1. The default whole-network
     # virtual step raises the mean gamma; Bohdal et al.'s head-only step at the network's

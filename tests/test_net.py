@@ -324,26 +324,26 @@ def test_callbacks_monitoring_validation_scores_need_a_split(digits):
 
 def test_recipes_give_documented_learning_rates(digits):
     X_train, _, y_train, _ = digits
-    net = small_net(recipe="seed001", max_epochs=8, lr=None).fit(X_train[:300], y_train[:300])
+    net = small_net(recipe="wang2021", max_epochs=8, lr=None).fit(X_train[:300], y_train[:300])
     np.testing.assert_allclose(net.history[:, "lr"], [0.1] * 4 + [0.01] * 2 + [0.001] * 2)
     assert isinstance(net.optimizer_, torch.optim.SGD)
     group = net.optimizer_.param_groups[0]
     assert (group["momentum"], group["weight_decay"]) == (0.9, 1e-4)
-    net = small_net(recipe="seed002", max_epochs=7, lr=None).fit(X_train[:300], y_train[:300])
+    net = small_net(recipe="mukhoti2020", max_epochs=7, lr=None).fit(X_train[:300], y_train[:300])
     np.testing.assert_allclose(net.history[:, "lr"], [0.1] * 3 + [0.01] * 2 + [0.001] * 2)
     assert net.optimizer_.param_groups[0]["weight_decay"] == 5e-4
-    # 350 epochs: x0.1 at epochs 150 and 250, as in seed 002's reference code.
-    factors = [RECIPES["seed002"].factor(e, 0, 350, 1) for e in (149, 150, 249, 250)]
+    # 350 epochs: x0.1 at epochs 150 and 250, as in Mukhoti et al.'s (2020) reference code.
+    factors = [RECIPES["mukhoti2020"].factor(e, 0, 350, 1) for e in (149, 150, 249, 250)]
     np.testing.assert_allclose(factors, [1, 0.1, 0.1, 0.01])
 
 
-@pytest.mark.parametrize("recipe", ["seed001", "seed002"])
+@pytest.mark.parametrize("recipe", ["wang2021", "mukhoti2020"])
 def test_recipe_milestones_never_fall_on_the_first_epoch(digits, recipe):
     X, y = digits[0][:300], digits[2][:300]
     net = small_net(recipe=recipe, lr=None, max_epochs=1).fit(X, y)
     assert net.history[:, "lr"] == [pytest.approx(0.1)]
     factors = [RECIPES[recipe].factor(e, 0, 2, 1) for e in (0, 1)]
-    expected = [1, 0.1] if recipe == "seed001" else [1, 0.01]  # round(150/350 * 2) == 1
+    expected = [1, 0.1] if recipe == "wang2021" else [1, 0.01]  # round(150/350 * 2) == 1
     np.testing.assert_allclose(factors, expected)
 
 
@@ -368,7 +368,7 @@ def test_continued_fits_restart_the_recipe_schedule(digits):
     assert not any(
         torch.equal(a, b) for a, b in zip(weights, net.module_.parameters(), strict=True)
     )
-    net = small_net(recipe="seed001", lr=None, max_epochs=4).fit(X, y)
+    net = small_net(recipe="wang2021", lr=None, max_epochs=4).fit(X, y)
     net.set_params(warm_start=True).fit(X, y)
     np.testing.assert_allclose(net.history[:, "lr"], [0.1, 0.1, 0.01, 0.001] * 2)
     # A learning rate set in between is the continued schedule's base, as without a recipe.
@@ -950,7 +950,7 @@ def test_no_attribute_exists_only_during_a_training_run(digits):
 def test_fit_loop_trains_as_partial_fit_does(digits):
     """skorch's fit_loop runs the one loop: schedule, mixup, seeded generators."""
     X, y = digits[0][:300].reshape(-1, 1, 8, 8), digits[2][:300]
-    params = {"recipe": "seed001", "lr": None, "mixup_alpha": 0.2, "augment": "flip"}
+    params = {"recipe": "wang2021", "lr": None, "mixup_alpha": 0.2, "augment": "flip"}
     looped = small_net(max_epochs=4, **params).fit(X, y)
     partial = small_net(max_epochs=4, **params).fit(X, y)
     looped.fit_loop(X, y, epochs=2)
@@ -1185,5 +1185,5 @@ def test_defaults_train_well_and_each_optimizer_has_its_learning_rate(digits):
     for name, cls in (("sgd", torch.optim.SGD), ("adam", torch.optim.Adam)):
         fitted = small_net(optimizer=name, lr=None, max_epochs=1).fit(X_train[:100], y_train[:100])
         assert fitted.optimizer_.param_groups[0]["lr"] == DEFAULT_LRS[cls]
-    recipe = small_net(optimizer="sgd", recipe="seed001", lr=None, max_epochs=1)
+    recipe = small_net(optimizer="sgd", recipe="wang2021", lr=None, max_epochs=1)
     assert recipe.fit(X_train[:100], y_train[:100]).history[0, "lr"] == 0.1  # the recipe's

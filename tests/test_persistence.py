@@ -72,7 +72,7 @@ def small_net(cls=NetClassifier, **params):
         "max_epochs": 3,
         "batch_size": 64,
         "random_state": 0,
-        "recipe": "seed001",
+        "recipe": "wang2021",
         "mixup_alpha": 0.2,
     }
     return cls(**{**defaults, **params})

@@ -207,7 +207,7 @@ class MetaNetClassifier(NetClassifier):
 
     *The virtual step.* Bohdal et al.'s and Wang and Golebiowski's code make the virtual step on
     the classifier head only, at the network's learning rate. We checked the meta-gradient
-    against a positive control (``benchmarks/gamma_control.py``: an MLP (256, 256) trained
+    against a positive control (``benchmarks/scripts/gamma_control.py``: an MLP (256, 256) trained
     30 epochs with SGD on synthetic data with 20 % noisy labels, whose best fixed focal
     gamma for the final validation ECE is 4 in three seeds, 2.6 to 4.8 % against 15.6 to
     16.7 % for gamma 1). There the head-only step moved the mean gamma down or kept it near

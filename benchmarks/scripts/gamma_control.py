@@ -41,10 +41,10 @@ Negative values mean that raising gamma lowers the measure. It writes ``probe.js
 
 Usage (from the repository root)::
 
-    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/gamma_control.py NAME \\
+    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/scripts/gamma_control.py NAME \\
         [--method meta] [--gamma 1] [--params JSON] [--seed 0] [--clean] [--out DIR]
-    PYTHONPATH=. python benchmarks/gamma_control.py --summary [--out DIR]
-    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/gamma_control.py --probe [--out DIR]
+    PYTHONPATH=. python benchmarks/scripts/gamma_control.py --summary [--out DIR]
+    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/scripts/gamma_control.py --probe [--out DIR]
 """
 
 import argparse
