@@ -11,8 +11,17 @@ from ._smooth import (
     reflected_smoothing,
 )
 
-#: Points of the diagram's mesh on [0, 1].
+#: Points of the diagram's mesh.
 MESH_POINTS = 200
+
+
+def _lowest_score(y_prob, convention):
+    """The lowest score a prediction can have: 1/K for the top-label confidence of K
+    classes (the largest of K probabilities is at least their mean), else 0."""
+    if convention != "top_label":
+        return 0.0
+    shape = np.shape(y_prob)
+    return 1.0 / (2 if len(shape) == 1 else max(shape[1], 2))
 
 
 def smooth_reliability_diagram(
@@ -32,8 +41,10 @@ def smooth_reliability_diagram(
     The outcomes (correctness) are regressed on the scores (confidences) with the
     reflected Gaussian kernel of :func:`smooth_ece`, at its bandwidth:
     ``accuracy(t) = sum_i w_i K_h(t, s_i) y_i / (sum_i w_i K_h(t, s_i) + 1e-4 w_bar)``
-    on 200 mesh points of [0, 1]. Unlike a binned diagram it needs no bin choice, and
-    the distance of the curve from the diagonal, weighted by the density, is the smECE.
+    on 200 mesh points of the scores' range: [1/K, 1] for the top-label confidence of K
+    classes, which never lies below 1/K, and [0, 1] for the positive class's
+    probability. Unlike a binned diagram it needs no bin choice, and the distance of
+    the curve from the diagonal, weighted by the density, is the smECE.
     With ``confidence_level``, a pointwise percentile band comes from bootstrap
     replicates of the kernel sums (rows resampled as in :func:`calibration_error_ci`,
     the bandwidth held fixed).
@@ -62,9 +73,10 @@ def smooth_reliability_diagram(
     Returns
     -------
     diagram : :class:`~sklearn.utils.Bunch`
-        ``mesh`` (200,), ``accuracy`` (200,) the smoothed outcome rate, ``density``
-        (200,) the kernel density of the scores (mean 1 on the mesh), ``bandwidth``, and
-        with ``confidence_level`` the band ``low`` and ``high`` (200,).
+        ``mesh`` (200,) from 1/K (top-label) or 0 to 1, ``accuracy`` (200,) the
+        smoothed outcome rate, ``density`` (200,) the kernel density of the scores (mean
+        1 on the mesh), ``bandwidth``, and with ``confidence_level`` the band ``low``
+        and ``high`` (200,).
 
     See Also
     --------
@@ -94,7 +106,7 @@ def smooth_reliability_diagram(
         n_resamples, confidence_level = check_interval_options(n_resamples, confidence_level)
     smece = _SmoothECE.from_predictions(y_true, y_prob, convention, labels, sample_weight)
     bandwidth = smece.resolve(bandwidth)
-    mesh = np.linspace(0.0, 1.0, MESH_POINTS)
+    mesh = np.linspace(_lowest_score(y_prob, convention), 1.0, MESH_POINTS)
 
     def curves(sums, eps):
         smoothed = interpolate_on_mesh(reflected_smoothing(sums, bandwidth), mesh)
