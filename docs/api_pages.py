@@ -129,6 +129,60 @@ def _title(text, underline="="):
     return f"{text}\n{underline * len(text)}\n"
 
 
+def summary(module):
+    """Return the first paragraph of a module's docstring, on one line.
+
+    A leading ``"<module name>: "`` is dropped (the package's docstring starts so).
+
+    Parameters
+    ----------
+    module : module
+
+    Returns
+    -------
+    text : str
+    """
+    paragraph = " ".join(inspect.getdoc(module).split("\n\n")[0].split())
+    text = paragraph.removeprefix(f"{module.__name__}: ")
+    return text[:1].upper() + text[1:]
+
+
+def _submodules(module):
+    """The modules without ``__all__`` directly inside a package: their pages nest under
+    the package's in the navigation."""
+    return [
+        child
+        for child in note_modules()
+        if child.__name__.rpartition(".")[0] == module.__name__
+    ]
+
+
+def _orphans(modules):
+    """The modules without ``__all__`` whose package has no page of its own."""
+    names = {module.__name__ for module in modules}
+    return [child for child in note_modules() if child.__name__.rpartition(".")[0] not in names]
+
+
+def _module_table(modules):
+    """A two-column table of modules and their summaries."""
+    lines = [".. list-table::\n   :widths: 35 65\n   :class: api-modules\n"]
+    for module in modules:
+        lines += [f"   * - :mod:`{module.__name__}`", f"     - {summary(module)}"]
+    return "\n".join(lines) + "\n"
+
+
+def _hidden_toctree(entries):
+    """A toctree, not shown on the page, of ``(title, page)`` navigation entries."""
+    lines = [".. toctree::\n   :hidden:\n"]
+    lines += [f"   {title} <{page}>" for title, page in entries]
+    return "\n".join(lines) + "\n"
+
+
+def _short(name):
+    """A module's path without the package's, for the navigation."""
+    return name.removeprefix(f"{PACKAGE}.") if name != PACKAGE else name
+
+
 def module_page(module, homes):
     """Return the reStructuredText of one module's page.
 
@@ -168,6 +222,14 @@ def module_page(module, homes):
                 for name in sorted(elsewhere, key=str.lower)
             ),
             "",
+        ]
+    submodules = _submodules(module)
+    if submodules:
+        lines += [
+            _title("Modules", "-"),
+            "The modules of the package; their names are documented above.\n",
+            _module_table(submodules),
+            _hidden_toctree((_short(child.__name__), child.__name__) for child in submodules),
         ]
     return "\n".join(lines)
 
@@ -221,10 +283,11 @@ def write_api_pages(folder):
             _title("API reference"),
             "Every public name of sklearn_calib, generated from the ``__all__`` of each public",
             "module and the numpydoc docstrings. The top-level package re-exports the names",
-            "most scripts need.\n",
-            ".. toctree::\n   :maxdepth: 1\n",
-            *(f"   {name}" for name in sorted(pages)),
-            "",
+            "most scripts need; each name is documented in the module that defines it.\n",
+            _module_table(modules),
+            _hidden_toctree(
+                (module.__name__, module.__name__) for module in [*modules, *_orphans(modules)]
+            ),
         ]
     )
     for stem, text in pages.items():
