@@ -116,7 +116,59 @@ def _title(text, underline="="):
     return f"{text}\n{underline * len(text)}\n"
 
 
-def module_page(module, homes):
+def summary(module):
+    """Return the first paragraph of a module's docstring, on one line.
+
+    A leading ``"<module name>: "`` is dropped (the package's docstring starts so).
+
+    Parameters
+    ----------
+    module : module
+
+    Returns
+    -------
+    text : str
+    """
+    paragraph = " ".join(inspect.getdoc(module).split("\n\n")[0].split())
+    text = paragraph.removeprefix(f"{module.__name__}: ")
+    return text[:1].upper() + text[1:]
+
+
+def _submodules(module, modules):
+    """The public modules directly inside a package other than the top level: their pages
+    nest under the package's in the navigation."""
+    if module.__name__ == PACKAGE:
+        return []
+    return [child for child in modules if child.__name__.rpartition(".")[0] == module.__name__]
+
+
+def _top_modules(modules):
+    """The public modules not nested under another module's page (see :func:`_submodules`)."""
+    names = {module.__name__ for module in modules} - {PACKAGE}
+    return [module for module in modules if module.__name__.rpartition(".")[0] not in names]
+
+
+def _module_table(modules):
+    """A two-column table of modules and their summaries."""
+    lines = [".. list-table::\n   :widths: 35 65\n   :class: api-modules\n"]
+    for module in modules:
+        lines += [f"   * - :mod:`{module.__name__}`", f"     - {summary(module)}"]
+    return "\n".join(lines) + "\n"
+
+
+def _hidden_toctree(entries):
+    """A toctree, not shown on the page, of ``(title, page)`` navigation entries."""
+    lines = [".. toctree::\n   :hidden:\n"]
+    lines += [f"   {title} <{page}>" for title, page in entries]
+    return "\n".join(lines) + "\n"
+
+
+def _short(name):
+    """A module's path without the package's, for the navigation."""
+    return name.removeprefix(f"{PACKAGE}.") if name != PACKAGE else name
+
+
+def module_page(module, homes, modules):
     """Return the reStructuredText of one module's page.
 
     Parameters
@@ -125,6 +177,8 @@ def module_page(module, homes):
         A public module.
     homes : dict
         As :func:`home_modules` returns it.
+    modules : list of module
+        Every public module, as :func:`public_modules` returns them.
 
     Returns
     -------
@@ -156,6 +210,14 @@ def module_page(module, homes):
             ),
             "",
         ]
+    submodules = _submodules(module, modules)
+    if submodules:
+        lines += [
+            _title("Modules", "-"),
+            "The modules of the package; their names are documented above.\n",
+            _module_table(submodules),
+            _hidden_toctree((_short(child.__name__), child.__name__) for child in submodules),
+        ]
     return "\n".join(lines)
 
 
@@ -179,17 +241,16 @@ def write_api_pages(folder):
     folder.mkdir(parents=True, exist_ok=True)
     modules = public_modules()
     homes = home_modules(modules)
-    pages = {module.__name__: module_page(module, homes) for module in modules}
+    pages = {module.__name__: module_page(module, homes, modules) for module in modules}
     pages["index"] = "\n".join(
         [
             ".. _api:\n",
             _title("API reference"),
             "Every public name of sklearn_calib, generated from the ``__all__`` of each public",
             "module and the numpydoc docstrings. The top-level package re-exports the names",
-            "most scripts need.\n",
-            ".. toctree::\n   :maxdepth: 1\n",
-            *(f"   {name}" for name in sorted(pages)),
-            "",
+            "most scripts need; each name is documented in the module that defines it.\n",
+            _module_table(modules),
+            _hidden_toctree((module.__name__, module.__name__) for module in _top_modules(modules)),
         ]
     )
     for stem, text in pages.items():
