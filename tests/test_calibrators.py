@@ -975,7 +975,7 @@ def test_grid_ece_equals_the_metric_at_every_temperature():
         np.testing.assert_allclose(actual, expected, rtol=0, atol=1e-12)
 
 
-# ------------------------------------------------- extreme scores (issue 17, items 1, 5, 13)
+# ------------------------------------------------------------------------- extreme scores
 
 
 @pytest.mark.parametrize(

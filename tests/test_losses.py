@@ -28,10 +28,10 @@ from sklearn_calib.losses._calibration import soft_accuracy
 from sklearn_calib.losses._weights import WEIGHTS, brier_weight, focal_weight
 from sklearn_calib.scoring import differentiable_calibration_error, smooth_calibration_error
 
-# SPEC section 2 oracle: z = [2, 1, 0] for y = 0, 1, 2.
+# Hand-computed oracle of the losses: z = [2, 1, 0] for y = 0, 1, 2.
 Z = torch.tensor([[2.0, 1.0, 0.0]] * 3, dtype=torch.float64)
 Y = torch.tensor([0, 1, 2])
-# SPEC section 1 batch oracle.
+# Hand-computed batch oracle of the metrics.
 ZB = torch.tensor([[2, 1, 0], [0.5, 1.5, 0], [3, 0, 0], [0, 0, 0.2]], dtype=torch.float64)
 YB = torch.tensor([0, 0, 0, 2])
 

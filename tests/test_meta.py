@@ -1,6 +1,6 @@
 """MetaNetClassifier (Wang and Golebiowski 2024): the gamma-Net, the meta step, the estimator.
 
-The SPEC section 1 oracles of SECE and DECE are tested where the metrics live: numpy in
+The hand-computed batch oracles of SECE and DECE are tested where the metrics live: numpy in
 tests/test_scoring.py::test_spec_oracles, torch in tests/test_losses.py::
 test_sece_and_dece_oracles, and their agreement to 1e-6 in tests/test_losses.py::
 test_torch_sece_and_dece_agree_with_numpy_metrics. Here the meta objectives the estimator
@@ -34,7 +34,7 @@ from sklearn_calib.estimators._meta_step import (
 from sklearn_calib.losses import CrossEntropy, FocalLoss
 from sklearn_calib.scoring import expected_calibration_error
 
-# SPEC section 1 batch oracle
+# Hand-computed batch oracle of the metrics
 Z_SPEC = torch.tensor([[2.0, 1.0, 0.0], [0.5, 1.5, 0.0], [3.0, 0.0, 0.0], [0.0, 0.0, 0.2]])
 Y_SPEC = torch.tensor([0, 0, 0, 2])
 META_PARAMS = {
@@ -579,7 +579,7 @@ def test_meta_batch_size_sets_the_meta_batches(digits, monkeypatch):
 
 
 def test_default_gamma_moves_and_spreads(digits):
-    # issue 18: at the former default (a step of 1e-3 of gamma) gamma stayed within 0.005
+    # At the former default (a step of 1e-3 of gamma) gamma stayed within 0.005
     # of 1 with a standard deviation below 0.001; the default meta step must move it
     # (measured with the hard SECE; the soft one's meta-gradient is smaller here)
     X_train, _, y_train, _ = digits
@@ -831,7 +831,7 @@ def test_bad_parameters_raise(digits, params, match):
 )
 @pytest.mark.parametrize("path", ["partial_fit", "fit_loop"])
 def test_bad_optimizer_values_never_reach_a_fitted_meta_net(digits, params, path):
-    """Issue 17: the values of both optimisers are checked when a fitted net continues."""
+    """The values of both optimisers are checked when a fitted net continues."""
     X, y = digits[0][:200], digits[2][:200]
     net = small_meta(max_epochs=1).fit(X, y)
     groups = [

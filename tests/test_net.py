@@ -783,7 +783,7 @@ def test_epoch_callbacks_keep_the_fast_path():
 )
 @pytest.mark.parametrize("path", ["fit", "partial_fit", "warm_start", "fit_loop"])
 def test_routed_optimizer_values_are_checked_on_every_path(digits, params, path):
-    """Issue 17: a bad value set on a fitted net never reaches its optimiser."""
+    """A bad value set on a fitted net never reaches its optimiser."""
     X, y = digits[0][:200], digits[2][:200]
     net = small_net(max_epochs=1, optimizer="sgd", lr=0.05)
     if path != "fit":

@@ -182,7 +182,7 @@ def test_missing_matplotlib_gives_a_clear_import_error(monkeypatch):
 
 
 def test_unknown_keywords_are_rejected_with_the_valid_names():
-    # issue 17, item 12: unknown names reached matplotlib's bars and failed deep inside
+    # Unknown names reached matplotlib's bars and failed deep inside
     with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\) \['marker'\].*'color'"):
         ReliabilityDisplay.from_predictions([0, 1, 1], [0.2, 0.7, 0.6], marker="o")
     with pytest.raises(TypeError, match=r"\['width'\]"):

@@ -20,7 +20,7 @@ from sklearn_calib.scoring import (
     top_label_accuracy,
 )
 
-# SPEC §1 batch oracle
+# Hand-computed batch oracle of the metrics
 Z = np.array([[2, 1, 0], [0.5, 1.5, 0], [3, 0, 0], [0, 0, 0.2]])
 Y = np.array([0, 0, 0, 2])
 

@@ -79,8 +79,8 @@ def test_smooth_ece_bad_options():
         smooth_ece(y, p, convention="positive")
 
 
-def test_sece_item_17_3_weights_scale_does_not_change_the_value():
-    # issue 17, item 3: an absolute 1e-12 was added to a weighted kernel sum
+def test_sece_weights_scale_does_not_change_the_value():
+    # An absolute 1e-12 was added to a weighted kernel sum
     y = [0, 1, 1]
     p = [[0.9, 0.1], [0.2, 0.8], [0.35, 0.65]]
     unweighted = smooth_calibration_error(y, p)

@@ -40,7 +40,7 @@ from ._inputs import (
 )
 from ._optimizer import OptimizerSettings
 from ._persistence import load_saved_params, net_state, restore_net
-from ._recipes import RECIPES, Recipe
+from ._recipes import RECIPE_ALIASES, RECIPES, Recipe
 from ._rng import RunGenerators, cuda_devices, fit_seeds, resolve_split_seed, seed_torch
 from ._run import TrainingRun, notify_grad_computed, per_batch_pass
 from ._state import transaction
@@ -111,10 +111,10 @@ default=None
         synchronisation per step and turns CUDA graphs off. skorch's ProgressBar is the
         exception: it is advanced per batch without slowing training, and the batch
         losses reach the history when the epoch ends.
-    recipe : {"seed001", "seed002", "onecycle"}, Recipe or None, default=None
-        Optimiser and learning-rate preset. "seed001": the recipe of Wang et al. (2021),
+    recipe : {"wang2021", "mukhoti2020", "onecycle"}, Recipe or None, default=None
+        Optimiser and learning-rate preset. "wang2021": the recipe of Wang et al. (2021),
         SGD (momentum 0.9, weight decay 1e-4, lr 0.1), lr x0.1 at 50 % and 75 % of
-        ``max_epochs``. "seed002": the recipe of Mukhoti et al. (2020) and the papers
+        ``max_epochs``. "mukhoti2020": the recipe of Mukhoti et al. (2020) and the papers
         built on their code, SGD (momentum 0.9, weight decay 5e-4, lr 0.1), lr x0.1 at
         150/350 and 250/350 of ``max_epochs``. These epochs are rounded and never the first, which
         always runs at the base rate. "onecycle": SGD (momentum 0.9, Nesterov, weight
@@ -333,7 +333,7 @@ default=None
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "lr": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "train_split": [Interval(numbers.Real, 0, 1, closed="neither"), callable, None],
-        "recipe": [StrOptions(set(RECIPES)), Recipe, None],
+        "recipe": [StrOptions(set(RECIPES), deprecated=set(RECIPE_ALIASES)), Recipe, None],
         "augment": [StrOptions(set(AUGMENTATIONS)), None],
         "mixup_alpha": [Interval(numbers.Real, 0, None, closed="left")],
         "grad_clip": [Interval(numbers.Real, 0, None, closed="neither"), None],
