@@ -1,13 +1,19 @@
 """sklearn_calib: calibrated neural classifiers, post-hoc calibrators and calibration metrics."""
 
 from .calibrators import (
+    BetaCalibration,
     CalibratedClassifier,
+    CalibratorSelector,
+    DirichletCalibration,
     EnsembleTemperatureScaling,
     HistogramBinning,
     IsotonicCalibration,
     MatrixScaling,
     PlattScaling,
+    QuadraticScaling,
     ScalingBinning,
+    StructuredMatrixScaling,
+    StructuredVectorScaling,
     TemperatureScaling,
     VectorScaling,
 )
@@ -42,7 +48,10 @@ from .scoring import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "BetaCalibration",
     "CalibratedClassifier",
+    "CalibratorSelector",
+    "DirichletCalibration",
     "EnsembleTemperatureScaling",
     "HistogramBinning",
     "IsotonicCalibration",
@@ -50,7 +59,10 @@ __all__ = [
     "MetaNetClassifier",
     "NetClassifier",
     "PlattScaling",
+    "QuadraticScaling",
     "ScalingBinning",
+    "StructuredMatrixScaling",
+    "StructuredVectorScaling",
     "TemperatureScaling",
     "VectorScaling",
     "get_loss",

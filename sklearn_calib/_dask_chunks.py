@@ -96,9 +96,7 @@ class ChunkedRows:
             weight_blocks = [None] * len(score_blocks)
         else:
             weight_blocks = self.sample_weight.to_delayed().ravel()
-        return list(
-            zip(y_blocks, score_blocks, weight_blocks, self.offsets.tolist(), strict=True)
-        )
+        return list(zip(y_blocks, score_blocks, weight_blocks, self.offsets.tolist(), strict=True))
 
     def reduce(self, function, *args, merge=None):
         """``function(y, scores, weight, first_row, *args)`` of every chunk, added up.

@@ -79,6 +79,27 @@ def check_confidence_level(confidence_level):
     return value
 
 
+def check_option(value, name, options):
+    """Return ``value`` after checking it is one of the strings ``options``.
+
+    Parameters
+    ----------
+    value : object
+        Value to check.
+    name : str
+        Name of the parameter in the error message.
+    options : tuple of str
+        The accepted values.
+
+    Returns
+    -------
+    value : str
+    """
+    if not isinstance(value, str) or value not in options:
+        raise ValueError(f"Expected `{name}` to be one of {options}, got {value!r}.")
+    return value
+
+
 def check_n_bins(n_bins):
     """Return ``n_bins`` as an int after checking it is an integer >= 1.
 
@@ -443,8 +464,14 @@ def check_sample_weight(sample_weight, n_samples):
         raise ValueError("`sample_weight` contains NaN or infinite values.")
     if (weight < 0).any():
         raise ValueError("`sample_weight` contains negative values.")
-    if weight.sum() <= 0:
+    total = weight.sum()
+    if total <= 0:
         raise ValueError("Expected `sample_weight` to have a positive sum, got all weights zero.")
+    if not np.isfinite(total):
+        raise ValueError(
+            f"`sample_weight` sums to infinity (largest weight {weight.max()!r}); divide the "
+            "weights by a common factor."
+        )
     return weight
 
 
@@ -474,35 +501,7 @@ def check_classification_inputs(y_true, y_prob, *, labels=None, sample_weight=No
     sample_weight : ndarray of shape (n_samples,) or None
     """
     proba = check_probabilities(y_prob)
-    y_index, sample_weight = check_labels_and_weights(
-        y_true, proba.shape[0], proba.shape[1], labels=labels, sample_weight=sample_weight
-    )
-    return y_index, proba, sample_weight
-
-
-def check_labels_and_weights(y_true, n_samples, n_classes, *, labels=None, sample_weight=None):
-    """The label and weight checks of :func:`check_classification_inputs`.
-
-    For callers that check the probabilities themselves (a fused pass over them).
-
-    Parameters
-    ----------
-    y_true : array-like of shape (n_samples,)
-        True labels of any type.
-    n_samples : int
-        Number of rows of the probabilities.
-    n_classes : int
-        Number of columns of the probabilities.
-    labels : array-like of shape (n_classes,), default=None
-        The class of each column, as in :func:`check_classification_inputs`.
-    sample_weight : array-like of shape (n_samples,), default=None
-        Non-negative sample weights.
-
-    Returns
-    -------
-    y_index : ndarray of shape (n_samples,), dtype int64
-    sample_weight : ndarray of shape (n_samples,) or None
-    """
-    y = _check_y_true(y_true, n_samples)
-    classes = resolve_classes(y, labels, n_classes)
-    return encode_labels(y, classes), check_sample_weight(sample_weight, n_samples)
+    y = _check_y_true(y_true, proba.shape[0])
+    classes = resolve_classes(y, labels, proba.shape[1])
+    y_index = encode_labels(y, classes)
+    return y_index, proba, check_sample_weight(sample_weight, proba.shape[0])

@@ -10,6 +10,10 @@ against the right columns, whatever the label type.
 Use them by name through :func:`get_scorer`::
 
     GridSearchCV(LogisticRegression(), {"C": [0.1, 1]}, scoring=get_scorer("neg_ece"))
+
+scikit-learn's model selection knows only its own scorer names (it has no way to register
+others): ``GridSearchCV(..., scoring="neg_ece")`` fails with the list of scikit-learn's
+names. Pass the object :func:`get_scorer` returns instead.
 """
 
 import copy
@@ -19,8 +23,9 @@ from sklearn.metrics import get_scorer as _sklearn_get_scorer
 from sklearn.metrics import get_scorer_names as _sklearn_get_scorer_names
 from sklearn.metrics._scorer import _Scorer
 
+from . import metrics
 from .metrics import (
-    NLL_EPS,
+    BootstrapInterval,
     CalibrationTestResult,
     adaptive_calibration_error,
     brier_score,
@@ -44,7 +49,7 @@ from .metrics import (
 )
 
 __all__ = [
-    "NLL_EPS",
+    "BootstrapInterval",
     "CalibrationTestResult",
     "adaptive_calibration_error",
     "brier_score",
@@ -162,7 +167,8 @@ def get_scorer(scoring):
     and ``neg_refinement_log_loss`` / ``neg_refinement_brier`` (:func:`refinement_loss`:
     the score left after temperature scaling, to select a network by what post-hoc
     calibration cannot fix). scikit-learn's model selection does not know
-    these names as strings, so pass the returned objects, alone or as the values of a
+    these names as strings (``GridSearchCV(..., scoring="neg_ece")`` fails with the list
+    of scikit-learn's names), so pass the returned objects, alone or as the values of a
     dict: ``scoring={"ece": get_scorer("neg_ece"), "acc": "accuracy"}``.
 
     Parameters
@@ -196,6 +202,13 @@ def get_scorer(scoring):
             "sklearn_calib.scoring.get_scorer_names() lists the valid names."
         )
     return _sklearn_get_scorer(scoring)
+
+
+def __getattr__(name):
+    """Deprecated names of the module (those of :mod:`sklearn_calib.metrics`)."""
+    if name == "NLL_EPS":
+        return metrics.NLL_EPS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def get_scorer_names():

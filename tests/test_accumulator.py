@@ -25,8 +25,9 @@ from sklearn_calib.metrics import (
     top_label_calibration_error,
 )
 from sklearn_calib.metrics._binning import assign_bins
-from sklearn_calib.metrics._metrics import _TOP_LABEL_ROWS, binned_sums, scores_and_outcomes
+from sklearn_calib.metrics._metrics import _TOP_LABEL_ROWS, binned_sums
 from sklearn_calib.metrics._poisson import poisson_counts, seed_key, torch_poisson_counts
+from sklearn_calib.metrics._predictions import check_predictions
 
 ALL_INTERVALS = ("ece", "mce", "accuracy", "nll", "brier", "classwise_ece", "smooth_ece")
 
@@ -85,6 +86,67 @@ def test_binned_metrics_equal_the_in_memory_functions(weighted, dtype):
     ours = accumulate(y, proba, weight).compute(confidence_level=0.9).reliability
     for key in diagram:
         np.testing.assert_allclose(ours[key], diagram[key], rtol=1e-12, equal_nan=True)
+
+
+#: The accumulator's exact or nested results, compared with the in-memory functions.
+EXACT = {
+    "ece": expected_calibration_error,
+    "mce": maximum_calibration_error,
+    "classwise_ece": classwise_calibration_error,
+    "top_label_ece": top_label_calibration_error,
+    "accuracy": top_label_accuracy,
+    "nll": negative_log_likelihood,
+    "brier": brier_score,
+    "smooth_ece": smooth_ece,
+}
+
+
+@pytest.mark.parametrize("kind", ["counts", "zeros"])
+def test_weights_mean_what_they_mean_to_the_in_memory_functions(kind):
+    y, proba, weight = overconfident(6000, 3, seed=11)
+    rng = np.random.default_rng(1)
+    if kind == "counts":  # integer weights count repeated rows (equal-mass bins)
+        weight = rng.integers(0, 4, size=6000).astype(np.float64)
+    else:  # rows of weight 0 stand for no sample (smECE's and SECE's epsilon)
+        weight = np.where(rng.random(6000) < 0.3, 0.0, weight)
+    result = accumulate(y, proba, weight, chunks=(0, 2500)).compute()
+    for name, metric in EXACT.items():
+        assert relative(result[name], metric(y, proba, sample_weight=weight)) <= 1e-12, name
+    exact = adaptive_calibration_error(y, proba, sample_weight=weight)
+    assert abs(result.adaptive_ece - exact) <= result.adaptive_ece_bound
+    sece = smooth_calibration_error(y, proba, method="exact", sample_weight=weight)
+    assert abs(result.sece - sece) <= result.sece_bound
+    # rows of weight 0 change nothing, replicates included
+    options = {"n_resamples": 20, "interval_metrics": ALL_INTERVALS}
+    held = weight > 0
+    kept = accumulate(y[held], proba[held], weight[held], **options).compute()
+    extra = np.concatenate([weight[held], np.zeros(500)])
+    padded = accumulate(np.r_[y[held], y[:500]], np.r_[proba[held], proba[:500]], extra, **options)
+    padded = padded.compute()
+    for name in (*EXACT, "adaptive_ece", "debiased_ce", "sece", "ks", "kuiper"):
+        found, wanted = padded[name], kept[name]
+        if name in ("ks", "kuiper"):
+            found, wanted = found.statistic, wanted.statistic
+        assert relative(found, wanted) <= 1e-12, name
+    for name in ALL_INTERVALS:
+        np.testing.assert_allclose(
+            padded.intervals[name].replicates, kept.intervals[name].replicates, rtol=1e-12
+        )
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_log_loss_clips_at_the_machine_epsilon_of_the_dtype(dtype):
+    y = np.array([0, 1, 1, 0])
+    proba = np.array([[1.0, 0.0], [1.0, 0.0], [0.3, 0.7], [0.6, 0.4]], dtype=dtype)
+    expected = negative_log_likelihood(y, proba)
+    eps = float(np.finfo(dtype).eps)
+    kept = proba[[2, 3], [1, 0]].astype(np.float64)
+    hand = (-np.log(1 - eps) - np.log(eps) - np.log(kept).sum()) / 4
+    assert relative(expected, hand) <= 1e-12
+    found = CalibrationAccumulator().update(y, proba).compute().nll
+    on_torch = CalibrationAccumulator().update(torch.as_tensor(y), torch.as_tensor(proba))
+    assert relative(found, expected) <= 1e-15
+    assert relative(on_torch.compute().nll, expected) <= 1e-15
 
 
 def test_positive_class_convention_equals_the_in_memory_functions():
@@ -206,15 +268,21 @@ def test_poisson_counts_depend_on_the_row_id_only_and_follow_poisson_one():
 def test_numpy_and_numba_kernels_give_the_same_sums(monkeypatch):
     pytest.importorskip("numba")
     y, proba, weight = overconfident(300000, 5, seed=5, dtype=np.float32)
+    proba[:200] = [0.3, 0.3, 0.2, 0.1, 0.1]  # tied maxima: the first column is predicted
+    y[:200] = np.arange(200) % 2
     for sample_weight in (None, weight):
-        fused = _fused.top_label_sums(y, proba, None, sample_weight, 15, _TOP_LABEL_ROWS)
-        score, outcome = scores_and_outcomes(proba, y)
-        _, *expected = binned_sums(score, outcome, sample_weight, 15, "uniform")
+        data = check_predictions(y, proba, sample_weight=sample_weight)
+        fused = _fused.top_label_sums(data, 15, _TOP_LABEL_ROWS)
+        score, outcome = data.scores("top_label")
+        _, *expected = binned_sums(score, outcome, data.sample_weight, 15, "uniform")
         for found, wanted in zip(fused, expected, strict=True):
             assert np.array_equal(found, wanted)
+        # predictions that hold their scores already bin them instead
+        assert _fused.top_label_sums(data, 15, _TOP_LABEL_ROWS) is None
         ece = expected_calibration_error(y, proba, sample_weight=sample_weight)
         monkeypatch.setenv("SKLEARN_CALIB_NUMBA", "0")
-        assert _fused.top_label_sums(y, proba, None, sample_weight, 15, _TOP_LABEL_ROWS) is None
+        fresh = check_predictions(y, proba, sample_weight=sample_weight)
+        assert _fused.top_label_sums(fresh, 15, _TOP_LABEL_ROWS) is None
         assert expected_calibration_error(y, proba, sample_weight=sample_weight) == ece
         monkeypatch.delenv("SKLEARN_CALIB_NUMBA")
     options = {"n_resamples": 33, "interval_metrics": ALL_INTERVALS}
@@ -224,22 +292,22 @@ def test_numpy_and_numba_kernels_give_the_same_sums(monkeypatch):
     assert np.array_equal(fast, slow)
 
 
-def test_the_fused_pass_leaves_bad_or_rounded_input_to_the_usual_checks():
+def test_the_numba_ece_takes_the_checked_probabilities():
     pytest.importorskip("numba")
     y, proba, _ = overconfident(5000, 3, seed=10)
-    assert _fused.top_label_sums(y, proba, None, None, 15, _TOP_LABEL_ROWS) is not None
     for bad in (np.nan, -0.1, 1.5):
         broken = proba.copy()
         broken[17, 1] = bad
-        assert _fused.top_label_sums(y, broken, None, None, 15, _TOP_LABEL_ROWS) is None
         with pytest.raises(ValueError, match="NaN|negative|sum to 1"):
             expected_calibration_error(y, broken)
     rounded = proba.copy()
     rounded[3] = [1.0 + 2e-4, 0.0, 0.0]  # within the tolerance: clipped to 1 by the checks
-    assert _fused.top_label_sums(y, rounded, None, None, 15, _TOP_LABEL_ROWS) is None
     clipped = rounded.copy()
     clipped[3, 0] = 1.0
     assert expected_calibration_error(y, rounded) == expected_calibration_error(y, clipped)
+    # a Fortran-ordered copy takes the numpy path, with the same sums
+    ece = expected_calibration_error(y, proba)
+    assert expected_calibration_error(y, np.asfortranarray(proba)) == ece
 
 
 def test_torch_batches_on_their_device_equal_numpy_batches():

@@ -1,6 +1,5 @@
 """Searches on a Dask cluster (joblib's dask backend) equal the sequential ones."""
 
-
 import joblib
 import numpy as np
 import pytest
@@ -14,6 +13,7 @@ from sklearn_calib import CalibratedClassifier, HistogramBinning, TemperatureSca
 from sklearn_calib.estimators import NetClassifier
 
 distributed = pytest.importorskip("distributed")
+
 
 @pytest.fixture(scope="module")
 def client(dask_client):

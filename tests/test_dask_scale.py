@@ -121,12 +121,13 @@ def test_readme_example_runs(client, capsys):
     readme = (REPO / "README.md").read_text()
     text = readme.split("## Measuring calibration at scale\n", 1)[1]
     example = re.search(r"```python\n(.*?)```", text, re.S).group(1)
-    small = example.replace("1_000_000", "40_000").replace("100_000", "10_000")
-    # the test's cluster stands in for the example's own
+    small = example.replace("200_000", "40_000").replace("50_000", "10_000")
+    # the test's cluster of worker processes stands in for the example's own
     small = small.replace(
-        "with LocalCluster(n_workers=2, threads_per_worker=1) as cluster, Client(cluster):",
+        'with Client(processes=False, n_workers=2, threads_per_worker=1, dashboard_address=":0"):',
         "if True:",
     )
+    assert "if True:" in small
     exec(small, {"__name__": "__main__"})
     printed = capsys.readouterr().out.splitlines()
     ece = float(printed[0])
@@ -228,3 +229,26 @@ def test_calibration_report_of_dask_arrays(client, n_classes):
     assert text.startswith("Calibration report: 8000 samples") and "Poisson bootstrap" in text
     with pytest.raises(ValueError, match="ci_method='percentile'"):
         metrics.calibration_report(dy, dproba, ci_method="bca")
+
+
+def test_dask_report_reads_weights_and_undefined_tests_as_in_memory(client):
+    _, y, proba, _ = predictions(n=6000, n_classes=3, seed=6)
+    # integer weights count repeated rows (the temperature split's mixing), zeros none
+    weight = np.random.default_rng(0).integers(0, 4, size=6000).astype(np.float64)
+    dy, dproba, dweight = chunked(y, proba, weight)
+    options = {"n_resamples": 50, "random_state": 0, "output_dict": True}
+    found = metrics.calibration_report(dy, dproba, sample_weight=dweight, **options)
+    expected = metrics.calibration_report(y, proba, sample_weight=weight, **options)
+    for key, entry in expected["errors"].items():
+        assert found["errors"][key]["estimate"] == pytest.approx(entry["estimate"], rel=1e-12)
+    for part, value in expected["decomposition"]["log_loss"].items():
+        assert found["decomposition"]["log_loss"][part] == pytest.approx(value, rel=1e-8), part
+    # scores of 0 and 1 only: no test applies, as in memory
+    certain = np.eye(3, dtype=np.float32)[y]
+    found = metrics.calibration_report(dy, da.from_array(certain, chunks=(3000, 3)), **options)
+    expected = metrics.calibration_report(y, certain, **options)
+    for key, entry in expected["tests"].items():
+        assert np.isnan(found["tests"][key]["statistic"]), key
+        assert found["tests"][key]["undefined"] == entry["undefined"]
+    with pytest.raises(ValueError, match="undefined: every weighted score is 0 or 1"):
+        metrics.calibration_test(dy, da.from_array(certain, chunks=(3000, 3)), method="ks")

@@ -29,6 +29,8 @@ from ._base import BaseCalibrator, renormalize, softmax
 from ._dask_fit import fit_histogram_binning
 from ._temperature_solver import fit_inverse_temperature
 
+__all__ = ["HistogramBinning", "ScalingBinning"]
+
 
 def _fit_bin_map(values, targets, n_bins, strategy, sample_weight):
     """Return edges, per-bin mean of ``targets`` (centre if empty) and per-bin weight."""

@@ -8,13 +8,18 @@ import torch
 from scipy.special import softmax
 
 from .._dask_chunks import uses_dask
-from .._validation import check_classification_inputs, check_confidence_level, check_n_bins
+from .._validation import (
+    check_classification_inputs,
+    check_confidence_level,
+    check_n_bins,
+    check_option,
+)
 from ._accumulator_layout import INTERVAL_GROUPS, METRIC_PARTS, RESAMPLED, Layout
 from ._accumulator_results import results
 from ._batch_sums import add_numpy_batch, add_torch_batch
 from ._dispatch import HANDLERS
-from ._metrics import CONVENTIONS, _check_option
 from ._poisson import row_keys, seed_key
+from ._predictions import CONVENTIONS
 from ._smooth import _check_smece_bandwidth
 
 _INPUTS = ("probabilities", "logits")
@@ -154,8 +159,8 @@ class CalibrationAccumulator:
         random_state=None,
     ):
         self.n_bins = check_n_bins(n_bins)
-        self.input = _check_option(input, "input", _INPUTS)
-        self.convention = _check_option(convention, "convention", CONVENTIONS)
+        self.input = check_option(input, "input", _INPUTS)
+        self.convention = check_option(convention, "convention", CONVENTIONS)
         self.labels = None if labels is None else np.asarray(labels)
         self.metrics = (
             tuple(METRIC_PARTS)
@@ -514,9 +519,10 @@ class CalibrationAccumulator:
             sece_bandwidth,
         )
 
-    def n_samples_total(self):
-        """Rows in the state: added here, merged and reduced."""
-        return 0 if self._state is None else int(_to_numpy(self._state["rows"]))
+    def n_positive_rows(self):
+        """Rows of positive weight in the state (added here, merged and reduced): the
+        samples, rows of weight 0 standing for none."""
+        return 0 if self._state is None else int(_to_numpy(self._state["positive"]))
 
     def __getstate__(self):
         state = dict(self.__dict__)

@@ -1,7 +1,8 @@
 """What a :class:`~sklearn_calib.metrics.CalibrationAccumulator` sums, and the shapes.
 
 Every statistic is a float64 array that adds across batches (the state). Always kept:
-``rows`` (the number of rows) and ``invalid`` (4,): the rows rejected by the deferred
+``rows`` (the number of rows), ``positive`` (the number of rows of positive weight:
+rows of weight 0 stand for no sample) and ``invalid`` (4,): the rows rejected by the deferred
 checks of torch input (non-finite or negative probabilities, rows not summing to 1,
 labels out of range, negative or non-finite weights). The parts, kept when a chosen
 metric needs them (:data:`METRIC_PARTS`):
@@ -16,7 +17,8 @@ metric needs them (:data:`METRIC_PARTS`):
   top-label confidence: ``w``, ``w r``, ``w 1[correct]``.
 - ``scores`` (8,): ``w``, ``w NLL``, ``w Brier``, ``w 1[correct]``, Spiegelhalter's
   ``w (y - s)(1 - 2 s)`` and ``w^2 (1 - 2 s)^2 s (1 - s)``, ``w^2 s (1 - s)``, and the
-  number of rows whose weight is not an integer.
+  number of rows whose weight is not a count of repeated rows (not an integer, or from
+  2**53 up: :func:`~sklearn_calib.metrics._weights.sample_count`).
 - ``grid`` (3, n_grid): ``w``, ``w s`` and ``w y`` linearly binned on ``n_grid`` points
   of [0, 1] (smECE, SECE).
 - ``replicates`` (n_cells, 3, n_resamples): the Poisson bootstrap's sums of the
@@ -80,6 +82,7 @@ class Layout:
         k, b = self.n_classes, self.n_bins
         shapes = {
             "rows": (),
+            "positive": (),
             "invalid": (4,),
             "top": (5, b),
             "fine": (5, self.n_fine),
@@ -91,7 +94,7 @@ class Layout:
         shapes = {
             name: shape
             for name, shape in shapes.items()
-            if name in self.parts | {"rows", "invalid"}
+            if name in self.parts | {"rows", "positive", "invalid"}
         }
         if self.n_resamples:
             shapes["replicates"] = (self.replicate_offsets()["end"], 3, self.n_resamples)

@@ -17,6 +17,7 @@ from sklearn.utils import Bunch
 
 from ._accumulator_layout import REPLICATE_GRID
 from ._binning import _group_ends, uniform_bin_edges
+from ._bootstrap import _interval
 from ._debiased import _debiased_from_bins
 from ._hypothesis_tests import _brownian_max_sf, _brownian_range_sf
 from ._intervals import clopper_pearson
@@ -46,14 +47,14 @@ def reliability(top, confidence_level):
     return diagram
 
 
-def equal_mass_bins(fine, n_bins, nonintegral):
+def equal_mass_bins(fine, n_bins, not_counts):
     """Equal-mass bins made of fine cells, and a bound on the moved weight.
 
     The groups are those of :func:`~sklearn_calib.metrics._binning.quantile_bin_edges`
-    (by weighted count; non-integer weights rescaled to the number of positive ones).
-    Each inner edge, the largest value of its group, lies in a known fine cell; the
-    edge is moved up to that cell's upper end, so only samples of that cell can change
-    bin.
+    (by weighted count; weights that are not counts rescaled to the number of positive
+    ones). Each inner edge, the largest value of its group, lies in a known fine cell;
+    the edge is moved up to that cell's upper end, so only samples of that cell can
+    change bin.
 
     Returns
     -------
@@ -67,7 +68,7 @@ def equal_mass_bins(fine, n_bins, nonintegral):
     weight, positive = fine[0], fine[4]
     n_fine = weight.shape[0]
     cumulative = np.cumsum(weight)
-    if nonintegral:
+    if not_counts:
         cumulative = cumulative * (positive.sum() / cumulative[-1])
     position = _group_ends(cumulative[-1], n_bins)
     cells = np.minimum(np.searchsorted(cumulative, position + 0.5, side="left"), n_fine - 1)
@@ -129,7 +130,8 @@ def replicate_values(state, layout, smooth_bandwidth):
                 replicates[:, start : start + REPLICATE_GRID], 2, 0
             )
             sums = np.stack([weight, score - outcome], axis=1)
-            eps = _SMECE_DENSITY_EPS * weight.sum(axis=-1) / float(state["rows"])
+            # the replicate's mean weight per drawn row, as the in-memory plan's
+            eps = _SMECE_DENSITY_EPS * weight.sum(axis=-1) / float(state["positive"])
             values["smooth_ece"] = _smece_from_grid(sums, smooth_bandwidth, eps[:, None])
         else:
             size = layout.n_classes * layout.n_bins
@@ -141,16 +143,14 @@ def replicate_values(state, layout, smooth_bandwidth):
 
 
 def interval(estimate, replicates, confidence_level, name):
-    """Percentile interval of the replicates, as a Bunch with the estimate."""
+    """Percentile interval of the replicates: a :class:`BootstrapInterval` with its flags."""
     if not np.isfinite(replicates).all():
         raise ValueError(
             f"The Poisson bootstrap replicates of {name!r} are not all finite (a replicate "
             "drew no rows, which happens with very few rows); use more rows or fewer "
             "replicates."
         )
-    alpha = (1.0 - confidence_level) / 2.0
-    low, high = np.quantile(replicates, [alpha, 1.0 - alpha])
-    return Bunch(estimate=estimate, low=float(low), high=float(high), replicates=replicates)
+    return _interval(float(estimate), replicates, None, confidence_level, "percentile", name)
 
 
 def results(state, layout, interval_metrics, confidence_level, smooth_bandwidth, sece_bandwidth):
@@ -164,8 +164,8 @@ def results(state, layout, interval_metrics, confidence_level, smooth_bandwidth,
         out.mce = float(_calibration_error_from_bins(*top[:3], "max"))
         out.reliability = reliability(top, confidence_level)
     if "fine" in state:
-        nonintegral = "scores" in state and state["scores"][7] > 0
-        sums, edges, moved = equal_mass_bins(state["fine"], layout.n_bins, nonintegral)
+        not_counts = "scores" in state and state["scores"][7] > 0
+        sums, edges, moved = equal_mass_bins(state["fine"], layout.n_bins, not_counts)
         out.adaptive_ece = float(_binned_errors(*sums[:3]))
         out.adaptive_ece_bound = 2.0 * moved / float(state["fine"][0].sum())
         out.adaptive_edges = edges
@@ -183,9 +183,10 @@ def results(state, layout, interval_metrics, confidence_level, smooth_bandwidth,
         if "fine" in state:
             out.ks, out.kuiper = cumulative_tests(state["fine"], float(variance))
     if "grid" in state:
-        error, bandwidth, bound = grid_smooth_ece(state["grid"], n_rows, smooth_bandwidth)
+        n_positive = int(state["positive"])
+        error, bandwidth, bound = grid_smooth_ece(state["grid"], n_positive, smooth_bandwidth)
         out.smooth_ece, out.smooth_ece_bandwidth, out.smooth_ece_bound = error, bandwidth, bound
-        out.sece, out.sece_bound = grid_sece(state["grid"], n_rows, sece_bandwidth)
+        out.sece, out.sece_bound = grid_sece(state["grid"], n_positive, sece_bandwidth)
     if layout.n_resamples:
         values = replicate_values(state, layout, out.get("smooth_ece_bandwidth"))
         out.intervals = {

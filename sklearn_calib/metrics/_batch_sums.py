@@ -13,11 +13,12 @@ import torch
 from .._validation import ROW_SUM_TOLERANCE
 from ._accumulator_layout import REPLICATE_GRID
 from ._binning import assign_bins, uniform_bin_edges
-from ._decomposition import per_sample_score
 from ._fused import replicate_sums
-from ._metrics import NLL_EPS, _confidence_and_correct, _row_blocks, scores_and_outcomes
+from ._metrics import log_loss_clip, per_sample_score
 from ._poisson import torch_poisson_counts
+from ._predictions import _confidence_and_correct, _row_blocks, scores_and_outcomes
 from ._smooth import linear_binning
+from ._weights import non_counts
 
 #: Entries per block of the resampled statistics (bounds their temporaries).
 _REPLICATE_ELEMENTS = 1 << 16
@@ -88,7 +89,7 @@ def add_numpy_batch(state, layout, proba, y_index, sample_weight, base):
         brier = per_sample_score(proba, y_index, "brier")
     if "scores" in state:
         terms = _score_terms(weight, nll, brier, correct * 1.0, score64, outcome64)
-        state["scores"] += terms + [np.count_nonzero(weight % 1)]
+        state["scores"] += terms + [non_counts(weight)]
     if base is not None:
         offsets = layout.replicate_offsets()
         n_entries = sum(_ENTRIES.get(group, n_classes) for group in layout.groups)
@@ -110,6 +111,7 @@ def add_numpy_batch(state, layout, proba, y_index, sample_weight, base):
             )
             replicate_sums(base[rows], cells, values, state["replicates"])
     state["rows"] += n_rows
+    state["positive"] += np.count_nonzero(weight)
 
 
 def _score_terms(weight, nll, brier, correct, score, outcome):
@@ -284,12 +286,13 @@ def add_torch_batch(state, layout, proba, y_index, sample_weight, row_ids, key):
             class_cell, n_classes * n_bins, [repeated, repeated * probability, repeated * indicator]
         ).reshape(3, n_classes, n_bins)
     true_proba = proba.gather(1, y_index[:, None])[:, 0].to(torch.float64)
-    nll = -torch.log(true_proba.clamp(NLL_EPS, 1.0))
+    # clipped at the machine epsilon of the dtype the numpy checks would give
+    clip = log_loss_clip(np.float32 if proba.dtype == torch.float32 else np.float64)
+    nll = -torch.log(true_proba.clamp(*clip))
     brier = proba.to(torch.float64).square().sum(dim=1) - 2.0 * true_proba + 1.0
     if "scores" in state:
         terms = _score_terms(weight, nll, brier, correct64, score64, outcome64)
-        nonintegral = torch.count_nonzero(weight % 1).to(torch.float64)
-        state["scores"] += torch.stack(terms + [nonintegral])
+        state["scores"] += torch.stack(terms + [non_counts(weight).to(torch.float64)])
     if row_ids is not None:
         _add_torch_replicates(
             state["replicates"],
@@ -306,6 +309,7 @@ def add_torch_batch(state, layout, proba, y_index, sample_weight, row_ids, key):
             key,
         )
     state["rows"] += n_rows
+    state["positive"] += (weight > 0).sum()
 
 
 def _add_torch_replicates(

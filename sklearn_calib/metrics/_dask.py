@@ -25,7 +25,7 @@ from .._validation import resolve_classes
 from ._accumulator import CalibrationAccumulator, check_batch
 from ._binning import _group_ends, assign_bins, uniform_bin_edges
 from ._dispatch import register
-from ._metrics import scores_and_outcomes
+from ._predictions import scores_and_outcomes
 from ._smooth import _SMECE_DENSITY_EPS, _smece_from_grid, _smece_grid_size, linear_binning
 from ._smooth_grid import grid_smooth_ece
 
@@ -128,9 +128,9 @@ def equal_mass_sums(data, n_bins, convention):
     fine = accumulator._state["fine"]
     layout = accumulator._layout
     weight, positive = fine[0], fine[4]
-    nonintegral = accumulator._state["scores"][7] > 0
+    not_counts = accumulator._state["scores"][7] > 0
     cumulative = np.cumsum(weight)
-    scale = positive.sum() / cumulative[-1] if nonintegral else 1.0
+    scale = positive.sum() / cumulative[-1] if not_counts else 1.0
     cumulative = cumulative * scale
     targets = _group_targets(cumulative[-1], n_bins)
     cells = np.minimum(np.searchsorted(cumulative, targets, side="left"), layout.n_fine - 1)
@@ -181,10 +181,10 @@ def smooth_ece_of(data, bandwidth, convention):
     """smECE and its bandwidth; a second pass bins smECE's own grid where it does not nest."""
     accumulator = data.accumulate(convention=convention, metrics=["smooth_ece"])
     grid = accumulator._state["grid"]
-    n_rows = accumulator.n_samples_total()
-    error, bandwidth, bound = grid_smooth_ece(grid, n_rows, bandwidth)
+    n_positive = accumulator.n_positive_rows()
+    error, bandwidth, bound = grid_smooth_ece(grid, n_positive, bandwidth)
     if bound:
         sums = data.reduce(_linear_grid, data.labels, convention, _smece_grid_size(bandwidth))
-        eps = _SMECE_DENSITY_EPS * float(grid[0].sum()) / n_rows
+        eps = _SMECE_DENSITY_EPS * float(grid[0].sum()) / n_positive
         error = float(_smece_from_grid(sums, bandwidth, eps))
     return error, bandwidth

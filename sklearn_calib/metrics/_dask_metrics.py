@@ -10,15 +10,22 @@ import numbers
 
 import numpy as np
 from scipy.stats import norm as normal
-from sklearn.utils import Bunch, check_random_state
+from sklearn.utils import check_random_state
 
-from .._validation import check_confidence_level, check_n_bins
+from .._validation import check_confidence_level, check_n_bins, check_option
 from ._accumulator_results import cumulative_tests, reliability
+from ._bootstrap import _check_ci_method
 from ._dask import DaskPredictions, binned_sums, smooth_ece_of
 from ._debiased import _debiased_from_bins
 from ._dispatch import register
-from ._hypothesis_tests import CalibrationTestResult, check_test_options
-from ._metrics import _NORMS, _STRATEGIES, CONVENTIONS, _calibration_error_from_bins, _check_option
+from ._hypothesis_tests import (
+    CalibrationTestResult,
+    check_test_options,
+    reason_undefined,
+    undefined_error,
+)
+from ._metrics import _NORMS, _STRATEGIES, _calibration_error_from_bins
+from ._predictions import CONVENTIONS
 from ._resampling import check_interval_options
 from ._smooth import _check_smece_bandwidth
 from ._smooth_grid import grid_sece
@@ -32,13 +39,13 @@ def _data(call):
 def _bins(call, strategy):
     """The exact bins' sums (``w``, ``w s``, ``w y``, ``w^2``, ``1[w > 0]``) and edges."""
     n_bins = check_n_bins(call.n_bins)
-    _check_option(strategy, "strategy", _STRATEGIES)
-    _check_option(call.convention, "convention", CONVENTIONS)
+    check_option(strategy, "strategy", _STRATEGIES)
+    check_option(call.convention, "convention", CONVENTIONS)
     return binned_sums(_data(call), n_bins, strategy, call.convention)
 
 
 def _binned_error(call, strategy, norm):
-    _check_option(norm, "norm", _NORMS)
+    check_option(norm, "norm", _NORMS)
     _, sums = _bins(call, strategy)
     return float(_calibration_error_from_bins(*sums[:3], norm))
 
@@ -88,7 +95,7 @@ def _accumulated(call, metrics, **options):
 @register("classwise_calibration_error")
 def classwise_calibration_error(call):
     """:func:`~sklearn_calib.metrics.classwise_calibration_error` of Dask input."""
-    _check_option(call.norm, "norm", _NORMS)
+    check_option(call.norm, "norm", _NORMS)
     accumulator = _accumulated(call, ["classwise_ece"], n_bins=call.n_bins)
     return float(_calibration_error_from_bins(*accumulator._state["classwise"], call.norm).mean())
 
@@ -96,9 +103,9 @@ def classwise_calibration_error(call):
 @register("top_label_calibration_error")
 def top_label_calibration_error(call):
     """:func:`~sklearn_calib.metrics.top_label_calibration_error` of Dask input."""
-    _check_option(call.strategy, "strategy", _STRATEGIES)
-    _check_option(call.norm, "norm", _NORMS)
-    _check_option(call.average, "average", _AVERAGES)
+    check_option(call.strategy, "strategy", _STRATEGIES)
+    check_option(call.norm, "norm", _NORMS)
+    check_option(call.average, "average", _AVERAGES)
     if call.strategy != "uniform":
         raise ValueError(
             "top_label_calibration_error of Dask input takes strategy='uniform' only "
@@ -139,7 +146,7 @@ def smooth_ece(call):
         raise ValueError(
             f"Expected `return_bandwidth` to be a bool, got {call.return_bandwidth!r}."
         )
-    _check_option(call.convention, "convention", CONVENTIONS)
+    check_option(call.convention, "convention", CONVENTIONS)
     error, bandwidth = smooth_ece_of(_data(call), bandwidth, call.convention)
     return (error, bandwidth) if call.return_bandwidth else error
 
@@ -152,10 +159,17 @@ def smooth_calibration_error(call):
             "smooth_calibration_error of Dask input is binned on a fixed grid: it takes "
             "include_self=True and method='auto' or 'binned'."
         )
-    _check_option(call.convention, "convention", CONVENTIONS)
+    check_option(call.convention, "convention", CONVENTIONS)
     accumulator = _accumulated(call, ["sece"], convention=call.convention)
-    error, _ = grid_sece(accumulator._state["grid"], accumulator.n_samples_total(), call.bandwidth)
+    error, _ = grid_sece(accumulator._state["grid"], accumulator.n_positive_rows(), call.bandwidth)
     return error
+
+
+def undefined_test(scores, method):
+    """:func:`reason_undefined` of a test from an accumulator's ``scores``: the weighted
+    ``s (1 - s)`` terms are positive when some score lies in (0, 1), Spiegelhalter's
+    spread when one of them is not 1/2."""
+    return reason_undefined(method, bool(scores[6] > 0), bool(scores[5] > 0))
 
 
 @register("calibration_test")
@@ -166,12 +180,10 @@ def calibration_test(call):
     metrics = ["spiegelhalter"] if method == "spiegelhalter" else ["spiegelhalter", "ks"]
     accumulator = _accumulated(call, metrics, convention=call.convention)
     scores = accumulator._state["scores"]
+    reason = undefined_test(scores, method)
+    if reason is not None:
+        raise undefined_error(method, reason)
     if method == "spiegelhalter":
-        if scores[5] <= 0:
-            raise ValueError(
-                "Spiegelhalter's statistic is undefined: every weighted score is 0, 1/2 or 1, "
-                "so the Brier score has no variance under the null; use method='ks'."
-            )
         statistic = float(scores[4] / np.sqrt(scores[5]))
         tails = {
             "two-sided": 2.0 * normal.sf(abs(statistic)),
@@ -180,11 +192,6 @@ def calibration_test(call):
         }
         return CalibrationTestResult(statistic, float(min(1.0, tails[alternative])))
     ks, kuiper = cumulative_tests(accumulator._state["fine"], float(scores[6]))
-    if ks is None:
-        raise ValueError(
-            "The cumulative-difference statistics are undefined: every weighted score is 0 "
-            "or 1, so the outcomes have no variance under the null."
-        )
     result = ks if method == "ks" else kuiper
     return CalibrationTestResult(result.statistic, result.pvalue)
 
@@ -211,21 +218,22 @@ def seed_of(random_state):
 @register("calibration_error_ci")
 def calibration_error_ci(call):
     """:func:`~sklearn_calib.metrics.calibration_error_ci` of Dask input (Poisson bootstrap)."""
+    options = dict(call.metric_kwargs)
+    ci_method = _check_ci_method(call.ci_method, options)
     n_resamples, confidence_level = check_interval_options(call.n_resamples, call.confidence_level)
     metric = call.metric
     name = _INTERVAL_NAMES.get(getattr(metric, "__name__", None))
-    if name is None or call.method != "percentile":
+    if name is None or ci_method != "percentile":
         raise ValueError(
             "calibration_error_ci of Dask input resamples by the Poisson bootstrap, with "
-            f"method='percentile', the metrics {sorted(_INTERVAL_NAMES)}; got "
-            f"{getattr(metric, '__name__', metric)!r} with method={call.method!r}."
+            f"ci_method='percentile', the metrics {sorted(_INTERVAL_NAMES)}; got "
+            f"{getattr(metric, '__name__', metric)!r} with ci_method={ci_method!r}."
         )
-    options = dict(call.metric_kwargs)
     bandwidth = options.pop("bandwidth", "auto")
     if set(options) - {"n_bins", "convention"}:
         raise ValueError(
             "calibration_error_ci of Dask input takes n_bins and convention (and smECE's "
-            f"bandwidth) as options; got {sorted(call.metric_kwargs)}."
+            f"bandwidth) as options; got {sorted(options)}."
         )
     accumulator = _data(call).accumulate(
         metrics=[name],
@@ -235,12 +243,4 @@ def calibration_error_ci(call):
         **options,
     )
     result = accumulator.compute(confidence_level=confidence_level, smooth_bandwidth=bandwidth)
-    interval = result.intervals[name]
-    return Bunch(
-        estimate=float(interval.estimate),
-        low=interval.low,
-        high=interval.high,
-        replicates=interval.replicates,
-        confidence_level=confidence_level,
-        method="percentile",
-    )
+    return result.intervals[name]

@@ -14,39 +14,29 @@
   CORP's (which fits every distinct value) that removes at most as much.
 """
 
-import numbers
-
 import numpy as np
 from sklearn.isotonic import isotonic_regression
 
-from .._validation import check_n_bins
 from ._accumulator import check_batch
 from ._accumulator_results import interval
 from ._binning import assign_bins, uniform_bin_edges
-from ._bootstrap import CI_METHODS
-from ._calibration_report import _format
+from ._calibration_report import _TESTS, _format, check_report_options
 from ._dask import DaskPredictions, equal_mass_sums, smooth_ece_of
-from ._dask_metrics import seed_of
+from ._dask_metrics import seed_of, undefined_test
 from ._debiased import _debiased_from_bins
 from ._decomposition import (
-    LOGIT_FLOOR,
-    _nll_derivatives,
-    inverse_temperature_root,
+    _inverse_temperature,
+    _TemperedNLL,
+    exponential_row_totals,
     logit_gaps,
-    per_sample_score,
-    tempered,
+    marginal_scores,
+    tempered_scores,
 )
 from ._dispatch import register
 from ._fused import replicate_sums
-from ._metrics import (
-    CONVENTIONS,
-    NLL_EPS,
-    _calibration_error_from_bins,
-    _check_option,
-    scores_and_outcomes,
-)
+from ._metrics import _calibration_error_from_bins
 from ._poisson import row_keys, seed_key
-from ._resampling import check_interval_options
+from ._predictions import _confidence, scores_and_outcomes
 
 #: Cells per class of the Brier score's isotonic recalibration on Dask input.
 ISOTONIC_CELLS = 1 << 12
@@ -71,21 +61,32 @@ def _fixed_bin_replicates(y, p, w, first_row, labels, convention, edges, n_resam
     return out
 
 
-def _log_parts(y, p, w, first_row, labels):
+def _logit_gaps(y, p, w, labels):
     y_index, proba, weight = _chunk(y, p, w, labels)
-    return np.log(np.maximum(proba.astype(np.float64), LOGIT_FLOOR)), y_index, weight
+    return (*logit_gaps(proba, y_index, _confidence(proba)), weight)
 
 
 def _derivative_sums(y, p, w, first_row, labels, total, beta):
-    log_proba, y_index, weight = _log_parts(y, p, w, first_row, labels)
-    gap, true_gap = logit_gaps(log_proba, y_index)
-    return np.array(_nll_derivatives(gap, true_gap, weight / total, beta))
+    gap, true_gap, weight = _logit_gaps(y, p, w, labels)
+    return np.array(_TemperedNLL(gap, true_gap, weight / total).derivatives(beta))
 
 
-def _tempered_loss(y, p, w, first_row, labels, beta, n_samples):
-    log_proba, y_index, weight = _log_parts(y, p, w, first_row, labels)
-    recalibrated = tempered(log_proba, beta, n_samples)
-    return np.array([weight @ per_sample_score(recalibrated, y_index, "log_loss")])
+def _tempered_loss(y, p, w, first_row, labels, beta, mixing):
+    gap, true_gap, weight = _logit_gaps(y, p, w, labels)
+    totals = exponential_row_totals(gap, beta)
+    return np.array([weight @ tempered_scores(gap, true_gap, beta, totals, mixing, "log_loss")])
+
+
+class _ChunkedTemperedNLL:
+    """The weighted mean NLL of ``softmax(beta * gap)`` over the chunks, as a function of
+    ``beta`` (the in-memory ``_TemperedNLL``'s derivatives, summed chunk by chunk)."""
+
+    def __init__(self, data, total):
+        self.data, self.total = data, total
+
+    def derivatives(self, beta):
+        """First and second derivative in ``beta``: one pass over the chunks."""
+        return tuple(self.data.reduce(_derivative_sums, self.data.labels, self.total, beta))
 
 
 def _class_cells(y, p, w, first_row, labels, n_cells):
@@ -109,63 +110,70 @@ def _isotonic_on_cells(weight, positive):
     return float(np.sum(weight[held] * fitted**2 - 2.0 * fitted * positive[held] + positive[held]))
 
 
-def _decompositions(data, result, frequencies, n_samples, total):
+def _sample_count(state):
+    """The samples the rows stand for (``sample_count`` of all the weights)."""
+    not_counts = state["scores"][7] > 0
+    return float(state["positive"]) if not_counts else float(state["scores"][0])
+
+
+def _decompositions(data, result, state):
+    """The Brier score's and the log loss's decompositions (see the module)."""
     labels = data.labels
-    beta = inverse_temperature_root(
-        lambda b: tuple(data.reduce(_derivative_sums, labels, total, b))
-    )
-    refined_log = float(data.reduce(_tempered_loss, labels, beta, n_samples)[0]) / total
+    total = float(state["scores"][0])
+    frequencies = state["classwise"][2].sum(axis=1) / total
+    beta = _inverse_temperature(_ChunkedTemperedNLL(data, total))
+    mixing = 1.0 / (_sample_count(state) + 1)
+    refined_log = float(data.reduce(_tempered_loss, labels, beta, mixing)[0]) / total
     cells = data.reduce(_class_cells, labels, ISOTONIC_CELLS)
     refined_brier = sum(_isotonic_on_cells(*column) for column in cells) / total
     if cells.shape[0] == 1:  # binary: both columns of the recalibrated pair
         refined_brier *= 2.0
-    clipped = np.clip(frequencies, NLL_EPS, 1.0)
     parts = {}
-    for key, score, refined, uncertainty, extra in (
-        ("brier", result.brier, refined_brier, 1.0 - np.sum(frequencies**2), {}),
-        (
-            "log_loss",
-            result.nll,
-            refined_log,
-            float(-np.sum(frequencies * np.log(clipped))),
-            {"temperature": 1.0 / beta},
-        ),
+    for key, score, refined, extra in (
+        ("brier", result.brier, refined_brier, {}),
+        ("log_loss", result.nll, refined_log, {"temperature": 1.0 / beta}),
     ):
+        uncertainty = float(frequencies @ marginal_scores(frequencies, key))
         parts[key] = {
             "score": float(score),
             "miscalibration": float(score - refined),
             "discrimination": float(uncertainty - refined),
-            "uncertainty": float(uncertainty),
+            "uncertainty": uncertainty,
             "refinement": float(refined),
             **{name: float(value) for name, value in extra.items()},
         }
     return parts
 
 
-def _check_report_options(call):
-    n_bins = check_n_bins(call.n_bins)
-    _check_option(call.ci_method, "ci_method", CI_METHODS)
-    _check_option(call.convention, "convention", CONVENTIONS)
-    if call.ci_method != "percentile":
-        raise ValueError(
-            "calibration_report of Dask input reads its intervals off Poisson-bootstrap "
-            f"replicates: it takes ci_method='percentile', got {call.ci_method!r}."
-        )
-    if not isinstance(call.output_dict, (bool, np.bool_)):
-        raise ValueError(f"Expected `output_dict` to be a bool, got {call.output_dict!r}.")
-    digits = call.digits
-    if isinstance(digits, (bool, np.bool_)) or not isinstance(digits, numbers.Integral):
-        raise ValueError(f"Expected `digits` to be an integer >= 0, got {digits!r}.")
-    if digits < 0:
-        raise ValueError(f"Expected `digits` to be an integer >= 0, got {digits!r}.")
-    n_resamples, level = check_interval_options(call.n_resamples, call.confidence_level)
-    return n_bins, n_resamples, level
+def _tests(result, state):
+    """The tests' entries; an undefined statistic gets NaN and the reason, as in memory."""
+    tests = {}
+    for key, _ in _TESTS:
+        reason = undefined_test(state["scores"], key)
+        if reason is None:
+            tests[key] = dict(result[key])
+        else:
+            tests[key] = {"statistic": float("nan"), "pvalue": float("nan"), "undefined": reason}
+    return tests
 
 
 @register("calibration_report")
 def calibration_report(call):
     """:func:`~sklearn_calib.metrics.calibration_report` of Dask input."""
-    n_bins, n_resamples, level = _check_report_options(call)
+    n_bins, n_resamples, level = check_report_options(
+        call.n_bins,
+        call.convention,
+        call.confidence_level,
+        call.n_resamples,
+        call.ci_method,
+        call.output_dict,
+        call.digits,
+    )
+    if call.ci_method != "percentile":
+        raise ValueError(
+            "calibration_report of Dask input reads its intervals off Poisson-bootstrap "
+            f"replicates: it takes ci_method='percentile', got {call.ci_method!r}."
+        )
     convention = call.convention
     data = DaskPredictions(call.y_true, call.y_prob, call.sample_weight, call.labels)
     seed = seed_of(call.random_state)
@@ -178,14 +186,12 @@ def calibration_report(call):
         random_state=seed,
     )
     result = accumulator.compute(confidence_level=level)
-    errors = {
-        key: {part: result.intervals[key][part] for part in ("estimate", "low", "high")}
-        for key in ("ece", "classwise_ece", "smooth_ece")
-    }
+    intervals = dict(result.intervals)
     if result.smooth_ece_bound:  # smECE's own grid does not nest: bin it exactly
         exact, _ = smooth_ece_of(data, result.smooth_ece_bandwidth, convention)
-        errors["smooth_ece"]["estimate"] = exact
-    errors["smooth_ece"]["bandwidth"] = result.smooth_ece_bandwidth
+        intervals["smooth_ece"] = interval(
+            exact, intervals["smooth_ece"].replicates, level, "smooth_ece"
+        )
     edges, sums = equal_mass_sums(data, n_bins, convention)
     replicates = data.reduce(
         _fixed_bin_replicates, data.labels, convention, edges, n_resamples, seed
@@ -200,20 +206,13 @@ def calibration_report(call):
         ),
         ("debiased_ce", _debiased_from_bins(*sums), _debiased_from_bins(*columns)),
     ):
-        entry = interval(float(estimate), values, level, key)
-        errors[key] = {part: entry[part] for part in ("estimate", "low", "high")}
+        intervals[key] = interval(estimate, values, level, key)
     order = ("ece", "adaptive_ece", "classwise_ece", "smooth_ece", "debiased_ce")
-    errors = {key: errors[key] for key in order}
-    if result.spiegelhalter is None or result.ks is None:
-        raise ValueError(
-            "The tests of calibration are undefined: every weighted score is 0 or 1 (or "
-            "1/2 for Spiegelhalter's), so the outcomes have no variance under the null."
-        )
-    tests = {"spiegelhalter": dict(result.spiegelhalter)}
-    tests.update({key: dict(result[key]) for key in ("ks", "kuiper")})
-    total = float(accumulator._state["scores"][0])
-    frequencies = accumulator._state["classwise"][2].sum(axis=1) / total
-    decomposition = _decompositions(data, result, frequencies, result.n_samples, total)
+    parts = ("estimate", "low", "high", "flags")
+    errors = {key: {part: intervals[key][part] for part in parts} for key in order}
+    errors["smooth_ece"]["bandwidth"] = result.smooth_ece_bandwidth
+    state = accumulator._state
+    tests = _tests(result, state)
     report = {
         "n_samples": result.n_samples,
         "n_classes": data.n_classes,
@@ -224,12 +223,12 @@ def calibration_report(call):
         "n_resamples": n_resamples,
         "errors": errors,
         "tests": tests,
-        "decomposition": decomposition,
+        "decomposition": _decompositions(data, result, state),
     }
     if call.output_dict:
         return report
-    return _format(report, call.digits) + (
-        "\n(Dask input: intervals by the Poisson bootstrap; KS and Kuiper within "
-        f"{tests['kuiper']['bound']:.2g} of their statistics; the Brier decomposition's "
-        "isotonic recalibration on 2^12 cells per class)"
-    )
+    notes = ["intervals by the Poisson bootstrap"]
+    if "bound" in tests["kuiper"]:
+        notes.append(f"KS and Kuiper within {tests['kuiper']['bound']:.2g} of their statistics")
+    notes.append("the Brier decomposition's isotonic recalibration on 2^12 cells per class")
+    return _format(report, call.digits) + f"\n(Dask input: {'; '.join(notes)})"

@@ -5,9 +5,9 @@ float64 terms in the same order, so they return the same sums bit for bit:
 
 - :func:`top_label_sums`: the per-bin weight, confidence and correctness sums of the
   top label over equal-width bins (``max``/``argmax`` of each row, its bin, three
-  weighted sums), in the blocks of rows of ``binned_sums``, and the
-  checks of the probabilities, in one read of them (numba only: without it the metric
-  takes its usual numpy path, which gives the same sums).
+  weighted sums) of checked predictions, in the blocks of rows of ``binned_sums``, in
+  one read of them (numba only: without it the metric bins the predictions' top-label
+  scores, which gives the same sums).
 - :func:`replicate_sums`: the Poisson bootstrap's replicate sums, each row's values
   times its Poisson(1) count of every replicate (:mod:`._poisson`).
 """
@@ -18,7 +18,6 @@ import os
 
 import numpy as np
 
-from .._validation import ROW_SUM_TOLERANCE, check_labels_and_weights
 from ._binning import uniform_bin_edges
 from ._poisson import THRESHOLDS, counts_from_keys
 
@@ -43,18 +42,16 @@ def numba_kernels():
     return _load_numba_kernels()
 
 
-def top_label_sums(y_true, y_prob, labels, sample_weight, n_bins, block):
-    """The checks and the top-label bin sums of ``expected_calibration_error``, fused.
+def top_label_sums(data, n_bins, block):
+    """The top-label bin sums of ``expected_calibration_error`` in one read of the rows.
 
-    With numba, the probabilities are read once: each row's maximum and its column, the
-    maximum's bin among ``n_bins`` equal-width bins, three weighted sums, and whether the
-    row would pass the checks of the probabilities unchanged (entries in [0, 1], a sum
-    within half the tolerance of 1). Labels and weights are checked as usual.
+    With numba, each row's maximum and its column, the maximum's bin among ``n_bins``
+    equal-width bins and three weighted sums come from one pass over the probabilities.
 
     Parameters
     ----------
-    y_true, y_prob, labels, sample_weight
-        As the metric takes them.
+    data : Predictions
+        Checked predictions.
     n_bins : int
         Number of bins.
     block : int
@@ -64,39 +61,26 @@ def top_label_sums(y_true, y_prob, labels, sample_weight, n_bins, block):
     -------
     sums : tuple of 3 ndarray of shape (n_bins,) or None
         Per-bin weight, confidence and correctness sums, equal bit for bit to those of
-        ``binned_sums`` on the checked input; None when numba is not there, when the
-        input is not a C-ordered float32/float64 matrix, or when a row needs the full
-        checks (to raise their errors, or to clip rounding above 1): the caller then takes
-        the usual path.
+        ``binned_sums`` on the predictions' top-label scores; None when numba is not
+        there, when the probabilities are not C-ordered, or when the predictions already
+        hold their top-label scores (binning those is cheaper): the caller then bins
+        the scores.
     """
     kernels = numba_kernels()
-    proba = y_prob if isinstance(y_prob, np.ndarray) else None
-    if (
-        kernels is None
-        or proba is None
-        or proba.ndim != 2
-        or proba.shape[0] == 0
-        or proba.shape[1] < 2
-        or proba.dtype not in (np.float32, np.float64)
-        or not proba.flags.c_contiguous
-    ):
+    proba = data.proba
+    if kernels is None or not proba.flags.c_contiguous or data.has_scores("top_label"):
         return None
-    y_index, sample_weight = check_labels_and_weights(
-        y_true, proba.shape[0], proba.shape[1], labels=labels, sample_weight=sample_weight
-    )
-    inner = uniform_bin_edges(n_bins)[1:-1].astype(proba.dtype)
-    weighted = sample_weight is not None
-    sums, suspicious = kernels.top_label_bins(
+    weighted = data.sample_weight is not None
+    sums = kernels.top_label_bins(
         proba,
-        np.ascontiguousarray(y_index, dtype=np.int64),
-        sample_weight if weighted else np.empty(0),
+        np.ascontiguousarray(data.y_index, dtype=np.int64),
+        data.sample_weight if weighted else np.empty(0),
         weighted,
-        inner,
+        uniform_bin_edges(n_bins)[1:-1].astype(proba.dtype),
         n_bins,
         block,
-        ROW_SUM_TOLERANCE / 2,
     )
-    return None if suspicious else (sums[0], sums[1], sums[2])
+    return sums[0], sums[1], sums[2]
 
 
 def replicate_sums(base, cells, values, out):

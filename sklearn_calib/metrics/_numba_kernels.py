@@ -29,8 +29,8 @@ def _bin_of(value, inner, n_bins):
 
 
 @njit(parallel=True, nogil=True, cache=True)
-def top_label_bins(proba, y_index, weight, weighted, inner, n_bins, block, margin):
-    """Per-bin weight, confidence and correctness sums of the top label, and a check.
+def top_label_bins(proba, y_index, weight, weighted, inner, n_bins, block):
+    """Per-bin weight, confidence and correctness sums of the top label of checked rows.
 
     Blocks of ``block`` rows are summed in parallel, each row after row, and the block
     sums are added in block order (as ``binned_sums`` adds its ``np.bincount`` blocks).
@@ -38,45 +38,30 @@ def top_label_bins(proba, y_index, weight, weighted, inner, n_bins, block, margi
     Returns
     -------
     sums : ndarray of shape (3, n_bins)
-    suspicious : int
-        Rows with an entry outside [0, 1] (NaN included) or a sum (in float64) farther
-        than ``margin`` from 1: when 0, the probabilities pass the checks unchanged.
     """
     n_rows, n_classes = proba.shape
     n_blocks = (n_rows + block - 1) // block
     # flat per-bin sums: indexing a 2-D array here costs three times the whole pass
     partial = np.zeros((n_blocks, 3 * n_bins))
-    flagged = np.zeros(n_blocks, np.int64)
     for b in prange(n_blocks):
         best = np.empty(_TILE, proba.dtype)
         arg = np.empty(_TILE, np.int64)
-        lowest = np.empty(_TILE, proba.dtype)
-        total = np.empty(_TILE, np.float64)
         sums = np.zeros(3 * n_bins)
-        suspicious = 0
         stop = min(n_rows, (b + 1) * block)
         for start in range(b * block, stop, _TILE):
             size = min(_TILE, stop - start)
             for i in range(size):
-                value = proba[start + i, 0]
-                best[i] = value
+                best[i] = proba[start + i, 0]
                 arg[i] = 0
-                lowest[i] = value
-                total[i] = value
             for j in range(1, n_classes):
                 for i in range(size):
                     value = proba[start + i, j]
                     greater = value > best[i]
                     best[i] = value if greater else best[i]
                     arg[i] = j if greater else arg[i]
-                    lowest[i] = value if value < lowest[i] else lowest[i]
-                    total[i] += value
             for i in range(size):
                 row = start + i
                 confidence = best[i]
-                # a NaN or infinite entry makes the sum NaN or infinite: flagged too
-                if not (lowest[i] >= 0.0 and confidence <= 1.0 and abs(total[i] - 1.0) <= margin):
-                    suspicious += 1
                 g = _bin_of(confidence, inner, n_bins)
                 correct = 1.0 if arg[i] == y_index[row] else 0.0
                 if weighted:
@@ -89,11 +74,10 @@ def top_label_bins(proba, y_index, weight, weighted, inner, n_bins, block, margi
                     sums[n_bins + g] += np.float64(confidence)
                     sums[2 * n_bins + g] += correct
         partial[b] = sums
-        flagged[b] = suspicious
     total_sums = np.zeros(3 * n_bins)
     for b in range(n_blocks):
         total_sums += partial[b]
-    return total_sums.reshape(3, n_bins), flagged.sum()
+    return total_sums.reshape(3, n_bins)
 
 
 @njit(inline="always")

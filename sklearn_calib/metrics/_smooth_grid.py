@@ -86,15 +86,16 @@ def _rebinning_moves(weight_sums, n_points):
     return moves
 
 
-def grid_smooth_ece(grid, n_samples, bandwidth="auto"):
+def grid_smooth_ece(grid, n_positive, bandwidth="auto"):
     """smECE from fine-grid sums of weight, weighted score and weighted outcome.
 
     Parameters
     ----------
     grid : ndarray of shape (3, n_fine)
         Linearly binned sums of ``w``, ``w s`` and ``w y`` on ``n_fine`` points of [0, 1].
-    n_samples : int
-        Number of samples (the density's epsilon follows the mean weight).
+    n_positive : int
+        Number of samples of positive weight (the density's epsilon follows their mean
+        weight).
     bandwidth : "auto" or float, default="auto"
         As :func:`~sklearn_calib.metrics.smooth_ece`.
 
@@ -108,7 +109,7 @@ def grid_smooth_ece(grid, n_samples, bandwidth="auto"):
     """
     weight = grid[0]
     sums = np.stack([weight, grid[1] - grid[2]])
-    eps = _SMECE_DENSITY_EPS * float(weight.sum()) / n_samples
+    eps = _SMECE_DENSITY_EPS * float(weight.sum()) / n_positive
     coarse = {}
 
     def coarse_sums(h):
@@ -174,15 +175,15 @@ def _majorant_sums(weight, step, bandwidth, n_taps):
     return result
 
 
-def grid_sece(grid, n_samples, bandwidth):
+def grid_sece(grid, n_positive, bandwidth):
     """SECE (include_self) from fine-grid sums, and a bound on its distance to the exact one.
 
     Parameters
     ----------
     grid : ndarray of shape (3, n_fine)
         Linearly binned sums of ``w``, ``w s`` and ``w y`` on ``n_fine`` points of [0, 1].
-    n_samples : int
-        Number of samples (SECE's epsilon follows the mean weight).
+    n_positive : int
+        Number of samples of positive weight (SECE's epsilon follows their mean weight).
     bandwidth : float
         Kernel bandwidth ``h``.
 
@@ -197,7 +198,7 @@ def grid_sece(grid, n_samples, bandwidth):
     step = 1.0 / (n_fine - 1)
     points = np.arange(n_fine) * step
     total = float(weight.sum())
-    eps = SECE_EPS * total / n_samples
+    eps = SECE_EPS * total / n_positive
     smoothed, rho, absolute = kernel_grid_sums(np.stack([outcome, weight]), bandwidth, step)
     numerator, denominator = smoothed
     absolute *= total
