@@ -3,10 +3,10 @@
 On ``--rows`` x ``--classes`` float32 probabilities (default 10^7 x 10, 381 MiB), times
 the best of ``--repeat`` rounds (the candidates take turns in each round) of:
 ``np.sum`` and ``torch.sum`` over the array (one memory pass, the limit),
-``expected_calibration_error`` with numba (its fused pass: row maxima and their
-columns, bins, weighted sums and the checks of the probabilities in one read) and with
-numpy (``SKLEARN_CALIB_NUMBA=0``), and prints each as a ratio of the ``np.sum`` pass,
-with the two ECE values (equal bit for bit). Run from the repository root::
+``expected_calibration_error`` with numba (the input check every metric makes, then one
+pass: row maxima and their columns, bins and weighted sums in one read) and with numpy
+(``SKLEARN_CALIB_NUMBA=0``), and prints each as a ratio of the ``np.sum`` pass, with the
+two ECE values (equal bit for bit). Run from the repository root::
 
     PYTHONPATH=. python benchmarks/speed/bench_ece_pass.py [--rows 10000000] [--repeat 7]
 
@@ -71,7 +71,7 @@ def main():
     candidates = {
         "np.sum pass": proba.sum,
         "torch.sum pass": tensor.sum,
-        "ECE, numba (fused pass)": fused,
+        "ECE, numba (check + pass)": fused,
         "ECE, numpy": plain,
     }
     times = best_times(candidates, args.repeat)
