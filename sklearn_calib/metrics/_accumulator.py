@@ -492,8 +492,10 @@ class CalibrationAccumulator:
             the fine histogram ``ks`` and ``kuiper`` (``statistic``, ``pvalue``,
             ``bound``; None when undefined); ``smooth_ece`` with
             ``smooth_ece_bandwidth`` and ``smooth_ece_bound``, ``sece`` with
-            ``sece_bound``; with replicates, ``intervals``: per resampled metric a Bunch
-            of ``estimate``, ``low``, ``high`` and ``replicates``.
+            ``sece_bound``; with replicates, ``intervals``: per resampled metric a
+            :class:`BootstrapInterval` (percentile, with its flags). Weights read as the
+            metric functions read them: rows of weight 0 stand for no sample, and
+            integer weights count rows where a metric counts samples.
         """
         confidence_level = check_confidence_level(confidence_level)
         smooth_bandwidth = _check_smece_bandwidth(smooth_bandwidth)
