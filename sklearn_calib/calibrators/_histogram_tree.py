@@ -86,8 +86,9 @@ def _best_splits(codes, feature, n_bins, categorical, node, n_nodes, stats, opti
     return best, order, position, empty, majority_left
 
 
-def fit_tree(codes, n_bins, categorical, gradient, hessian, count, *, max_depth, l2,
-             min_samples_leaf):
+def fit_tree(
+    codes, n_bins, categorical, gradient, hessian, count, *, max_depth, l2, min_samples_leaf
+):
     """Grow a second-order regression tree on binned features.
 
     Parameters

@@ -48,9 +48,7 @@ class _GroupFeatures:
         columns = _columns(groups)
         self.categorical = self._categorical_mask(columns, categorical_features)
         self.bins = []
-        for j, (column, is_categorical) in enumerate(
-            zip(columns, self.categorical, strict=True)
-        ):
+        for j, (column, is_categorical) in enumerate(zip(columns, self.categorical, strict=True)):
             self._check_length(column, n_samples)
             if is_categorical:
                 categories = self._categories(column, j)
