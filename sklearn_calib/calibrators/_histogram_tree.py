@@ -32,12 +32,18 @@ class HistogramTree(NamedTuple):
     left : ndarray of shape (2^D - 1, n_bins), dtype bool
         Whether each bin of the node's feature goes to the left child.
     value : ndarray of shape (2^D,)
-        Value of each leaf.
+        Value of each leaf at its centre.
+    center : ndarray of shape (2^D,)
+        Hessian-weighted mean of the linear feature in each leaf.
+    slope : ndarray of shape (2^D,)
+        Slope of each leaf's value in the linear feature (0 without one).
     """
 
     feature: np.ndarray
     left: np.ndarray
     value: np.ndarray
+    center: np.ndarray
+    slope: np.ndarray
 
     def apply(self, codes):
         """Leaf of each row of ``codes`` (n_rows, n_features)."""
@@ -51,9 +57,60 @@ class HistogramTree(NamedTuple):
             first += 1 << level
         return node
 
-    def predict(self, codes):
-        """Leaf value of each row of ``codes`` (n_rows, n_features)."""
-        return self.value[self.apply(codes)]
+    def predict(self, codes, linear):
+        """Value of each row: its leaf's value plus slope times its offset from the centre.
+
+        Parameters
+        ----------
+        codes : ndarray of shape (n_rows, n_features)
+            Bin codes.
+        linear : ndarray of shape (n_rows,)
+            The linear feature.
+        """
+        leaf = self.apply(codes)
+        return self.value[leaf] + self.slope[leaf] * (linear - self.center[leaf])
+
+    def scaled(self, factor):
+        """The tree with its values and slopes multiplied by ``factor``."""
+        return self._replace(value=factor * self.value, slope=factor * self.slope)
+
+
+def _leaf_score(sums, l2):
+    """``-2 x`` the least penalised second-order loss of a leaf with these sums.
+
+    Constant leaves: ``G^2 / (H + lambda)``. Linear leaves (sums also of ``g x``,
+    ``h x``, ``h x^2``) add the slope's share on the feature centred at the leaf's
+    hessian-weighted mean ``c``: ``(sum g (x - c))^2 / (sum h (x - c)^2 + lambda)``.
+    """
+    score = sums[0] ** 2 / (sums[1] + l2)
+    if len(sums) > 3:
+        gradient_x, hessian_x, hessian_xx = sums[3:]
+        center = np.divide(hessian_x, sums[1], out=np.zeros_like(hessian_x), where=sums[1] > 0)
+        spread = np.maximum(hessian_xx - center * hessian_x, 0.0)
+        score = score + (gradient_x - center * sums[0]) ** 2 / (spread + l2)
+    return score
+
+
+def _split_gains(sums, l2, min_samples_leaf):
+    """Gain of splitting after each bin of ``sums`` (in their order), ``-inf`` if barred."""
+    left = [np.cumsum(s, axis=1)[:, :-1] for s in sums]
+    total = [s.sum(axis=1, keepdims=True) for s in sums]
+    right = [t - s for t, s in zip(total, left, strict=True)]
+    gain = _leaf_score(left, l2) + _leaf_score(right, l2) - _leaf_score(total, l2)
+    allowed = (left[2] >= min_samples_leaf) & (right[2] >= min_samples_leaf)
+    return np.where(allowed, gain, -np.inf), left[1], right[1]
+
+
+def _category_orders(sums, l2):
+    """Orders of the categories to scan: by their intercept step, and by their slope step
+    when the leaves are linear (a split by either is optimal for that part alone)."""
+    orders = [np.argsort(sums[0] / (sums[1] + l2), axis=1, kind="stable")]
+    if len(sums) > 3:
+        center = np.divide(sums[4], sums[1], out=np.zeros_like(sums[4]), where=sums[1] > 0)
+        spread = np.maximum(sums[5] - center * sums[4], 0.0)
+        slope = (sums[3] - center * sums[0]) / (spread + l2)
+        orders.append(np.argsort(slope, axis=1, kind="stable"))
+    return orders
 
 
 def _best_splits(codes, feature, n_bins, categorical, node, n_nodes, stats, options):
@@ -64,30 +121,42 @@ def _best_splits(codes, feature, n_bins, categorical, node, n_nodes, stats, opti
     sums = [np.bincount(key, s, minlength=size).reshape(n_nodes, n_bins) for s in stats]
     empty = sums[2] == 0
     if categorical:
-        order = np.argsort(sums[0] / (sums[1] + l2), axis=1, kind="stable")
-        sums = [np.take_along_axis(s, order, axis=1) for s in sums]
+        orders = _category_orders(sums, l2)
     else:
-        order = np.broadcast_to(np.arange(n_bins), (n_nodes, n_bins))
-    left = [np.cumsum(s, axis=1)[:, :-1] for s in sums]
-    total = [s.sum(axis=1, keepdims=True) for s in sums]
-    right = [t - s for t, s in zip(total, left, strict=True)]
-    gain = (
-        left[0] ** 2 / (left[1] + l2)
-        + right[0] ** 2 / (right[1] + l2)
-        - total[0] ** 2 / (total[1] + l2)
-    )
-    allowed = (left[2] >= min_samples_leaf) & (right[2] >= min_samples_leaf)
-    gain = np.where(allowed, gain, -np.inf)
-    position = np.argmax(gain, axis=1)
+        orders = [np.broadcast_to(np.arange(n_bins), (n_nodes, n_bins))]
     nodes = np.arange(n_nodes)
-    best = gain[nodes, position]
+    best = None
+    for order in orders:
+        ordered = [np.take_along_axis(s, order, axis=1) for s in sums]
+        gain, left_hessian, right_hessian = _split_gains(ordered, l2, min_samples_leaf)
+        position = np.argmax(gain, axis=1)
+        candidate = (gain[nodes, position], order, position, left_hessian, right_hessian)
+        if best is None:
+            best = candidate
+            continue
+        better = candidate[0] > best[0]
+        best = tuple(
+            np.where(better.reshape((-1,) + (1,) * (new.ndim - 1)), new, old)
+            for new, old in zip(candidate, best, strict=True)
+        )
+    gain, order, position, left_hessian, right_hessian = best
     # a category without rows (one unseen in fit) goes to the child with more hessian
-    majority_left = left[1][nodes, position] >= right[1][nodes, position]
-    return best, order, position, empty, majority_left
+    majority_left = left_hessian[nodes, position] >= right_hessian[nodes, position]
+    return gain, order, position, empty, majority_left
 
 
 def fit_tree(
-    codes, n_bins, categorical, gradient, hessian, count, *, max_depth, l2, min_samples_leaf
+    codes,
+    n_bins,
+    categorical,
+    gradient,
+    hessian,
+    count,
+    linear,
+    *,
+    max_depth,
+    l2,
+    min_samples_leaf,
 ):
     """Grow a second-order regression tree on binned features.
 
@@ -103,6 +172,8 @@ def fit_tree(
         First and second derivatives of each row's (weighted) loss.
     count : ndarray of shape (n_rows,)
         Each row's weight in ``min_samples_leaf`` (1, or its sample weight).
+    linear : ndarray of shape (n_rows,) or None
+        A feature each leaf's value is linear in, or None for constant leaves.
     max_depth : int
         Number of levels of splits.
     l2 : float
@@ -120,6 +191,8 @@ def fit_tree(
     left = np.ones((n_internal, width), dtype=bool)
     node = np.zeros(codes.shape[0], dtype=np.intp)
     stats = (gradient, hessian, count)
+    if linear is not None:
+        stats += (gradient * linear, hessian * linear, hessian * linear**2)
     first = 0
     for level in range(max_depth):
         n_nodes = 1 << level
@@ -143,7 +216,13 @@ def fit_tree(
         node = 2 * node + ~goes_left
         first += n_nodes
     n_leaves = 1 << max_depth
-    leaf_gradient = np.bincount(node, gradient, minlength=n_leaves)
     leaf_hessian = np.bincount(node, hessian, minlength=n_leaves)
-    value = -leaf_gradient / (leaf_hessian + l2)
-    return HistogramTree(feature, left, value)
+    value = -np.bincount(node, gradient, minlength=n_leaves) / (leaf_hessian + l2)
+    center, slope = np.zeros(n_leaves), np.zeros(n_leaves)
+    if linear is not None:
+        moment = np.bincount(node, hessian * linear, minlength=n_leaves)
+        center = np.divide(moment, leaf_hessian, out=center, where=leaf_hessian > 0)
+        offset = linear - center[node]
+        spread = np.bincount(node, hessian * offset**2, minlength=n_leaves)
+        slope = -np.bincount(node, gradient * offset, minlength=n_leaves) / (spread + l2)
+    return HistogramTree(feature, left, value, center, slope)

@@ -5,18 +5,26 @@ import numbers
 import numpy as np
 from scipy.special import expit, log_expit, logsumexp
 from sklearn.base import _fit_context
-from sklearn.model_selection import train_test_split
+from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import BaseCalibrator, single_threaded_blas
+from ._base import BaseCalibrator, normalised_weights, single_threaded_blas
+from ._binary_logistic import fit_logistic
 from ._histogram_tree import fit_tree
+from ._temperature_solver import fit_inverse_temperature
+from .platt import PlattScaling
 
 #: Log-odds of a class are computed from probabilities clipped to [eps, 1 - eps].
 _LOG_ODDS_EPS = 1e-12
 #: Most categories of one categorical group feature.
 MAX_CATEGORIES = 1024
+#: ``validation="auto"``: this many folds below ``AUTO_HOLDOUT_ROWS`` rows, else a holdout
+#: of ``AUTO_FRACTION`` of them (a small set's single holdout is too noisy to stop on).
+AUTO_FOLDS = 5
+AUTO_HOLDOUT_ROWS = 10000
+AUTO_FRACTION = 0.2
 
 
 def _quantile_edges(values, max_bins):
@@ -166,6 +174,21 @@ class _Link:
         top_logit = logits[np.arange(logits.shape[0]), top]
         return (top_logit - logsumexp(rest, axis=1))[:, None], top
 
+    def fit_scaling(self, margins, targets, y_index, sample_weight):
+        """``(a, b)`` of the global map ``a F + b`` of the margins fitted first: Platt
+        scaling of a sigmoid column (with Platt's smoothed targets, finite on separable
+        scores), temperature scaling (``b = 0``) of softmax margins."""
+        if self.mode == "classwise":
+            beta, _ = fit_inverse_temperature(margins, y_index, sample_weight)
+            return beta, 0.0
+        weight = normalised_weights(margins.shape[0], sample_weight)
+        counts = weight * margins.shape[0]
+        smoothed = PlattScaling._targets(targets[:, 0] == 1, counts)
+        coef, intercept, _ = fit_logistic(
+            margins, smoothed, weight, name="MulticalibrationBoosting"
+        )
+        return float(coef[0]), float(intercept)
+
     def targets(self, y_index, top):
         if self.mode == "binary":
             return (y_index == 1)[:, None].astype(np.float64)
@@ -214,16 +237,19 @@ class _Link:
 class MulticalibrationBoosting(BaseCalibrator):
     """Multicalibration by gradient-boosted corrections of the scores within groups.
 
-    The calibrated margins (log-odds) are the classifier's plus a sum of shallow
-    regression trees, each fitted by a Newton step on the log loss to features made of
-    the group features and the *current* calibrated log-odds, so that the corrections
-    can differ between groups and, within a group, between score levels. A model whose
-    log loss no tree can lower is calibrated on every cell a tree can carve (a group, a
-    score range, their intersections): this is how gradient boosting reaches
-    multicalibration (Tax et al., MCGrad), an alternative to the iterative patching of
-    Hébert-Johnson et al. (2018). Early stopping on a held-out part of the fit data
-    (``validation_fraction``) picks the number of trees before groups too small to
-    support a correction are overfitted; the trees are then refitted on all the data.
+    The scores' margins (log-odds) first get one global map, Platt scaling (temperature
+    scaling of the logits in the classwise mode); then a sum of shallow regression trees,
+    each a Newton step on the log loss whose features are the group features and the
+    *current* calibrated log-odds, so that the corrections differ between groups and,
+    within a group, between score levels. Each leaf's correction is linear in the
+    current log-odds (``linear_leaves``): an intercept and a slope, a per-cell Platt
+    step, so a group that is over- or underconfident is fixed in a few trees. A model
+    whose log loss no tree can lower is calibrated on every cell a tree can carve (a
+    group, a score range, their intersections): this is how gradient boosting reaches
+    multicalibration (Tax et al. 2026, MCGrad), an alternative to the iterative patching
+    of Hébert-Johnson et al. (2018). Early stopping on held-out rows of the fit data
+    (``validation``) picks the number of iterations before groups too small to support a
+    correction are overfitted; the trees are then refitted on all the rows.
 
     - Binary problems boost the positive class's log-odds (``multiclass`` is ignored).
     - ``multiclass="classwise"``: one tree per class per iteration on that class's
@@ -235,6 +261,9 @@ class MulticalibrationBoosting(BaseCalibrator):
       lowers the top probability below the runner-up's changes the predicted class.
 
     Without ``groups`` the trees see the scores alone: a non-parametric recalibration.
+    Inside :class:`CalibratedClassifier`, its ``group_features`` name the columns of
+    ``X`` passed as ``groups``; through scikit-learn's metadata routing,
+    ``set_fit_request(groups=True)`` and ``set_predict_proba_request(groups=True)``.
 
     Parameters
     ----------
@@ -248,22 +277,30 @@ class MulticalibrationBoosting(BaseCalibrator):
         Most boosting iterations (trees per column of margins).
     max_depth : int, default=3
         Levels of splits of a tree (``2^max_depth`` leaves).
-    min_samples_leaf : float, default=20
-        Least (weighted) number of rows in a leaf.
+    min_samples_leaf : float, default=40
+        Least (weighted) number of rows in a leaf; a sample weight counts as that many
+        rows.
     l2_regularization : float, default=1.0
-        L2 penalty on the leaf values, in units of the hessian sums (rows times
-        ``p (1 - p)``); it shrinks the corrections of small cells.
-    max_bins : int, default=32
+        L2 penalty (positive) on the leaf values and slopes, in units of the hessian sums
+        (rows times ``p (1 - p)``); it shrinks the corrections of small cells.
+    max_bins : int, default=64
         Most bins of a numeric group feature and of the score feature (quantiles).
+    linear_leaves : bool, default=True
+        Whether a leaf's correction is linear in the current log-odds (split gains then
+        count the slope too), or constant.
     categorical_features : "auto", array-like of bool or of int, default="auto"
         Which group features are categories: ``"auto"`` takes the non-floating columns
         (integers, booleans, strings) as categories and the floating ones as ordered;
-        otherwise a boolean mask or the indices of the categorical columns.
+        otherwise a boolean mask or the indices of the categorical columns. A category
+        unseen in fit follows the larger child of each split.
     early_stopping : bool, default=True
-        Hold out ``validation_fraction`` of the fit data (stratified by class where it
-        can be) and keep the number of iterations with the lowest held-out log loss.
-    validation_fraction : float, default=0.2
-        Share of the rows held out for early stopping, in (0, 1).
+        Keep the number of iterations with the lowest held-out log loss (else
+        ``max_iter``).
+    validation : "auto", float or int, default="auto"
+        The held-out rows of early stopping: a float in (0, 1) holds out that share of
+        the rows; an int ``k >= 2`` uses ``k`` folds and the log loss pooled over them;
+        ``"auto"`` takes 5 folds below 10,000 rows, a fifth of the rows above. Splits
+        are stratified by class where every class has enough rows.
     n_iter_no_change : int, default=10
         Stop when the held-out loss has not improved by ``tol`` for this many iterations.
     tol : float, default=1e-7
@@ -273,14 +310,16 @@ class MulticalibrationBoosting(BaseCalibrator):
 
     Attributes
     ----------
+    scaling_ : tuple of float
+        ``(a, b)`` of the global map ``a F + b`` of the margins fitted first.
     n_iter_ : int
-        Boosting iterations kept (0: the scores were left as they are, up to the
-        mode's re-expression).
+        Boosting iterations kept (0: the global map alone).
     validation_loss_ : ndarray of shape (n_iterations_tried + 1,)
-        Held-out log loss before any tree and after each iteration (early stopping only).
+        Held-out log loss after the global map and after each iteration (early stopping
+        only).
     trees_ : list of list of tuple
         Per iteration and column of margins, the score feature's inner bin edges and the
-        tree (:class:`~sklearn_calib.calibrators._histogram_tree.HistogramTree`).
+        tree.
     n_group_features_ : int
         Number of group features seen in fit (0 without ``groups``).
     classes_ : ndarray of shape (n_classes,)
@@ -293,18 +332,20 @@ class MulticalibrationBoosting(BaseCalibrator):
     See Also
     --------
     sklearn_calib.metrics.calibration_audit : Per-group errors, tests and the worst group.
-    CalibratedClassifier : Its ``group_features`` pass columns of ``X`` as ``groups``.
+    PlattScaling : The global map alone (binary problems).
 
     References
     ----------
     .. [1] U. Hébert-Johnson, M. P. Kim, O. Reingold and G. N. Rothblum,
        "Multicalibration: Calibration for the (Computationally-Identifiable) Masses",
        International Conference on Machine Learning, 2018.
-    .. [2] N. Tax, L. Perini, F. Linder, D. Haimovich, D. Karamshuk, M. Vojnovic,
-       N. Okati and P. A. Apostolopoulos, "MCGrad: Multicalibration at Web Scale",
-       arXiv:2509.19884, 2025.
+    .. [2] N. Tax, L. Perini, F. Linder, D. Haimovich, D. Karamshuk, N. Okati,
+       M. Vojnovic and P. A. Apostolopoulos, "MCGrad: Multicalibration at Web Scale",
+       Knowledge Discovery and Data Mining, 2026.
     .. [3] T. Chen and C. Guestrin, "XGBoost: A Scalable Tree Boosting System",
        Knowledge Discovery and Data Mining, 2016.
+    .. [4] C. Gupta and A. Ramdas, "Top-label calibration and multiclass-to-binary
+       reductions", International Conference on Learning Representations, 2022.
 
     Examples
     --------
@@ -312,16 +353,21 @@ class MulticalibrationBoosting(BaseCalibrator):
     temperature cannot fix both, the group-wise corrections do.
 
     >>> import numpy as np
-    >>> from sklearn_calib.calibrators import MulticalibrationBoosting
+    >>> from sklearn_calib.calibrators import TemperatureScaling
+    >>> from sklearn_calib.calibrators.multicalibration import MulticalibrationBoosting
     >>> rng = np.random.default_rng(0)
     >>> log_odds = rng.normal(size=4000)
     >>> group = rng.integers(0, 2, size=4000)
     >>> truth = 1 / (1 + np.exp(-(log_odds + np.where(group == 1, 1.0, -1.0))))
     >>> y = (rng.random(4000) < truth).astype(int)
+    >>> def gaps(proba):  # mean predicted minus observed, per group
+    ...     return [round(float(proba[group == g].mean() - y[group == g].mean()), 2)
+    ...             for g in (0, 1)]
+    >>> gaps(TemperatureScaling().fit(log_odds, y).predict_proba(log_odds)[:, 1])
+    [0.2, -0.19]
     >>> mcb = MulticalibrationBoosting(random_state=0).fit(log_odds, y, groups=group)
-    >>> proba = mcb.predict_proba(log_odds, groups=group)[:, 1]
-    >>> [round(float(proba[group == g].mean() - y[group == g].mean()), 2) for g in (0, 1)]
-    [0.0, 0.0]
+    >>> gaps(mcb.predict_proba(log_odds, groups=group)[:, 1])
+    [0.01, -0.01]
     """
 
     _parameter_constraints: dict = {
@@ -333,9 +379,14 @@ class MulticalibrationBoosting(BaseCalibrator):
         "min_samples_leaf": [Interval(numbers.Real, 0, None, closed="left")],
         "l2_regularization": [Interval(numbers.Real, 0, None, closed="neither")],
         "max_bins": [Interval(numbers.Integral, 2, 1024, closed="both")],
+        "linear_leaves": ["boolean"],
         "categorical_features": [StrOptions({"auto"}), "array-like"],
         "early_stopping": ["boolean"],
-        "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "validation": [
+            StrOptions({"auto"}),
+            Interval(numbers.Real, 0, 1, closed="neither"),
+            Interval(numbers.Integral, 2, None, closed="left"),
+        ],
         "n_iter_no_change": [Interval(numbers.Integral, 1, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
         "random_state": ["random_state"],
@@ -348,12 +399,13 @@ class MulticalibrationBoosting(BaseCalibrator):
         learning_rate=0.1,
         max_iter=100,
         max_depth=3,
-        min_samples_leaf=20,
+        min_samples_leaf=40,
         l2_regularization=1.0,
-        max_bins=32,
+        max_bins=64,
+        linear_leaves=True,
         categorical_features="auto",
         early_stopping=True,
-        validation_fraction=0.2,
+        validation="auto",
         n_iter_no_change=10,
         tol=1e-7,
         random_state=None,
@@ -366,9 +418,10 @@ class MulticalibrationBoosting(BaseCalibrator):
         self.min_samples_leaf = min_samples_leaf
         self.l2_regularization = l2_regularization
         self.max_bins = max_bins
+        self.linear_leaves = linear_leaves
         self.categorical_features = categorical_features
         self.early_stopping = early_stopping
-        self.validation_fraction = validation_fraction
+        self.validation = validation
         self.n_iter_no_change = n_iter_no_change
         self.tol = tol
         self.random_state = random_state
@@ -429,6 +482,8 @@ default=None
         link = _Link(self._mode(), self.n_classes_)
         margins, top = link.start(self._logits(scores))
         targets = link.targets(y_index, top)
+        self.scaling_ = link.fit_scaling(margins, targets, y_index, sample_weight)
+        margins = self.scaling_[0] * margins + self.scaling_[1]
         weight = np.ones(n_samples) if sample_weight is None else sample_weight
         fixed = self._fixed_codes(codes, top, n_samples)
         n_iter = self.max_iter
@@ -458,45 +513,73 @@ default=None
             categorical.append(True)
         return n_bins, categorical
 
-    def _split(self, y_index, n_samples):
-        """Rows for training and for early stopping, stratified by class where possible."""
+    def _folds(self, y_index, n_samples):
+        """Training and held-out rows of each fold, stratified by class where possible."""
         rng = check_random_state(self.random_state)
-        rows = np.arange(n_samples)
-        n_validation = int(np.ceil(self.validation_fraction * n_samples))
         counts = np.bincount(y_index)
         present = counts[counts > 0]
-        can_stratify = present.min() >= 2 and n_validation >= present.shape[0]
-        can_stratify = can_stratify and n_samples - n_validation >= present.shape[0]
-        if n_validation >= n_samples or n_validation < 1:
+        validation = self.validation
+        if validation == "auto":
+            validation = AUTO_FOLDS if n_samples < AUTO_HOLDOUT_ROWS else AUTO_FRACTION
+        if isinstance(validation, numbers.Integral):
+            n_folds = int(validation)
+            if n_folds > n_samples:
+                raise ValueError(
+                    f"early_stopping with validation={n_folds} folds needs at least as many "
+                    f"rows, got {n_samples}; set early_stopping=False."
+                )
+            if present.min() >= n_folds:
+                splitter = StratifiedKFold(n_folds, shuffle=True, random_state=rng)
+            else:
+                splitter = KFold(n_folds, shuffle=True, random_state=rng)
+            return list(splitter.split(np.zeros(n_samples), y_index))
+        n_validation = int(np.ceil(validation * n_samples))
+        if n_validation >= n_samples:
             raise ValueError(
                 f"early_stopping needs a training and a validation part; with {n_samples} "
-                f"rows and validation_fraction={self.validation_fraction} one is empty; "
-                "set early_stopping=False."
+                f"rows and validation={validation} the training part is empty; set "
+                "early_stopping=False."
             )
-        return train_test_split(
-            rows,
-            test_size=n_validation,
-            stratify=y_index if can_stratify else None,
-            random_state=rng,
-        )
+        can_stratify = present.min() >= 2 and n_validation >= present.shape[0]
+        can_stratify = can_stratify and n_samples - n_validation >= present.shape[0]
+        return [
+            train_test_split(
+                np.arange(n_samples),
+                test_size=n_validation,
+                stratify=y_index if can_stratify else None,
+                random_state=rng,
+            )
+        ]
 
     def _early_stopping(self, link, margins, targets, weight, fixed, y_index):
-        """Boost on the training part; return the iteration count of least held-out loss."""
-        train, validation = self._split(y_index, margins.shape[0])
-        if weight[validation].sum() <= 0 or weight[train].sum() <= 0:
+        """Boost on each fold's training rows; return the iteration count of least pooled
+        held-out loss."""
+        folds = self._folds(y_index, margins.shape[0])
+        fit_margins = [margins[train].copy() for train, _ in folds]
+        held_margins = [margins[held].copy() for _, held in folds]
+        held_weight = np.concatenate([weight[held] for _, held in folds])
+        if held_weight.sum() <= 0 or any(weight[train].sum() <= 0 for train, _ in folds):
             raise ValueError(
                 "The early-stopping split left a part whose sample weights sum to 0; pass "
                 "another random_state or set early_stopping=False."
             )
-        fit_margins = margins[train].copy()
-        held_margins = margins[validation].copy()
-        losses = [link.loss(held_margins, targets[validation], weight[validation])]
+        held_targets = np.concatenate([targets[held] for _, held in folds])
+
+        def pooled_loss():
+            return link.loss(np.concatenate(held_margins), held_targets, held_weight)
+
+        losses = [pooled_loss()]
         best = 0
         for iteration in range(1, self.max_iter + 1):
-            step = self._iteration(link, fit_margins, targets[train], weight[train], fixed[train])
-            fit_margins += step[0]
-            held_margins += self._apply_iteration(link, held_margins, fixed[validation], step[1])
-            losses.append(link.loss(held_margins, targets[validation], weight[validation]))
+            for fold, (train, held) in enumerate(folds):
+                change, trees = self._iteration(
+                    link, fit_margins[fold], targets[train], weight[train], fixed[train]
+                )
+                fit_margins[fold] += change
+                held_margins[fold] += self._apply_iteration(
+                    link, held_margins[fold], fixed[held], trees
+                )
+            losses.append(pooled_loss())
             if losses[-1] < losses[best] - self.tol:
                 best = iteration
             elif iteration - best >= self.n_iter_no_change:
@@ -532,12 +615,13 @@ default=None
                 gradient[:, k],
                 hessian[:, k],
                 weight,
+                score[:, k] if self.linear_leaves else None,
                 max_depth=self.max_depth,
                 l2=self.l2_regularization,
                 min_samples_leaf=self.min_samples_leaf,
             )
-            tree = tree._replace(value=self.learning_rate * tree.value)
-            change[:, k] = tree.predict(codes)
+            tree = tree.scaled(self.learning_rate)
+            change[:, k] = tree.predict(codes, score[:, k])
             trees.append((edges, tree))
         return change, trees
 
@@ -548,7 +632,7 @@ default=None
         change = np.zeros_like(margins)
         for k, (edges, tree) in enumerate(trees):
             codes = np.column_stack([fixed, np.searchsorted(edges, score[:, k], side="left")])
-            change[:, k] = tree.predict(codes)
+            change[:, k] = tree.predict(codes, score[:, k])
         return change
 
     def predict_proba(self, scores, groups=None):
@@ -575,6 +659,7 @@ default=None
         logits = self._logits(scores)
         link = _Link(self._mode(), self.n_classes_)
         margins, top = link.start(logits)
+        margins = self.scaling_[0] * margins + self.scaling_[1]
         fixed = self._fixed_codes(codes, top, scores.shape[0])
         for trees in self.trees_:
             margins += self._apply_iteration(link, margins, fixed, trees)
