@@ -31,6 +31,8 @@ AUDIT_ERRORS = (
     ("smooth_ece", "smECE", smooth_ece, False),
     ("debiased_ce", "debiased L2 CE", debiased_calibration_error, True),
 )
+#: ``|sum a w|`` below this share of ``sum |a w|`` is rounding of a zero drift.
+_ROUNDING = 1e-12
 #: Most random draws held at once by the consistency resampling.
 _DRAWS_PER_BLOCK = 1 << 22
 _TEST_NAMES = {"spiegelhalter": "Spiegelhalter", "ks": "Kolmogorov-Smirnov", "kuiper": "Kuiper"}
@@ -304,7 +306,7 @@ def detectable_shift(score, weight, test, level, power):
     factor = np.ones_like(score) if test != "spiegelhalter" else 1.0 - 2.0 * score
     drift = abs(float(np.sum(factor * weight)))
     spread = float(np.sqrt(np.sum((factor * weight) ** 2 * score * (1.0 - score))))
-    if drift == 0.0:
+    if drift <= _ROUNDING * float(np.sum(np.abs(factor * weight))):
         return float("inf")
     return (_critical_value(test, level) + float(norm.ppf(power))) * spread / drift
 
