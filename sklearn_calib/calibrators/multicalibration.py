@@ -10,6 +10,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from ..metrics._binning import quantile_bin_edges
 from ._base import BaseCalibrator, normalised_weights, single_threaded_blas
 from ._binary_logistic import fit_logistic
 from ._histogram_tree import fit_tree
@@ -27,10 +28,14 @@ AUTO_HOLDOUT_ROWS = 10000
 AUTO_FRACTION = 0.2
 
 
-def _quantile_edges(values, max_bins):
-    """Inner bin edges: the distinct quantiles of ``values`` at ``max_bins`` equal steps."""
-    levels = np.linspace(0.0, 1.0, max_bins + 1)[1:-1]
-    return np.unique(np.quantile(values, levels))
+def _quantile_edges(values, max_bins, sample_weight):
+    """Inner edges of at most ``max_bins`` equal-mass bins of ``values`` (distinct).
+
+    The library's equal-mass rule (:func:`~sklearn_calib.metrics._binning.quantile_bin_edges`):
+    a sample weight counts as repeated rows; a value ``x`` falls in bin
+    ``searchsorted(edges, x, side="left")``, the ``(lower, upper]`` rule.
+    """
+    return np.unique(quantile_bin_edges(values, max_bins, sample_weight)[1:-1])
 
 
 def _columns(groups):
@@ -52,7 +57,7 @@ class _GroupFeatures:
     """Bins of the group features: categories of a categorical column, quantile edges of
     a numeric one. Categories unseen in fit get the extra last bin."""
 
-    def __init__(self, groups, n_samples, categorical_features, max_bins):
+    def __init__(self, groups, n_samples, categorical_features, max_bins, sample_weight):
         columns = _columns(groups)
         self.categorical = self._categorical_mask(columns, categorical_features)
         self.bins = []
@@ -67,7 +72,7 @@ class _GroupFeatures:
                     )
                 self.bins.append(categories)
             else:
-                self.bins.append(_quantile_edges(self._numeric(column, j), max_bins))
+                self.bins.append(_quantile_edges(self._numeric(column, j), max_bins, sample_weight))
 
     @staticmethod
     def _categorical_mask(columns, categorical_features):
@@ -458,7 +463,7 @@ default=None
             features = None
             if groups is not None:
                 features = _GroupFeatures(
-                    groups, scores.shape[0], self.categorical_features, self.max_bins
+                    groups, scores.shape[0], self.categorical_features, self.max_bins, sample_weight
                 )
             with single_threaded_blas():
                 self._fit_groups(scores, y_index, sample_weight, features, groups)
@@ -606,7 +611,7 @@ default=None
         change = np.zeros_like(margins)
         trees = []
         for k in range(link.columns):
-            edges = _quantile_edges(score[:, k], self.max_bins)
+            edges = _quantile_edges(score[:, k], self.max_bins, weight)
             codes = np.column_stack([fixed, np.searchsorted(edges, score[:, k], side="left")])
             tree = fit_tree(
                 codes,
