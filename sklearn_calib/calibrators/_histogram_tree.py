@@ -198,6 +198,8 @@ def fit_tree(
         n_nodes = 1 << level
         best_gain = np.zeros(n_nodes)
         for j, (bins, is_categorical) in enumerate(zip(n_bins, categorical, strict=True)):
+            if bins < 2:  # a single bin (every value equal) cannot be split
+                continue
             gain, order, position, empty, majority_left = _best_splits(
                 codes, j, bins, is_categorical, node, n_nodes, stats, (l2, min_samples_leaf)
             )

@@ -186,9 +186,9 @@ class _Link:
         if self.mode == "classwise":
             beta, _ = fit_inverse_temperature(margins, y_index, sample_weight)
             return beta, 0.0
-        weight = normalised_weights(margins.shape[0], sample_weight)
-        counts = weight * margins.shape[0]
+        counts = np.ones(margins.shape[0]) if sample_weight is None else sample_weight
         smoothed = PlattScaling._targets(targets[:, 0] == 1, counts)
+        weight = normalised_weights(margins.shape[0], sample_weight)
         coef, intercept, _ = fit_logistic(
             margins, smoothed, weight, name="MulticalibrationBoosting"
         )
@@ -253,14 +253,14 @@ class MulticalibrationBoosting(BaseCalibrator):
     group, a score range, their intersections): this is how gradient boosting reaches
     multicalibration (Tax et al. 2026, MCGrad), an alternative to the iterative patching
     of Hébert-Johnson et al. (2018). Early stopping on held-out rows of the fit data
-    (``validation``) picks the number of iterations before groups too small to support a
+    (``validation``) picks the number of rounds before groups too small to support a
     correction are overfitted; the trees are then refitted on all the rows.
 
     - Binary problems boost the positive class's log-odds (``multiclass`` is ignored).
-    - ``multiclass="classwise"``: one tree per class per iteration on that class's
+    - ``multiclass="classwise"``: one tree per class per round on that class's
       one-vs-rest log-odds, boosting the softmax of the logits (classwise
       multicalibration, ``P(y = k | p_k, group) = p_k``).
-    - ``multiclass="top_label"``: one tree per iteration on the top class's log-odds,
+    - ``multiclass="top_label"``: one tree per round on the top class's log-odds,
       with the predicted class as a categorical feature; the other classes keep their
       proportions (top-label multicalibration, Gupta and Ramdas 2022). A correction that
       lowers the top probability below the runner-up's changes the predicted class.
@@ -278,8 +278,8 @@ class MulticalibrationBoosting(BaseCalibrator):
         What is multicalibrated beyond two classes.
     learning_rate : float, default=0.1
         Shrinkage of each tree's Newton step, in (0, 1].
-    max_iter : int, default=100
-        Most boosting iterations (trees per column of margins).
+    max_rounds : int, default=100
+        Most boosting rounds (a round fits one tree per column of margins).
     max_depth : int, default=3
         Levels of splits of a tree (``2^max_depth`` leaves).
     min_samples_leaf : float, default=40
@@ -299,15 +299,15 @@ class MulticalibrationBoosting(BaseCalibrator):
         otherwise a boolean mask or the indices of the categorical columns. A category
         unseen in fit follows the larger child of each split.
     early_stopping : bool, default=True
-        Keep the number of iterations with the lowest held-out log loss (else
-        ``max_iter``).
+        Keep the number of rounds with the lowest held-out log loss (else
+        ``max_rounds``).
     validation : "auto", float or int, default="auto"
         The held-out rows of early stopping: a float in (0, 1) holds out that share of
         the rows; an int ``k >= 2`` uses ``k`` folds and the log loss pooled over them;
         ``"auto"`` takes 5 folds below 10,000 rows, a fifth of the rows above. Splits
         are stratified by class where every class has enough rows.
-    n_iter_no_change : int, default=10
-        Stop when the held-out loss has not improved by ``tol`` for this many iterations.
+    n_rounds_no_change : int, default=10
+        Stop when the held-out loss has not improved by ``tol`` for this many rounds.
     tol : float, default=1e-7
         Least improvement of the held-out loss that counts.
     random_state : int, RandomState instance or None, default=None
@@ -317,13 +317,14 @@ class MulticalibrationBoosting(BaseCalibrator):
     ----------
     scaling_ : tuple of float
         ``(a, b)`` of the global map ``a F + b`` of the margins fitted first.
-    n_iter_ : int
-        Boosting iterations kept (0: the global map alone).
-    validation_loss_ : ndarray of shape (n_iterations_tried + 1,)
-        Held-out log loss after the global map and after each iteration (early stopping
+    n_rounds_ : int
+        Boosting rounds kept (0: the global map
+        alone).
+    validation_loss_ : ndarray of shape (n_rounds_tried + 1,)
+        Held-out log loss after the global map and after each round (early stopping
         only).
     trees_ : list of list of tuple
-        Per iteration and column of margins, the score feature's inner bin edges and the
+        Per round and column of margins, the score feature's inner bin edges and the
         tree.
     n_group_features_ : int
         Number of group features seen in fit (0 without ``groups``).
@@ -379,7 +380,7 @@ class MulticalibrationBoosting(BaseCalibrator):
         **BaseCalibrator._parameter_constraints,
         "multiclass": [StrOptions({"classwise", "top_label"})],
         "learning_rate": [Interval(numbers.Real, 0, 1, closed="right")],
-        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "max_rounds": [Interval(numbers.Integral, 1, None, closed="left")],
         "max_depth": [Interval(numbers.Integral, 1, 12, closed="both")],
         "min_samples_leaf": [Interval(numbers.Real, 0, None, closed="left")],
         "l2_regularization": [Interval(numbers.Real, 0, None, closed="neither")],
@@ -392,7 +393,7 @@ class MulticalibrationBoosting(BaseCalibrator):
             Interval(numbers.Real, 0, 1, closed="neither"),
             Interval(numbers.Integral, 2, None, closed="left"),
         ],
-        "n_iter_no_change": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_rounds_no_change": [Interval(numbers.Integral, 1, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
         "random_state": ["random_state"],
     }
@@ -402,7 +403,7 @@ class MulticalibrationBoosting(BaseCalibrator):
         input="logits",
         multiclass="classwise",
         learning_rate=0.1,
-        max_iter=100,
+        max_rounds=100,
         max_depth=3,
         min_samples_leaf=40,
         l2_regularization=1.0,
@@ -411,14 +412,14 @@ class MulticalibrationBoosting(BaseCalibrator):
         categorical_features="auto",
         early_stopping=True,
         validation="auto",
-        n_iter_no_change=10,
+        n_rounds_no_change=10,
         tol=1e-7,
         random_state=None,
     ):
         self.input = input
         self.multiclass = multiclass
         self.learning_rate = learning_rate
-        self.max_iter = max_iter
+        self.max_rounds = max_rounds
         self.max_depth = max_depth
         self.min_samples_leaf = min_samples_leaf
         self.l2_regularization = l2_regularization
@@ -427,7 +428,7 @@ class MulticalibrationBoosting(BaseCalibrator):
         self.categorical_features = categorical_features
         self.early_stopping = early_stopping
         self.validation = validation
-        self.n_iter_no_change = n_iter_no_change
+        self.n_rounds_no_change = n_rounds_no_change
         self.tol = tol
         self.random_state = random_state
 
@@ -491,11 +492,11 @@ default=None
         margins = self.scaling_[0] * margins + self.scaling_[1]
         weight = np.ones(n_samples) if sample_weight is None else sample_weight
         fixed = self._fixed_codes(codes, top, n_samples)
-        n_iter = self.max_iter
+        n_rounds = self.max_rounds
         if self.early_stopping:
-            n_iter = self._early_stopping(link, margins, targets, weight, fixed, y_index)
-        self.trees_ = self._boost(link, margins, targets, weight, fixed, n_iter)
-        self.n_iter_ = len(self.trees_)
+            n_rounds = self._early_stopping(link, margins, targets, weight, fixed, y_index)
+        self.trees_ = self._boost(link, margins, targets, weight, fixed, n_rounds)
+        self.n_rounds_ = len(self.trees_)
 
     @staticmethod
     def _fixed_codes(codes, top, n_samples):
@@ -557,7 +558,7 @@ default=None
         ]
 
     def _early_stopping(self, link, margins, targets, weight, fixed, y_index):
-        """Boost on each fold's training rows; return the iteration count of least pooled
+        """Boost on each fold's training rows; return the number of rounds of least pooled
         held-out loss."""
         folds = self._folds(y_index, margins.shape[0])
         fit_margins = [margins[train].copy() for train, _ in folds]
@@ -575,33 +576,33 @@ default=None
 
         losses = [pooled_loss()]
         best = 0
-        for iteration in range(1, self.max_iter + 1):
+        for round_ in range(1, self.max_rounds + 1):
             for fold, (train, held) in enumerate(folds):
-                change, trees = self._iteration(
+                change, trees = self._round(
                     link, fit_margins[fold], targets[train], weight[train], fixed[train]
                 )
                 fit_margins[fold] += change
-                held_margins[fold] += self._apply_iteration(
+                held_margins[fold] += self._apply_round(
                     link, held_margins[fold], fixed[held], trees
                 )
             losses.append(pooled_loss())
             if losses[-1] < losses[best] - self.tol:
-                best = iteration
-            elif iteration - best >= self.n_iter_no_change:
+                best = round_
+            elif round_ - best >= self.n_rounds_no_change:
                 break
         self.validation_loss_ = np.array(losses)
         return best
 
-    def _boost(self, link, margins, targets, weight, fixed, n_iter):
+    def _boost(self, link, margins, targets, weight, fixed, n_rounds):
         margins = margins.copy()
         trees = []
-        for _ in range(n_iter):
-            change, iteration_trees = self._iteration(link, margins, targets, weight, fixed)
+        for _ in range(n_rounds):
+            change, round_trees = self._round(link, margins, targets, weight, fixed)
             margins += change
-            trees.append(iteration_trees)
+            trees.append(round_trees)
         return trees
 
-    def _iteration(self, link, margins, targets, weight, fixed):
+    def _round(self, link, margins, targets, weight, fixed):
         """Fit one tree per column of margins; return the change and the trees."""
         proba = link.probabilities(margins)
         gradient = weight[:, None] * (proba - targets)
@@ -631,8 +632,8 @@ default=None
         return change, trees
 
     @staticmethod
-    def _apply_iteration(link, margins, fixed, trees):
-        """The change one iteration's trees make to ``margins``."""
+    def _apply_round(link, margins, fixed, trees):
+        """The change one round's trees make to ``margins``."""
         score = link.score_features(margins)
         change = np.zeros_like(margins)
         for k, (edges, tree) in enumerate(trees):
@@ -667,7 +668,7 @@ default=None
         margins = self.scaling_[0] * margins + self.scaling_[1]
         fixed = self._fixed_codes(codes, top, scores.shape[0])
         for trees in self.trees_:
-            margins += self._apply_iteration(link, margins, fixed, trees)
+            margins += self._apply_round(link, margins, fixed, trees)
         return link.output(margins, logits, top)
 
     def _group_codes(self, groups, n_samples):
