@@ -17,6 +17,8 @@ from ._histogram_tree import fit_tree
 from ._temperature_solver import fit_inverse_temperature
 from .platt import PlattScaling
 
+__all__ = ["MulticalibrationBoosting"]
+
 #: Log-odds of a class are computed from probabilities clipped to [eps, 1 - eps].
 _LOG_ODDS_EPS = 1e-12
 #: Most categories of one categorical group feature.
