@@ -52,8 +52,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from sklearn_calib.calibrators import TemperatureScaling
-from sklearn_calib.calibrators.multicalibration import MulticalibrationBoosting
+from sklearn_calib.calibrators import MulticalibrationBoosting, TemperatureScaling
 from sklearn_calib.datasets import load_fashion_mnist, make_miscalibrated_groups
 from sklearn_calib.metrics import calibration_audit, negative_log_likelihood
 

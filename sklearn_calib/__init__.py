@@ -6,6 +6,7 @@ from .calibrators import (
     HistogramBinning,
     IsotonicCalibration,
     MatrixScaling,
+    MulticalibrationBoosting,
     PlattScaling,
     ScalingBinning,
     TemperatureScaling,
@@ -17,6 +18,7 @@ from .plotting import ReliabilityDisplay
 from .scoring import (
     adaptive_calibration_error,
     brier_score,
+    calibration_audit,
     calibration_decomposition,
     calibration_error_ci,
     calibration_report,
@@ -28,6 +30,7 @@ from .scoring import (
     get_scorer,
     get_scorer_names,
     make_calibration_scorer,
+    make_worst_group_scorer,
     maximum_calibration_error,
     negative_log_likelihood,
     refinement_loss,
@@ -37,6 +40,7 @@ from .scoring import (
     smooth_reliability_diagram,
     top_label_accuracy,
     top_label_calibration_error,
+    worst_group_calibration_error,
 )
 
 __version__ = "0.1.0"
@@ -48,6 +52,7 @@ __all__ = [
     "IsotonicCalibration",
     "MatrixScaling",
     "MetaNetClassifier",
+    "MulticalibrationBoosting",
     "NetClassifier",
     "PlattScaling",
     "ScalingBinning",
@@ -58,6 +63,7 @@ __all__ = [
     "__version__",
     "adaptive_calibration_error",
     "brier_score",
+    "calibration_audit",
     "calibration_decomposition",
     "calibration_error_ci",
     "calibration_report",
@@ -69,6 +75,7 @@ __all__ = [
     "get_scorer",
     "get_scorer_names",
     "make_calibration_scorer",
+    "make_worst_group_scorer",
     "maximum_calibration_error",
     "negative_log_likelihood",
     "refinement_loss",
@@ -78,4 +85,5 @@ __all__ = [
     "smooth_reliability_diagram",
     "top_label_accuracy",
     "top_label_calibration_error",
+    "worst_group_calibration_error",
 ]

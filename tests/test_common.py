@@ -12,6 +12,7 @@ from sklearn_calib.calibrators import (
     HistogramBinning,
     IsotonicCalibration,
     MatrixScaling,
+    MulticalibrationBoosting,
     PlattScaling,
     QuadraticScaling,
     ScalingBinning,
@@ -20,7 +21,6 @@ from sklearn_calib.calibrators import (
     TemperatureScaling,
     VectorScaling,
 )
-from sklearn_calib.calibrators.multicalibration import MulticalibrationBoosting
 from sklearn_calib.estimators import MetaNetClassifier, NetClassifier
 
 # --------------------------------------------------------------------- NetClassifier

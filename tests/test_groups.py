@@ -9,22 +9,23 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, KFold, StratifiedKFold, cross_validate
 
 from sklearn_calib.metrics import (
+    adaptive_calibration_error,
     adjust_pvalues,
     calibration_audit,
+    calibration_report,
     calibration_test,
     classwise_calibration_error,
     debiased_calibration_error,
     expected_calibration_error,
+    maximum_calibration_error,
     negative_log_likelihood,
+    smooth_calibration_error,
     smooth_ece,
+    top_label_calibration_error,
     worst_group_calibration_error,
 )
-from sklearn_calib.metrics._groups import (
-    calibrated_ece_quantiles,
-    detectable_shift,
-    encode_groups,
-    metric_by_group,
-)
+from sklearn_calib.metrics._group_rows import encode_groups, metric_by_group
+from sklearn_calib.metrics._groups import calibrated_ece_quantiles, detectable_shift
 from sklearn_calib.scoring import get_scorer, make_worst_group_scorer
 
 
@@ -101,6 +102,45 @@ def test_per_group_values_are_the_metric_on_each_groups_rows(metric, options, we
         # group 3 lacks class 2: its labels must be named
         expected = metric(y[rows], proba[rows], labels=[0, 1, 2], sample_weight=kept, **options)
         assert value == expected
+
+
+@pytest.mark.parametrize(
+    "metric",
+    [
+        expected_calibration_error,
+        maximum_calibration_error,
+        adaptive_calibration_error,
+        classwise_calibration_error,
+        smooth_calibration_error,
+        smooth_ece,
+        debiased_calibration_error,
+        top_label_calibration_error,
+    ],
+)
+def test_calibration_errors_take_groups(metric):
+    y, proba, groups = three_classes()
+    weight = np.linspace(0.5, 2.0, len(y))
+    values = metric(y, proba, groups=groups, sample_weight=weight)
+    assert list(values) == [0, 1, 2, 3]
+    for g, value in values.items():
+        rows = groups == g
+        expected = metric(y[rows], proba[rows], labels=[0, 1, 2], sample_weight=weight[rows])
+        assert value == expected
+
+
+def test_metric_options_pass_through_to_each_group():
+    y, p, groups = shifted_groups()
+    values = expected_calibration_error(
+        y, p, groups=groups, n_bins=7, strategy="quantile", convention="positive_class"
+    )
+    rows = groups == "y"
+    assert values["y"] == expected_calibration_error(
+        y[rows], p[rows], n_bins=7, strategy="quantile", convention="positive_class"
+    )
+    with_bandwidth = smooth_ece(y, p, groups=groups, return_bandwidth=True)
+    assert with_bandwidth["x"] == smooth_ece(
+        y[groups == "x"], p[groups == "x"], return_bandwidth=True
+    )
 
 
 def test_worst_group_error_is_the_largest_group_error():
@@ -206,6 +246,29 @@ def test_audit_finds_the_shifted_group_and_only_it():
     # the calibrated groups' errors are within their noise floor, the shifted one's is not
     ece, null = audit.table["ece"], audit.table["ece_null_high"]
     np.testing.assert_array_equal(ece <= null, [True, False, True])
+
+
+@pytest.mark.parametrize("correction", ["holm", "fdr_bh"])
+def test_calibration_report_ends_with_the_audit_of_the_groups(correction):
+    y, p, groups = shifted_groups()
+    options = {"convention": "positive_class", "n_resamples": 50, "random_state": 0}
+    report = calibration_report(
+        y, p, groups=groups, correction=correction, output_dict=True, **options
+    )
+    table = report["groups"]["table"]
+    assert table["group"] == ["x", "y", "z"]
+    for i, g in enumerate(table["group"]):
+        rows = groups == g
+        assert table["ece"][i] == expected_calibration_error(
+            y[rows], p[rows], convention="positive_class"
+        )
+    by_hand = holm_by_hand if correction == "holm" else benjamini_hochberg_by_hand
+    np.testing.assert_allclose(table["pvalue_adjusted"], by_hand(table["pvalue"].tolist()))
+    assert report["groups"]["worst_group"] == "y"
+    text = calibration_report(y, p, groups=groups, correction=correction, **options)
+    assert "Calibration by group: 3 groups, Kolmogorov-Smirnov tests" in text
+    assert "worst group by ECE: y (" in text
+    assert "groups" not in calibration_report(y, p, output_dict=True, **options)
 
 
 def test_audit_of_intersections_of_several_columns():

@@ -7,16 +7,27 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy.special import expit, softmax
+from sklearn.base import clone
+from sklearn.compose import make_column_transformer
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import StratifiedKFold, cross_val_score
+from sklearn.pipeline import make_pipeline
 
-from sklearn_calib.calibrators import TemperatureScaling
+from sklearn_calib.calibrators import (
+    CalibratedClassifier,
+    CalibratorSelector,
+    MulticalibrationBoosting,
+    TemperatureScaling,
+)
 from sklearn_calib.calibrators._histogram_tree import fit_tree
-from sklearn_calib.calibrators.multicalibration import MulticalibrationBoosting
 from sklearn_calib.datasets import make_miscalibrated_groups
 from sklearn_calib.metrics import (
     calibration_audit,
     expected_calibration_error,
     negative_log_likelihood,
 )
+from sklearn_calib.persistence import dump, load, untrusted_types
+from sklearn_calib.scoring import make_worst_group_scorer
 
 # ------------------------------------------------------------------------------ the trees
 
@@ -350,12 +361,98 @@ def test_a_failed_fit_leaves_the_fitted_calibrator_unchanged():
     np.testing.assert_array_equal(mcb.predict_proba(scores, groups=features), before)
 
 
-def test_pickle_round_trip_and_metadata_requests():
+def test_pickle_and_skops_round_trips_and_metadata_requests(tmp_path):
     scores, features, y = weighted_problem()
     mcb = MulticalibrationBoosting(random_state=0).fit(scores, y, groups=features)
     loaded = pickle.loads(pickle.dumps(mcb))
     np.testing.assert_array_equal(
         loaded.predict_proba(scores, groups=features), mcb.predict_proba(scores, groups=features)
     )
+    # skops needs no type beyond the trusted ones: the fitted state is plain arrays
+    pytest.importorskip("skops")
+    path = tmp_path / "mcb.skops"
+    dump(mcb, path)
+    assert untrusted_types(path) == []
+    np.testing.assert_array_equal(
+        load(path).predict_proba(scores, groups=features),
+        mcb.predict_proba(scores, groups=features),
+    )
     routing = mcb.get_metadata_routing()
     assert "groups" in routing.fit.requests and "groups" in routing.predict_proba.requests
+
+
+# --------------------------------------------- inside CalibratedClassifier and the selector
+
+
+def grouped_frame(n=3000, seed=0):
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame({"x": rng.normal(size=n), "g": rng.choice(["a", "b", "c"], n)})
+    shift = X["g"].map({"a": -1.0, "b": 0.0, "c": 1.0}).to_numpy()
+    y = (rng.random(n) < expit(2 * X["x"].to_numpy() + shift)).astype(int)
+    model = make_pipeline(make_column_transformer(("passthrough", ["x"])), LogisticRegression())
+    return X, y, model
+
+
+@pytest.mark.parametrize("selector", [["g"], "g", lambda X: X[["g"]]])
+def test_calibrated_classifier_passes_columns_of_X_as_groups(selector):
+    X, y, model = grouped_frame()
+    model.fit(X, y)
+    clf = CalibratedClassifier(
+        model, MulticalibrationBoosting(random_state=0), method="prefit", group_features=selector
+    ).fit(X, y)
+    by_hand = MulticalibrationBoosting(input="logits", random_state=0).fit(
+        model.decision_function(X), y, groups=X[["g"]]
+    )
+    np.testing.assert_allclose(
+        clf.predict_proba(X), by_hand.predict_proba(model.decision_function(X), groups=X[["g"]])
+    )
+
+
+def test_calibrated_classifier_with_group_features_cross_validates():
+    X, y, model = grouped_frame()
+    # opposite shifts cancel in the top-label bins of a binary problem: bin the positive class
+    scorer = make_worst_group_scorer(group_features=["g"], convention="positive_class")
+    scores = {}
+    for name, calibrator, features in (
+        ("mcb", MulticalibrationBoosting(random_state=0), ["g"]),
+        ("ts", TemperatureScaling(), None),
+    ):
+        clf = CalibratedClassifier(
+            model, calibrator, calibration_size=0.5, random_state=0, group_features=features
+        )
+        scores[name] = cross_val_score(clf, X, y, cv=3, scoring=scorer).mean()
+    assert scores["mcb"] > scores["ts"]  # negated worst-group ECE: greater is better
+    with pytest.raises(ValueError, match="needs a calibrator that takes group features"):
+        CalibratedClassifier(model, TemperatureScaling(), group_features=["g"]).fit(X, y)
+    with pytest.raises(ValueError, match="Could not select `group_features`"):
+        CalibratedClassifier(model, MulticalibrationBoosting(), group_features=["missing"]).fit(
+            X, y
+        )
+
+
+def test_selector_gives_groups_to_the_candidates_that_take_them():
+    scores, groups, y, _ = make_miscalibrated_groups(4000, random_state=1)
+    candidates = [
+        TemperatureScaling(),
+        MulticalibrationBoosting(random_state=0),
+    ]
+    cv = StratifiedKFold(3)
+    selector = CalibratorSelector(candidates, cv=cv, input="probabilities")
+    selector.fit(scores, y, groups=groups)
+    for index, candidate in enumerate(candidates):
+        folds = []
+        for train, test in cv.split(scores, y):
+            fitted = clone(candidate).set_params(input="probabilities")
+            if index == 1:
+                fitted.fit(scores[train], y[train], groups=groups[train])
+                proba = fitted.predict_proba(scores[test], groups=groups[test])
+            else:
+                proba = fitted.fit(scores[train], y[train]).predict_proba(scores[test])
+            folds.append(-negative_log_likelihood(y[test], proba))
+        assert selector.cv_results_["mean_test_score"][index] == pytest.approx(np.mean(folds))
+    assert isinstance(selector.best_calibrator_, MulticalibrationBoosting)
+    two_columns = np.column_stack([1 - scores, scores])  # what the selector's candidates see
+    np.testing.assert_array_equal(
+        selector.predict_proba(scores, groups=groups),
+        selector.best_calibrator_.predict_proba(two_columns, groups=groups),
+    )

@@ -17,6 +17,8 @@ Labels ``y`` are either one distinct label per score column (the sorted labels g
 column order) or integer column indices that include 0; ``fit(..., classes=...)`` names the
 label of each column, so a calibration set may lack any class.
 :class:`CalibratedClassifier` fits a classifier and a calibrator together.
+:class:`MulticalibrationBoosting` also takes group features (``groups=``) and corrects the
+scores within every group.
 :func:`grid_ece` is the vectorised search behind ``TemperatureScaling(objective="ece")``:
 the expected calibration error of temperature-scaled logits for every temperature of a
 grid, on the CPU or a GPU.
@@ -29,6 +31,7 @@ from .calibrated_classifier import CalibratedClassifier
 from .dirichlet import DirichletCalibration
 from .isotonic import IsotonicCalibration
 from .linear import MatrixScaling, VectorScaling
+from .multicalibration import MulticalibrationBoosting
 from .platt import PlattScaling
 from .selection import CalibratorSelector
 from .structured import StructuredMatrixScaling, StructuredVectorScaling
@@ -43,6 +46,7 @@ __all__ = [
     "HistogramBinning",
     "IsotonicCalibration",
     "MatrixScaling",
+    "MulticalibrationBoosting",
     "PlattScaling",
     "QuadraticScaling",
     "ScalingBinning",

@@ -15,6 +15,7 @@ A calibrator maps the scores of a fitted classifier to calibrated probabilities.
 The kind of scores is never guessed from their values.
 """
 
+import inspect
 import warnings
 from abc import abstractmethod
 
@@ -235,13 +236,21 @@ class BaseCalibrator(TransformerMixin, BaseEstimator):
         self : object
             Fitted calibrator.
         """
+        return self._fit_or_keep(scores, y, sample_weight, classes)
+
+    def _fit_or_keep(self, scores, y, sample_weight, classes, **metadata):
+        """Validate and ``_fit``; leave the calibrator as it was when either raises.
+
+        ``metadata`` holds the per-sample arguments beyond the weights (``groups``),
+        passed on to ``_fit``.
+        """
         saved = dict(self.__dict__)
         try:
             scores, y_index, sample_weight = self._validate_fit_data(
                 scores, y, sample_weight, classes
             )
             with single_threaded_blas():
-                self._fit(scores, y_index, sample_weight)
+                self._fit(scores, y_index, sample_weight, **metadata)
         except BaseException:
             self.__dict__.clear()
             self.__dict__.update(saved)
@@ -391,3 +400,95 @@ class BaseCalibrator(TransformerMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
         return tags
+
+
+def takes_groups(calibrator):
+    """Whether ``calibrator.fit`` takes group features (``groups=``)."""
+    return "groups" in inspect.signature(calibrator.fit).parameters
+
+
+class GroupsMixin:
+    """Calibrators that also take group features: ``groups=`` in fit and predict.
+
+    Subclasses implement ``_fit(scores, y_index, sample_weight, groups)`` and
+    ``_predict_proba(scores, groups)``; ``groups`` is None or the features as given,
+    one row per score.
+    """
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, scores, y, sample_weight=None, classes=None, groups=None):
+        """Fit the calibrator.
+
+        Parameters
+        ----------
+        scores : array-like of shape (n_samples, n_classes) or (n_samples,)
+            Scores of a classifier, of the kind named by ``input``.
+        y : array-like of shape (n_samples,)
+            True labels; see :meth:`BaseCalibrator.fit` for how they name the columns.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative sample weights.
+        classes : array-like of shape (n_classes,), default=None
+            The label of each score column.
+        groups : array-like of shape (n_samples,) or (n_samples, n_group_features), \
+default=None
+            Group features of each row (labels, categories or numbers; a DataFrame keeps
+            each column's type); the same columns are needed by ``predict_proba``.
+
+        Returns
+        -------
+        self : object
+            Fitted calibrator.
+        """
+        return self._fit_or_keep(scores, y, sample_weight, classes, groups=groups)
+
+    def predict_proba(self, scores, groups=None):
+        """Return calibrated probabilities.
+
+        Parameters
+        ----------
+        scores : array-like of shape (n_samples, n_classes) or (n_samples,)
+            Scores of the same kind and number of classes as in ``fit``.
+        groups : array-like of shape (n_samples,) or (n_samples, n_group_features), \
+default=None
+            The group features, as in ``fit``.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes), dtype float64
+            Rows sum to 1; columns follow ``classes_``.
+        """
+        return self._predict_proba(self._validate_scores(scores), groups)
+
+    def transform(self, scores, groups=None):
+        """Return calibrated probabilities; the same as :meth:`predict_proba`.
+
+        Parameters
+        ----------
+        scores : array-like of shape (n_samples, n_classes) or (n_samples,)
+            Scores of the same kind and number of classes as in ``fit``.
+        groups : array-like, default=None
+            The group features, as in ``fit``.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes), dtype float64
+        """
+        return self.predict_proba(scores, groups=groups)
+
+    def predict(self, scores, groups=None):
+        """Return the most probable class after calibration.
+
+        Parameters
+        ----------
+        scores : array-like of shape (n_samples, n_classes) or (n_samples,)
+            Scores of the same kind and number of classes as in ``fit``.
+        groups : array-like, default=None
+            The group features, as in ``fit``.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+            Labels from ``classes_``.
+        """
+        proba = self.predict_proba(scores, groups=groups)
+        return self.classes_[np.argmax(proba, axis=1)]

@@ -1,4 +1,5 @@
-"""Second-order regression trees on binned features, grown level by level.
+"""Second-order regression trees on binned features, grown level by level, and the
+equal-mass binning of their numeric features.
 
 The weak learner of :class:`~sklearn_calib.calibrators.MulticalibrationBoosting`. Every
 feature is a column of small integer bin codes; a numeric feature's bins are ordered (a
@@ -19,6 +20,18 @@ has ``2^D`` leaves (the empty ones are never reached).
 from typing import NamedTuple
 
 import numpy as np
+
+from ..metrics._binning import quantile_bin_edges
+
+
+def quantile_edges(values, max_bins, sample_weight):
+    """Inner edges of at most ``max_bins`` equal-mass bins of ``values`` (distinct).
+
+    The library's equal-mass rule (``metrics._binning.quantile_bin_edges``): a sample
+    weight counts as repeated rows; a value ``x`` falls in bin
+    ``searchsorted(edges, x, side="left")``, the ``(lower, upper]`` rule.
+    """
+    return np.unique(quantile_bin_edges(values, max_bins, sample_weight)[1:-1])
 
 
 class HistogramTree(NamedTuple):

@@ -24,7 +24,8 @@ from sklearn.utils.validation import (
     has_fit_parameter,
 )
 
-from .._validation import check_class_labels, check_sample_weight, encode_labels
+from .._validation import check_class_labels, check_sample_weight, encode_labels, select_columns
+from ._base import takes_groups
 from .temperature import TemperatureScaling
 
 
@@ -56,8 +57,11 @@ def _fit_fold(estimator, X, y, train, test, sample_weight, classes, part):
     return fitted, scores, method
 
 
-def _fit_calibrator(calibrator, estimator, scores, score_method, y, sample_weight, part):
-    """Fit a clone of ``calibrator`` on the estimator's scores of ``part``.
+def _fit_calibrator(
+    calibrator, estimator, scores, score_method, y, sample_weight, part, groups=None
+):
+    """Fit a clone of ``calibrator`` on the estimator's scores of ``part`` (and on their
+    group features, ``groups``, when given).
 
     A calibrator that fails on a part lacking a class (a held-out fold may hold a single
     class, which the calibrator is told is one of several) raises a ValueError naming the
@@ -69,7 +73,11 @@ def _fit_calibrator(calibrator, estimator, scores, score_method, y, sample_weigh
             input="logits" if score_method == "decision_function" else "probabilities"
         )
     try:
-        if "classes" in inspect.signature(fitted.fit).parameters:
+        if groups is not None:
+            fitted.fit(
+                scores, y, sample_weight=sample_weight, classes=estimator.classes_, groups=groups
+            )
+        elif "classes" in inspect.signature(fitted.fit).parameters:
             fitted.fit(scores, y, sample_weight=sample_weight, classes=estimator.classes_)
         else:
             y_index = encode_labels(y, estimator.classes_)
@@ -149,6 +157,12 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         Folds of ``"cv"`` fitted in parallel (joblib); None means 1.
     random_state : int, RandomState instance or None, default=None
         Seed of the ``"holdout"`` split.
+    group_features : int, str, array-like, slice, callable or None, default=None
+        The columns of ``X`` passed to the calibrator as its group features (``groups=``)
+        in ``fit`` and ``predict_proba``, read as scikit-learn's ``ColumnTransformer``
+        reads a column selector: indices, DataFrame column names, a boolean mask, a
+        slice, or a callable of ``X``. The calibrator must take ``groups``, such as
+        :class:`MulticalibrationBoosting`; the fitted model then needs nothing but ``X``.
 
     Attributes
     ----------
@@ -197,6 +211,7 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         "ensemble": ["boolean"],
         "n_jobs": [Interval(numbers.Integral, None, None, closed="neither"), None],
         "random_state": ["random_state"],
+        "group_features": "no_validation",
     }
 
     def __init__(
@@ -209,6 +224,7 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         ensemble=True,
         n_jobs=None,
         random_state=None,
+        group_features=None,
     ):
         self.estimator = estimator
         self.calibrator = calibrator
@@ -218,6 +234,7 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         self.ensemble = ensemble
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.group_features = group_features
 
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, sample_weight=None):
@@ -256,11 +273,15 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         else:
             parts = self._cv_parts(X, y, classes, sample_weight)
         calibrator = TemperatureScaling() if self.calibrator is None else self.calibrator
+        features = self._group_features(X, calibrator)
         estimators, calibrators = [], []
         for estimator, scores, score_method, rows, part in parts:
             weight = None if sample_weight is None else sample_weight[rows]
+            groups = None if features is None else _safe_indexing(features, rows)
             calibrators.append(
-                _fit_calibrator(calibrator, estimator, scores, score_method, y[rows], weight, part)
+                _fit_calibrator(
+                    calibrator, estimator, scores, score_method, y[rows], weight, part, groups
+                )
             )
             estimators.append(estimator)
         self.estimators_ = estimators
@@ -274,6 +295,17 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             elif name in vars(self):
                 delattr(self, name)
         return self
+
+    def _group_features(self, X, calibrator):
+        """The columns of ``X`` named by ``group_features`` (None without them)."""
+        if self.group_features is None:
+            return None
+        if not takes_groups(calibrator):
+            raise ValueError(
+                f"`group_features` needs a calibrator that takes group features (`groups=`), "
+                f"such as MulticalibrationBoosting; {type(calibrator).__name__} does not."
+            )
+        return select_columns(X, self.group_features)
 
     def _prefit_parts(self, X, y):
         """The frozen fitted estimator, scoring all rows for calibration."""
@@ -382,9 +414,12 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             ``classes_``.
         """
         check_is_fitted(self)
+        options = {}
+        if self.group_features is not None:
+            options["groups"] = select_columns(X, self.group_features)
         proba = None
         for estimator, calibrator in zip(self.estimators_, self.calibrators_, strict=True):
-            calibrated = calibrator.predict_proba(_scores(estimator, X)[0])
+            calibrated = calibrator.predict_proba(_scores(estimator, X)[0], **options)
             proba = calibrated if proba is None else proba + calibrated
         return proba / len(self.estimators_)
 

@@ -4,16 +4,14 @@ import numbers
 
 import numpy as np
 from scipy.special import expit, log_expit, logsumexp
-from sklearn.base import _fit_context
 from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
 
-from ..metrics._binning import quantile_bin_edges
-from ._base import BaseCalibrator, normalised_weights, single_threaded_blas
+from ._base import BaseCalibrator, GroupsMixin, normalised_weights
 from ._binary_logistic import fit_logistic
-from ._histogram_tree import fit_tree
+from ._group_features import bin_counts, fit_group_bins, group_codes
+from ._histogram_tree import HistogramTree, fit_tree, quantile_edges
 from ._temperature_solver import fit_inverse_temperature
 from .platt import PlattScaling
 
@@ -21,139 +19,11 @@ __all__ = ["MulticalibrationBoosting"]
 
 #: Log-odds of a class are computed from probabilities clipped to [eps, 1 - eps].
 _LOG_ODDS_EPS = 1e-12
-#: Most categories of one categorical group feature.
-MAX_CATEGORIES = 1024
 #: ``validation="auto"``: this many folds below ``AUTO_HOLDOUT_ROWS`` rows, else a holdout
 #: of ``AUTO_FRACTION`` of them (a small set's single holdout is too noisy to stop on).
 AUTO_FOLDS = 5
 AUTO_HOLDOUT_ROWS = 10000
 AUTO_FRACTION = 0.2
-
-
-def _quantile_edges(values, max_bins, sample_weight):
-    """Inner edges of at most ``max_bins`` equal-mass bins of ``values`` (distinct).
-
-    The library's equal-mass rule (:func:`~sklearn_calib.metrics._binning.quantile_bin_edges`):
-    a sample weight counts as repeated rows; a value ``x`` falls in bin
-    ``searchsorted(edges, x, side="left")``, the ``(lower, upper]`` rule.
-    """
-    return np.unique(quantile_bin_edges(values, max_bins, sample_weight)[1:-1])
-
-
-def _columns(groups):
-    """The columns of a group-feature table: a DataFrame's own, or a 1-D/2-D array's."""
-    if hasattr(groups, "columns") and hasattr(groups, "iloc"):
-        return [np.asarray(groups.iloc[:, j]) for j in range(groups.shape[1])]
-    array = np.asarray(groups)
-    if array.ndim == 1:
-        return [array]
-    if array.ndim != 2:
-        raise ValueError(
-            f"Expected `groups` of shape (n_samples,) or (n_samples, n_features), got shape "
-            f"{array.shape}."
-        )
-    return [array[:, j] for j in range(array.shape[1])]
-
-
-class _GroupFeatures:
-    """Bins of the group features: categories of a categorical column, quantile edges of
-    a numeric one. Categories unseen in fit get the extra last bin."""
-
-    def __init__(self, groups, n_samples, categorical_features, max_bins, sample_weight):
-        columns = _columns(groups)
-        self.categorical = self._categorical_mask(columns, categorical_features)
-        self.bins = []
-        for j, (column, is_categorical) in enumerate(zip(columns, self.categorical, strict=True)):
-            self._check_length(column, n_samples)
-            if is_categorical:
-                categories = self._categories(column, j)
-                if categories.shape[0] > MAX_CATEGORIES:
-                    raise ValueError(
-                        f"Group feature {j} has {categories.shape[0]} categories, more than "
-                        f"{MAX_CATEGORIES}; pass it as floats to treat it as ordered."
-                    )
-                self.bins.append(categories)
-            else:
-                self.bins.append(_quantile_edges(self._numeric(column, j), max_bins, sample_weight))
-
-    @staticmethod
-    def _categorical_mask(columns, categorical_features):
-        n_columns = len(columns)
-        if isinstance(categorical_features, str):
-            return [column.dtype.kind not in "fc" for column in columns]
-        mask = np.asarray(categorical_features)
-        if mask.dtype == bool and mask.shape == (n_columns,):
-            return mask.tolist()
-        if mask.dtype.kind in "iu" and mask.ndim == 1:
-            if mask.size and (mask.min() < 0 or mask.max() >= n_columns):
-                raise ValueError(
-                    f"Expected `categorical_features` to index the {n_columns} group "
-                    f"feature(s), got {categorical_features!r}."
-                )
-            return np.isin(np.arange(n_columns), mask).tolist()
-        raise ValueError(
-            "Expected `categorical_features` to be 'auto', a boolean mask over the group "
-            f"features or their indices, got {categorical_features!r}."
-        )
-
-    @staticmethod
-    def _check_length(column, n_samples):
-        if column.shape[0] != n_samples:
-            raise ValueError(
-                f"Expected `groups` with one row per score ({n_samples}), got "
-                f"{column.shape[0]} rows."
-            )
-
-    @staticmethod
-    def _categories(column, j):
-        try:
-            categories = np.unique(column)
-        except TypeError as exc:
-            raise ValueError(
-                f"Group feature {j} mixes values that cannot be compared (for example None "
-                f"and strings): {exc}"
-            ) from exc
-        if categories.dtype.kind == "f" and np.isnan(categories).any():
-            raise ValueError(f"Group feature {j} holds NaN; give missing values a category.")
-        return categories
-
-    @staticmethod
-    def _numeric(column, j):
-        try:
-            values = column.astype(np.float64)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(
-                f"Group feature {j} is declared numeric but holds non-numbers: {exc}"
-            ) from exc
-        if not np.isfinite(values).all():
-            raise ValueError(f"Group feature {j} holds NaN or infinite values.")
-        return values
-
-    @property
-    def n_bins(self):
-        """Number of bins of each feature (a categorical one's last is for unseen values)."""
-        return [bins.shape[0] + 1 for bins in self.bins]
-
-    def codes(self, groups, n_samples):
-        """Bin codes of ``groups``, shape (n_samples, n_features)."""
-        columns = _columns(groups)
-        if len(columns) != len(self.bins):
-            raise ValueError(
-                f"Expected {len(self.bins)} group feature(s), as in fit, got {len(columns)}."
-            )
-        codes = np.empty((n_samples, len(columns)), dtype=np.intp)
-        for j, (column, bins, is_categorical) in enumerate(
-            zip(columns, self.bins, self.categorical, strict=True)
-        ):
-            self._check_length(column, n_samples)
-            if is_categorical:
-                position = np.searchsorted(bins, column)
-                found = position < bins.shape[0]
-                found[found] = bins[position[found]] == column[found]
-                codes[:, j] = np.where(found, position, bins.shape[0])
-            else:
-                codes[:, j] = np.searchsorted(bins, self._numeric(column, j), side="left")
-        return codes
 
 
 class _Link:
@@ -241,7 +111,7 @@ class _Link:
         return proba
 
 
-class MulticalibrationBoosting(BaseCalibrator):
+class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
     """Multicalibration by gradient-boosted corrections of the scores within groups.
 
     The scores' margins (log-odds) first get one global map, Platt scaling (temperature
@@ -327,7 +197,13 @@ class MulticalibrationBoosting(BaseCalibrator):
         only).
     trees_ : list of list of tuple
         Per round and column of margins, the score feature's inner bin edges and the
-        tree.
+        tree's arrays: each internal node's feature and the bins it sends left, each
+        leaf's value, centre and slope.
+    group_bins_ : list of ndarray or None
+        Per group feature, its categories (categorical) or its inner bin edges (numeric);
+        None without ``groups``.
+    group_categorical_ : ndarray of shape (n_group_features,) or None
+        Which group features are categorical.
     n_group_features_ : int
         Number of group features seen in fit (0 without ``groups``).
     classes_ : ndarray of shape (n_classes,)
@@ -361,8 +237,7 @@ class MulticalibrationBoosting(BaseCalibrator):
     temperature cannot fix both, the group-wise corrections do.
 
     >>> import numpy as np
-    >>> from sklearn_calib.calibrators import TemperatureScaling
-    >>> from sklearn_calib.calibrators.multicalibration import MulticalibrationBoosting
+    >>> from sklearn_calib.calibrators import MulticalibrationBoosting, TemperatureScaling
     >>> rng = np.random.default_rng(0)
     >>> log_odds = rng.normal(size=4000)
     >>> group = rng.integers(0, 2, size=4000)
@@ -375,7 +250,7 @@ class MulticalibrationBoosting(BaseCalibrator):
     [0.2, -0.19]
     >>> mcb = MulticalibrationBoosting(random_state=0).fit(log_odds, y, groups=group)
     >>> gaps(mcb.predict_proba(log_odds, groups=group)[:, 1])
-    [0.01, -0.01]
+    [0.0, -0.0]
     """
 
     _parameter_constraints: dict = {
@@ -434,59 +309,19 @@ class MulticalibrationBoosting(BaseCalibrator):
         self.tol = tol
         self.random_state = random_state
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, scores, y, sample_weight=None, classes=None, groups=None):
-        """Fit the corrections.
-
-        Parameters
-        ----------
-        scores : array-like of shape (n_samples, n_classes) or (n_samples,)
-            Scores of a classifier, of the kind named by ``input``.
-        y : array-like of shape (n_samples,)
-            True labels; see :meth:`BaseCalibrator.fit` for how they name the columns.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative sample weights (a weight counts as that many repeated rows).
-        classes : array-like of shape (n_classes,), default=None
-            The label of each score column.
-        groups : array-like of shape (n_samples,) or (n_samples, n_group_features), \
-default=None
-            Group features of each row (labels, categories or numbers; a DataFrame keeps
-            each column's type); the same columns are needed by ``predict_proba``.
-
-        Returns
-        -------
-        self : object
-            Fitted calibrator.
-        """
-        saved = dict(self.__dict__)
-        try:
-            scores, y_index, sample_weight = self._validate_fit_data(
-                scores, y, sample_weight, classes
-            )
-            features = None
-            if groups is not None:
-                features = _GroupFeatures(
-                    groups, scores.shape[0], self.categorical_features, self.max_bins, sample_weight
-                )
-            with single_threaded_blas():
-                self._fit_groups(scores, y_index, sample_weight, features, groups)
-        except BaseException:
-            self.__dict__.clear()
-            self.__dict__.update(saved)
-            raise
-        return self
-
-    def _fit(self, scores, y_index, sample_weight):
-        self._fit_groups(scores, y_index, sample_weight, None, None)
-
     def _mode(self):
         return "binary" if self.n_classes_ == 2 else self.multiclass
 
-    def _fit_groups(self, scores, y_index, sample_weight, features, groups):
+    def _fit(self, scores, y_index, sample_weight, groups=None):
         n_samples = scores.shape[0]
-        self._group_features = features
-        self.n_group_features_ = 0 if features is None else len(features.bins)
-        codes = None if features is None else features.codes(groups, n_samples)
+        codes, self.group_bins_, self.group_categorical_ = None, None, None
+        self.n_group_features_ = 0
+        if groups is not None:
+            self.group_bins_, self.group_categorical_ = fit_group_bins(
+                groups, n_samples, self.categorical_features, self.max_bins, sample_weight
+            )
+            self.n_group_features_ = len(self.group_bins_)
+            codes = group_codes(groups, self.group_bins_, self.group_categorical_, n_samples)
         link = _Link(self._mode(), self.n_classes_)
         margins, top = link.start(self._logits(scores))
         targets = link.targets(y_index, top)
@@ -513,9 +348,9 @@ default=None
     def _fixed_layout(self):
         """Number of bins and categorical flag of each fixed feature."""
         n_bins, categorical = [], []
-        if self._group_features is not None:
-            n_bins += self._group_features.n_bins
-            categorical += list(self._group_features.categorical)
+        if self.group_bins_ is not None:
+            n_bins += bin_counts(self.group_bins_)
+            categorical += self.group_categorical_.tolist()
         if self._mode() == "top_label":
             n_bins.append(self.n_classes_)
             categorical.append(True)
@@ -614,7 +449,7 @@ default=None
         change = np.zeros_like(margins)
         trees = []
         for k in range(link.columns):
-            edges = _quantile_edges(score[:, k], self.max_bins, weight)
+            edges = quantile_edges(score[:, k], self.max_bins, weight)
             codes = np.column_stack([fixed, np.searchsorted(edges, score[:, k], side="left")])
             tree = fit_tree(
                 codes,
@@ -630,7 +465,7 @@ default=None
             )
             tree = tree.scaled(self.learning_rate)
             change[:, k] = tree.predict(codes, score[:, k])
-            trees.append((edges, tree))
+            trees.append((edges, *tree))
         return change, trees
 
     @staticmethod
@@ -638,29 +473,10 @@ default=None
         """The change one round's trees make to ``margins``."""
         score = link.score_features(margins)
         change = np.zeros_like(margins)
-        for k, (edges, tree) in enumerate(trees):
+        for k, (edges, *tree) in enumerate(trees):
             codes = np.column_stack([fixed, np.searchsorted(edges, score[:, k], side="left")])
-            change[:, k] = tree.predict(codes, score[:, k])
+            change[:, k] = HistogramTree(*tree).predict(codes, score[:, k])
         return change
-
-    def predict_proba(self, scores, groups=None):
-        """Return calibrated probabilities.
-
-        Parameters
-        ----------
-        scores : array-like of shape (n_samples, n_classes) or (n_samples,)
-            Scores of the same kind and number of classes as in ``fit``.
-        groups : array-like of shape (n_samples,) or (n_samples, n_group_features), \
-default=None
-            The group features, as in ``fit``; needed when ``fit`` had them.
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, n_classes), dtype float64
-            Rows sum to 1; columns follow ``classes_``.
-        """
-        scores = self._validate_scores(scores)
-        return self._calibrate(scores, self._group_codes(groups, scores.shape[0]))
 
     def _calibrate(self, scores, codes):
         """Calibrated probabilities of validated 2-D scores with their group codes."""
@@ -674,8 +490,8 @@ default=None
         return link.output(margins, logits, top)
 
     def _group_codes(self, groups, n_samples):
-        check_is_fitted(self)
-        if self._group_features is None:
+        """Bin codes of the group features, checked against those seen in fit."""
+        if self.group_bins_ is None:
             if groups is not None:
                 raise ValueError(
                     f"{type(self).__name__} was fitted without groups; got `groups` in "
@@ -687,41 +503,7 @@ default=None
                 f"{type(self).__name__} was fitted with {self.n_group_features_} group "
                 "feature(s); pass the same `groups` to predict_proba."
             )
-        return self._group_features.codes(groups, n_samples)
+        return group_codes(groups, self.group_bins_, self.group_categorical_, n_samples)
 
-    def _predict_proba(self, scores):
-        return self._calibrate(scores, self._group_codes(None, scores.shape[0]))
-
-    def transform(self, scores, groups=None):
-        """Return calibrated probabilities; the same as :meth:`predict_proba`.
-
-        Parameters
-        ----------
-        scores : array-like of shape (n_samples, n_classes) or (n_samples,)
-            Scores of the same kind and number of classes as in ``fit``.
-        groups : array-like, default=None
-            The group features, as in ``fit``.
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, n_classes), dtype float64
-        """
-        return self.predict_proba(scores, groups=groups)
-
-    def predict(self, scores, groups=None):
-        """Return the most probable class after calibration.
-
-        Parameters
-        ----------
-        scores : array-like of shape (n_samples, n_classes) or (n_samples,)
-            Scores of the same kind and number of classes as in ``fit``.
-        groups : array-like, default=None
-            The group features, as in ``fit``.
-
-        Returns
-        -------
-        labels : ndarray of shape (n_samples,)
-            Labels from ``classes_``.
-        """
-        proba = self.predict_proba(scores, groups=groups)
-        return self.classes_[np.argmax(proba, axis=1)]
+    def _predict_proba(self, scores, groups=None):
+        return self._calibrate(scores, self._group_codes(groups, scores.shape[0]))

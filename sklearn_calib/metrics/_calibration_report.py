@@ -9,6 +9,7 @@ from .._validation import check_classification_inputs, check_n_bins
 from ._bootstrap import CI_METHODS, calibration_error_ci
 from ._debiased import debiased_calibration_error
 from ._decomposition import calibration_decomposition
+from ._groups import calibration_audit, format_audit
 from ._hypothesis_tests import calibration_test
 from ._metrics import (
     _check_option,
@@ -90,6 +91,8 @@ def calibration_report(
     random_state=None,
     labels=None,
     sample_weight=None,
+    groups=None,
+    correction="holm",
     output_dict=False,
     digits=4,
 ):
@@ -105,7 +108,10 @@ def calibration_report(
     - the decompositions (:func:`calibration_decomposition`) of the Brier score by
       isotonic recalibration (CORP; class by class beyond two classes) and of the log loss
       by temperature scaling: ``score = MCB - DSC + UNC``, the miscalibration MCB being
-      what recalibration removes.
+      what recalibration removes;
+    - with ``groups``, the audit of every group (:func:`calibration_audit`): its ECE and
+      smECE with intervals, its Kolmogorov-Smirnov test with p-values adjusted for the
+      number of groups, the smallest shift its size can detect, and the worst group.
 
     Parameters
     ----------
@@ -129,6 +135,11 @@ def calibration_report(
         The class of each column of ``y_prob``.
     sample_weight : array-like of shape (n_samples,), default=None
         Sample weights.
+    groups : array-like of shape (n_samples,) or (n_samples, n_columns), default=None
+        Group of each sample, or columns whose distinct rows are the groups; when given,
+        the report ends with the groups' audit.
+    correction : {"holm", "fdr_bh"}, default="holm"
+        The groups' multiple-testing correction (Holm's, or Benjamini and Hochberg's).
     output_dict : bool, default=False
         Return a dictionary instead of text.
     digits : int, default=4
@@ -143,11 +154,12 @@ def calibration_report(
         "tests": {name: {"statistic", "pvalue"}}, "decomposition": {"brier" | "log_loss":
         {"score", "miscalibration", "discrimination", "uncertainty", "refinement"}}}``;
         the smECE entry also holds its ``bandwidth``, the log-loss decomposition its
-        ``temperature``.
+        ``temperature``; with ``groups``, ``"groups"`` holds the audit (the fields of
+        :func:`calibration_audit`'s result).
 
     See Also
     --------
-    calibration_error_ci, calibration_test, calibration_decomposition
+    calibration_error_ci, calibration_test, calibration_decomposition, calibration_audit
 
     References
     ----------
@@ -260,4 +272,22 @@ def calibration_report(
         "tests": tests,
         "decomposition": decomposition,
     }
-    return report if output_dict else _format(report, digits)
+    if groups is None:
+        return report if output_dict else _format(report, digits)
+    audit = calibration_audit(
+        y_true,
+        y_prob,
+        groups,
+        n_bins=n_bins,
+        convention=convention,
+        correction=correction,
+        confidence_level=confidence_level,
+        n_resamples=n_resamples,
+        ci_method=ci_method,
+        random_state=rng,
+        **common,
+    )
+    report["groups"] = dict(audit)
+    if output_dict:
+        return report
+    return f"{_format(report, digits)}\n\n{format_audit(audit, digits)}"

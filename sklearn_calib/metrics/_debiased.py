@@ -3,6 +3,7 @@
 import numpy as np
 
 from .._validation import check_classification_inputs, check_n_bins
+from ._group_rows import metric_by_group
 from ._metrics import _STRATEGIES, _check_option, binned_columns, scores_and_outcomes
 from ._resampling import ResamplingPlan, cell_sums
 
@@ -49,6 +50,7 @@ def debiased_calibration_error(
     convention="top_label",
     labels=None,
     sample_weight=None,
+    groups=None,
 ):
     """Debiased L2 calibration error (Kumar, Liang & Ma 2019).
 
@@ -87,6 +89,10 @@ def debiased_calibration_error(
         The class of each column of ``y_prob``.
     sample_weight : array-like of shape (n_samples,), default=None
         Sample weights.
+    groups : array-like of shape (n_samples,) or (n_samples, n_columns), default=None
+        Group of each sample, or columns whose distinct rows are the groups: when given,
+        the error of each group's rows, as a dict from group label to value (see
+        :func:`calibration_audit`).
 
     Returns
     -------
@@ -115,6 +121,18 @@ def debiased_calibration_error(
     >>> bool(debiased < plug_in)
     True
     """
+    if groups is not None:
+        return metric_by_group(
+            debiased_calibration_error,
+            y_true,
+            y_prob,
+            groups,
+            labels=labels,
+            sample_weight=sample_weight,
+            n_bins=n_bins,
+            strategy=strategy,
+            convention=convention,
+        )
     cell, n_bins, columns = _debiased_bins(
         y_true, y_prob, n_bins, strategy, convention, labels, sample_weight
     )

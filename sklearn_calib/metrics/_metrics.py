@@ -23,6 +23,7 @@ from .._validation import (
     check_number,
 )
 from ._binning import assign_bins, bin_sums, quantile_bin_edges, uniform_bin_edges
+from ._group_rows import metric_by_group
 from ._intervals import clopper_pearson
 
 #: Probabilities are clipped to ``[NLL_EPS, 1]`` before the logarithm of the NLL, so a
@@ -235,6 +236,7 @@ def expected_calibration_error(
     convention="top_label",
     labels=None,
     sample_weight=None,
+    groups=None,
 ):
     """Expected calibration error (ECE) of the top-label confidence.
 
@@ -271,6 +273,10 @@ def expected_calibration_error(
         its labels are not the column indices.
     sample_weight : array-like of shape (n_samples,), default=None
         Sample weights; a bin's share and means are weighted.
+    groups : array-like of shape (n_samples,) or (n_samples, n_columns), default=None
+        Group of each sample, or columns whose distinct rows are the groups: when given,
+        the error of each group's rows, as a dict from group label to value (see
+        :func:`calibration_audit`).
 
     Returns
     -------
@@ -312,6 +318,19 @@ def expected_calibration_error(
     >>> round(expected_calibration_error(y, p, n_bins=5, convention="positive_class"), 4)
     0.2
     """
+    if groups is not None:
+        return metric_by_group(
+            expected_calibration_error,
+            y_true,
+            y_prob,
+            groups,
+            labels=labels,
+            sample_weight=sample_weight,
+            n_bins=n_bins,
+            strategy=strategy,
+            norm=norm,
+            convention=convention,
+        )
     n_bins = check_n_bins(n_bins)
     _check_option(strategy, "strategy", _STRATEGIES)
     _check_option(norm, "norm", _NORMS)
@@ -334,6 +353,7 @@ def maximum_calibration_error(
     convention="top_label",
     labels=None,
     sample_weight=None,
+    groups=None,
 ):
     """Maximum calibration error (MCE): the largest ``|acc_b - conf_b|`` over non-empty bins.
 
@@ -355,6 +375,10 @@ def maximum_calibration_error(
         The class of each column of ``y_prob``.
     sample_weight : array-like of shape (n_samples,), default=None
         Sample weights.
+    groups : array-like of shape (n_samples,) or (n_samples, n_columns), default=None
+        Group of each sample, or columns whose distinct rows are the groups: when given,
+        the error of each group's rows, as a dict from group label to value (see
+        :func:`calibration_audit`).
 
     Returns
     -------
@@ -378,11 +402,20 @@ def maximum_calibration_error(
         convention=convention,
         labels=labels,
         sample_weight=sample_weight,
+        groups=groups,
     )
 
 
 def adaptive_calibration_error(
-    y_true, y_prob, *, n_bins=15, norm="l1", convention="top_label", labels=None, sample_weight=None
+    y_true,
+    y_prob,
+    *,
+    n_bins=15,
+    norm="l1",
+    convention="top_label",
+    labels=None,
+    sample_weight=None,
+    groups=None,
 ):
     """Adaptive calibration error (AdaECE / ACE): ECE over equal-mass bins.
 
@@ -412,6 +445,10 @@ def adaptive_calibration_error(
         The class of each column of ``y_prob``.
     sample_weight : array-like of shape (n_samples,), default=None
         Sample weights.
+    groups : array-like of shape (n_samples,) or (n_samples, n_columns), default=None
+        Group of each sample, or columns whose distinct rows are the groups: when given,
+        the error of each group's rows, as a dict from group label to value (see
+        :func:`calibration_audit`).
 
     Returns
     -------
@@ -435,11 +472,12 @@ def adaptive_calibration_error(
         convention=convention,
         labels=labels,
         sample_weight=sample_weight,
+        groups=groups,
     )
 
 
 def classwise_calibration_error(
-    y_true, y_prob, *, n_bins=15, norm="l1", labels=None, sample_weight=None
+    y_true, y_prob, *, n_bins=15, norm="l1", labels=None, sample_weight=None, groups=None
 ):
     """Classwise ECE: the mean over classes of the ECE of ``p_k`` against ``1[y = k]``.
 
@@ -462,6 +500,10 @@ def classwise_calibration_error(
         The class of each column of ``y_prob``.
     sample_weight : array-like of shape (n_samples,), default=None
         Sample weights.
+    groups : array-like of shape (n_samples,) or (n_samples, n_columns), default=None
+        Group of each sample, or columns whose distinct rows are the groups: when given,
+        the error of each group's rows, as a dict from group label to value (see
+        :func:`calibration_audit`).
 
     Returns
     -------
@@ -476,6 +518,17 @@ def classwise_calibration_error(
     >>> round(classwise_calibration_error(y_true, y_prob, n_bins=5), 4)
     0.1733
     """
+    if groups is not None:
+        return metric_by_group(
+            classwise_calibration_error,
+            y_true,
+            y_prob,
+            groups,
+            labels=labels,
+            sample_weight=sample_weight,
+            n_bins=n_bins,
+            norm=norm,
+        )
     n_bins = check_n_bins(n_bins)
     _check_option(norm, "norm", _NORMS)
     y_index, proba, sample_weight = check_classification_inputs(

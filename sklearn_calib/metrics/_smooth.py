@@ -13,6 +13,7 @@ import numpy as np
 from scipy.signal import fftconvolve
 
 from .._validation import check_classification_inputs, check_number
+from ._group_rows import metric_by_group
 from ._metrics import SECE_EPS, _check_option, _weighted_mean, scores_and_outcomes
 from ._resampling import ResamplingPlan, cell_sums
 
@@ -197,6 +198,7 @@ def smooth_calibration_error(
     convention="top_label",
     labels=None,
     sample_weight=None,
+    groups=None,
 ):
     """Smooth expected calibration error (SECE, Wang and Golebiowski 2024).
 
@@ -243,6 +245,10 @@ def smooth_calibration_error(
         The class of each column of ``y_prob``.
     sample_weight : array-like of shape (n_samples,), default=None
         Sample weights, applied to the neighbours in the kernel sums and to the mean.
+    groups : array-like of shape (n_samples,) or (n_samples, n_columns), default=None
+        Group of each sample, or columns whose distinct rows are the groups: when given,
+        the error of each group's rows, as a dict from group label to value (see
+        :func:`calibration_audit`).
 
     Returns
     -------
@@ -268,6 +274,19 @@ def smooth_calibration_error(
     >>> round(smooth_calibration_error(y_true, y_prob), 4)
     0.34
     """
+    if groups is not None:
+        return metric_by_group(
+            smooth_calibration_error,
+            y_true,
+            y_prob,
+            groups,
+            labels=labels,
+            sample_weight=sample_weight,
+            bandwidth=bandwidth,
+            include_self=include_self,
+            method=method,
+            convention=convention,
+        )
     bandwidth = check_number("bandwidth", bandwidth, low=0, low_open=True)
     if not isinstance(include_self, (bool, np.bool_)):
         raise ValueError(f"Expected `include_self` to be a bool, got {include_self!r}.")
@@ -444,6 +463,7 @@ def smooth_ece(
     convention="top_label",
     labels=None,
     sample_weight=None,
+    groups=None,
 ):
     """Smooth ECE (smECE, Błasiok & Nakkiran 2024) with its automatic bandwidth.
 
@@ -481,6 +501,10 @@ def smooth_ece(
         Sample weights, multiplying each sample's kernel mass (``w_bar`` is their mean,
         so their scale does not matter; integer weights equal repeated rows up to that
         epsilon).
+    groups : array-like of shape (n_samples,) or (n_samples, n_columns), default=None
+        Group of each sample, or columns whose distinct rows are the groups: when given,
+        the error of each group's rows, as a dict from group label to value (see
+        :func:`calibration_audit`).
 
     Returns
     -------
@@ -510,6 +534,18 @@ def smooth_ece(
     >>> round(error, 4), round(h, 4)
     (0.1682, 0.1689)
     """
+    if groups is not None:
+        return metric_by_group(
+            smooth_ece,
+            y_true,
+            y_prob,
+            groups,
+            labels=labels,
+            sample_weight=sample_weight,
+            bandwidth=bandwidth,
+            return_bandwidth=return_bandwidth,
+            convention=convention,
+        )
     bandwidth = _check_smece_bandwidth(bandwidth)
     if not isinstance(return_bandwidth, (bool, np.bool_)):
         raise ValueError(f"Expected `return_bandwidth` to be a bool, got {return_bandwidth!r}.")

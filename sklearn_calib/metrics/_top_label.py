@@ -4,6 +4,7 @@ import numpy as np
 
 from .._validation import check_classification_inputs, check_n_bins
 from ._binning import assign_bins, quantile_bin_edges, uniform_bin_edges
+from ._group_rows import metric_by_group
 from ._metrics import (
     _NORMS,
     _STRATEGIES,
@@ -74,6 +75,7 @@ def top_label_calibration_error(
     average="weighted",
     labels=None,
     sample_weight=None,
+    groups=None,
 ):
     """Top-label calibration error (Gupta & Ramdas 2022): bins within each predicted class.
 
@@ -105,6 +107,10 @@ def top_label_calibration_error(
         The class of each column of ``y_prob``.
     sample_weight : array-like of shape (n_samples,), default=None
         Sample weights.
+    groups : array-like of shape (n_samples,) or (n_samples, n_columns), default=None
+        Group of each sample, or columns whose distinct rows are the groups: when given,
+        the error of each group's rows, as a dict from group label to value (see
+        :func:`calibration_audit`).
 
     Returns
     -------
@@ -128,6 +134,19 @@ def top_label_calibration_error(
     >>> round(top_label_calibration_error(y_true, y_prob, n_bins=5), 4)
     0.14
     """
+    if groups is not None:
+        return metric_by_group(
+            top_label_calibration_error,
+            y_true,
+            y_prob,
+            groups,
+            labels=labels,
+            sample_weight=sample_weight,
+            n_bins=n_bins,
+            strategy=strategy,
+            norm=norm,
+            average=average,
+        )
     cell, n_cells, shape, columns = _top_label_cells(
         y_true, y_prob, n_bins, strategy, norm, average, labels, sample_weight
     )

@@ -1,0 +1,134 @@
+"""Groups of samples: their labels, their rows, and a metric computed on each.
+
+A group is a label per sample (one array) or the intersection of several labels (the
+columns of a 2-D array or a DataFrame: each distinct row is a group, named by the tuple of
+its values). The metric functions' ``groups=`` and the group audit read groups here.
+"""
+
+import numpy as np
+
+from .._validation import check_classification_inputs
+
+
+def _group_labels(column, j):
+    """Distinct values of one group column and each sample's index among them."""
+    try:
+        values, codes = np.unique(column, return_inverse=True)
+    except TypeError as exc:
+        raise ValueError(
+            f"`groups` column {j} mixes values that cannot be compared (for example None and "
+            f"strings): {exc}"
+        ) from exc
+    if values.dtype.kind == "f" and np.isnan(values).any():
+        raise ValueError(f"`groups` column {j} holds NaN; give missing values a label.")
+    return values.tolist(), codes.ravel()
+
+
+def encode_groups(groups, n_samples):
+    """Each sample's group index and the groups' names, in sorted order.
+
+    Parameters
+    ----------
+    groups : array-like of shape (n_samples,) or (n_samples, n_columns)
+        A label per sample, or several columns whose distinct rows are the groups.
+    n_samples : int
+        Number of samples the groups must cover.
+
+    Returns
+    -------
+    codes : ndarray of shape (n_samples,), dtype intp
+        Index of each sample's group in ``names``.
+    names : list
+        The label of each group (a tuple of the columns' values for 2-D ``groups``).
+    """
+    if hasattr(groups, "columns") and hasattr(groups, "iloc"):
+        columns = [np.asarray(groups.iloc[:, j]) for j in range(groups.shape[1])]
+    else:
+        array = np.asarray(groups)
+        if array.ndim not in (1, 2):
+            raise ValueError(
+                f"Expected `groups` of shape (n_samples,) or (n_samples, n_columns), got "
+                f"shape {array.shape}."
+            )
+        columns = [array] if array.ndim == 1 else [array[:, j] for j in range(array.shape[1])]
+    if not columns or columns[0].shape[0] != n_samples:
+        rows = columns[0].shape[0] if columns else 0
+        raise ValueError(f"Expected `groups` with one row per sample ({n_samples}), got {rows}.")
+    encoded = [_group_labels(column, j) for j, column in enumerate(columns)]
+    if len(encoded) == 1:
+        values, codes = encoded[0]
+        return codes.astype(np.intp), values
+    stacked = np.column_stack([codes for _, codes in encoded])
+    cells, codes = np.unique(stacked, axis=0, return_inverse=True)
+    names = [
+        tuple(values[index] for (values, _), index in zip(encoded, cell, strict=True))
+        for cell in cells.tolist()
+    ]
+    return codes.ravel().astype(np.intp), names
+
+
+def group_rows(codes, n_groups):
+    """The rows of each group, as a list of index arrays (in group order)."""
+    order = np.argsort(codes, kind="stable")
+    bounds = np.cumsum(np.bincount(codes, minlength=n_groups))[:-1]
+    return np.split(order, bounds)
+
+
+class GroupedInputs:
+    """Validated predictions split by group; each group's inputs for a metric call."""
+
+    def __init__(self, y_true, y_prob, groups, labels, sample_weight):
+        self.y_index, self.proba, self.sample_weight = check_classification_inputs(
+            y_true, y_prob, labels=labels, sample_weight=sample_weight
+        )
+        codes, self.names = encode_groups(groups, self.proba.shape[0])
+        self.rows = group_rows(codes, len(self.names))
+        self.columns = np.arange(self.proba.shape[1])
+
+    def size(self, rows):
+        """Number of the rows with a positive weight."""
+        if self.sample_weight is None:
+            return rows.shape[0]
+        return int(np.count_nonzero(self.sample_weight[rows] > 0))
+
+    def arguments(self, rows):
+        """``(y_true, y_prob)`` and the keyword arguments of a metric on ``rows``."""
+        weight = None if self.sample_weight is None else self.sample_weight[rows]
+        options = {"labels": self.columns, "sample_weight": weight}
+        return (self.y_index[rows], self.proba[rows]), options
+
+
+def metric_by_group(metric, y_true, y_prob, groups, *, labels=None, sample_weight=None, **kwargs):
+    """A metric computed on each group's rows.
+
+    Parameters
+    ----------
+    metric : callable
+        ``metric(y_true, y_prob, labels=..., sample_weight=..., **kwargs)``.
+    y_true : array-like of shape (n_samples,)
+        True labels.
+    y_prob : array-like of shape (n_samples, n_classes) or (n_samples,)
+        Predicted probabilities.
+    groups : array-like of shape (n_samples,) or (n_samples, n_columns)
+        Group labels, or columns whose distinct rows are the groups.
+    labels : array-like of shape (n_classes,), default=None
+        The class of each column of ``y_prob``.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Sample weights.
+    **kwargs
+        Options of ``metric``.
+
+    Returns
+    -------
+    values : dict
+        Group label to the metric on that group's rows (a float, or what ``metric``
+        returns when that is not a number); groups whose rows all weigh 0 are left out.
+    """
+    inputs = GroupedInputs(y_true, y_prob, groups, labels, sample_weight)
+    values = {}
+    for name, rows in zip(inputs.names, inputs.rows, strict=True):
+        if inputs.size(rows):
+            arguments, options = inputs.arguments(rows)
+            value = metric(*arguments, **options, **kwargs)
+            values[name] = float(value) if np.ndim(value) == 0 else value
+    return values
