@@ -104,6 +104,10 @@ class ReliabilityDisplay:
     pos_label : int, float, bool or str, default=None
         The positive class of a positive-class diagram (axis labels say so); None for
         the top-label diagram.
+    group_diagrams : dict, default=None
+        Group label to that group's diagram (a :func:`~sklearn_calib.scoring.
+        reliability_diagram` Bunch with its ``ece`` added), drawn as one line per group
+        over the bars.
 
     Attributes
     ----------
@@ -115,6 +119,8 @@ class ReliabilityDisplay:
         The smooth reliability curve, if any.
     smooth_band_ : matplotlib PolyCollection or None
         Its bootstrap band, if any.
+    group_lines_ : dict
+        Group label to its reliability line (empty without ``group_diagrams``).
     gap_bars_ : matplotlib BarContainer
         Bars from each bin's accuracy to its mean confidence (the calibration gap).
     line_ : matplotlib Line2D or None
@@ -152,6 +158,7 @@ class ReliabilityDisplay:
         accuracy_high=None,
         smooth=None,
         pos_label=None,
+        group_diagrams=None,
     ):
         self.edges = edges
         self.count = count
@@ -163,6 +170,7 @@ class ReliabilityDisplay:
         self.accuracy_high = accuracy_high
         self.smooth = smooth
         self.pos_label = pos_label
+        self.group_diagrams = group_diagrams
 
     def plot(self, *, ax=None, hist_ax=None, name=None, ref_line=True, **kwargs):
         """Draw the diagram.
@@ -278,6 +286,16 @@ class ReliabilityDisplay:
                 self.smooth_band_ = ax.fill_between(
                     self.smooth.mesh, self.smooth.low, self.smooth.high, color=colour, alpha=0.25
                 )
+        self.group_lines_ = {}
+        for offset, (group, diagram) in enumerate((self.group_diagrams or {}).items(), 1):
+            filled = np.asarray(diagram.count) > 0
+            (self.group_lines_[group],) = ax.plot(
+                np.asarray(diagram.mean_confidence)[filled],
+                np.asarray(diagram.accuracy)[filled],
+                marker="o",
+                color=f"C{(earlier + offset) % 10}",
+                label=f"{group} (ECE = {100 * diagram.ece:.2f} %)",
+            )
         self.line_ = None
         if ref_line and not earlier:
             (self.line_,) = ax.plot([0, 1], [0, 1], "k--", label="Perfectly calibrated")
@@ -324,6 +342,7 @@ class ReliabilityDisplay:
         random_state=None,
         labels=None,
         sample_weight=None,
+        groups=None,
         name=None,
         ax=None,
         hist_ax=None,
@@ -359,6 +378,10 @@ class ReliabilityDisplay:
             The class of each column of ``y_prob``.
         sample_weight : array-like of shape (n_samples,), default=None
             Sample weights.
+        groups : array-like of shape (n_samples,) or (n_samples, n_columns), default=None
+            Group of each sample, or columns whose distinct rows are the groups: each
+            group's reliability line (its bins' accuracy against their mean confidence)
+            and ECE are drawn over the overall diagram.
         name : str, default=None
             Name in the legend.
         ax, hist_ax, ref_line, **kwargs
@@ -416,6 +439,13 @@ class ReliabilityDisplay:
         ece = expected_calibration_error(
             y_true, y_prob, n_bins=n_bins, strategy=strategy, **options
         )
+        group_diagrams = None
+        if groups is not None:
+            binning = {"n_bins": n_bins, "strategy": strategy, "groups": groups, **options}
+            group_diagrams = reliability_diagram(y_true, y_prob, **binning)
+            errors = expected_calibration_error(y_true, y_prob, **binning)
+            for group, group_diagram in group_diagrams.items():
+                group_diagram.ece = errors[group]
         curve = None
         if smooth:
             curve = smooth_reliability_diagram(
@@ -436,6 +466,7 @@ class ReliabilityDisplay:
             accuracy_high=diagram.get("accuracy_high"),
             smooth=curve,
             pos_label=pos_label,
+            group_diagrams=group_diagrams,
         )
         return display.plot(ax=ax, hist_ax=hist_ax, ref_line=ref_line, **kwargs)
 
@@ -453,6 +484,7 @@ class ReliabilityDisplay:
         smooth=False,
         random_state=None,
         sample_weight=None,
+        groups=None,
         name=None,
         ax=None,
         hist_ax=None,
@@ -478,6 +510,8 @@ class ReliabilityDisplay:
             See :meth:`from_predictions`; ``pos_label`` is one of ``estimator.classes_``.
         sample_weight : array-like of shape (n_samples,), default=None
             Sample weights.
+        groups : array-like of shape (n_samples,) or (n_samples, n_columns), default=None
+            Groups whose reliability lines are drawn too; see :meth:`from_predictions`.
         name : str, default=None
             Name in the legend; the estimator's class name when None.
         ax, hist_ax, ref_line, **kwargs
@@ -515,6 +549,7 @@ class ReliabilityDisplay:
             random_state=random_state,
             labels=estimator.classes_,
             sample_weight=sample_weight,
+            groups=groups,
             name=type(estimator).__name__ if name is None else name,
             ax=ax,
             hist_ax=hist_ax,

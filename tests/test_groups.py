@@ -19,6 +19,7 @@ from sklearn_calib.metrics import (
     expected_calibration_error,
     maximum_calibration_error,
     negative_log_likelihood,
+    reliability_diagram,
     smooth_calibration_error,
     smooth_ece,
     top_label_calibration_error,
@@ -450,3 +451,38 @@ def test_worst_group_scorer_takes_groups_as_routed_metadata():
             y[test], fitted.predict_proba(X[test]), groups=groups[test]
         )
         assert score == pytest.approx(-expected)
+
+
+# ------------------------------------------------------------------- reliability diagrams
+
+
+def test_reliability_diagram_of_each_group():
+    y, p, groups = shifted_groups()
+    diagrams = reliability_diagram(y, p, groups=groups, n_bins=8, confidence_level=0.9)
+    rows = groups == "z"
+    expected = reliability_diagram(y[rows], p[rows], n_bins=8, confidence_level=0.9)
+    for key in ("edges", "count", "mean_confidence", "accuracy", "accuracy_low"):
+        np.testing.assert_array_equal(diagrams["z"][key], expected[key])
+
+
+def test_display_draws_one_line_per_group_over_the_overall_diagram():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    from sklearn_calib.plotting import ReliabilityDisplay
+
+    y, p, groups = shifted_groups()
+    display = ReliabilityDisplay.from_predictions(y, p, groups=groups, pos_label=1, n_bins=10)
+    assert list(display.group_lines_) == ["x", "y", "z"]
+    labels = [text.get_text() for text in display.ax_.get_legend().get_texts()]
+    for g, line in display.group_lines_.items():
+        rows = groups == g
+        diagram = reliability_diagram(y[rows], p[rows], n_bins=10, convention="positive_class")
+        filled = diagram.count > 0
+        np.testing.assert_array_equal(line.get_xdata(), diagram.mean_confidence[filled])
+        np.testing.assert_array_equal(line.get_ydata(), diagram.accuracy[filled])
+        ece = expected_calibration_error(y[rows], p[rows], n_bins=10, convention="positive_class")
+        assert f"{g} (ECE = {100 * ece:.2f} %)" in labels
+    fitted = LogisticRegression().fit(p[:, None], y)
+    from_estimator = ReliabilityDisplay.from_estimator(fitted, p[:, None], y, groups=groups)
+    assert list(from_estimator.group_lines_) == ["x", "y", "z"]
+    assert ReliabilityDisplay.from_predictions(y, p).group_lines_ == {}

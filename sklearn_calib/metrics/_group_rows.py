@@ -5,6 +5,8 @@ columns of a 2-D array or a DataFrame: each distinct row is a group, named by th
 its values). The metric functions' ``groups=`` and the group audit read groups here.
 """
 
+import numbers
+
 import numpy as np
 
 from .._validation import check_classification_inputs
@@ -130,5 +132,5 @@ def metric_by_group(metric, y_true, y_prob, groups, *, labels=None, sample_weigh
         if inputs.size(rows):
             arguments, options = inputs.arguments(rows)
             value = metric(*arguments, **options, **kwargs)
-            values[name] = float(value) if np.ndim(value) == 0 else value
+            values[name] = float(value) if isinstance(value, numbers.Real) else value
     return values

@@ -758,6 +758,7 @@ def reliability_diagram(
     confidence_level=None,
     labels=None,
     sample_weight=None,
+    groups=None,
 ):
     """Per-bin data of a reliability diagram of the top-label confidence.
 
@@ -787,6 +788,9 @@ def reliability_diagram(
         The class of each column of ``y_prob``.
     sample_weight : array-like of shape (n_samples,), default=None
         Sample weights; ``count`` is then the total weight of a bin.
+    groups : array-like of shape (n_samples,) or (n_samples, n_columns), default=None
+        Group of each sample, or columns whose distinct rows are the groups: when given,
+        the diagram of each group's rows, as a dict from group label to diagram.
 
     Returns
     -------
@@ -821,6 +825,19 @@ def reliability_diagram(
     >>> diagram.accuracy_low.round(3)
     array([  nan,   nan, 0.025, 0.224, 0.05 ])
     """
+    if groups is not None:
+        return metric_by_group(
+            reliability_diagram,
+            y_true,
+            y_prob,
+            groups,
+            labels=labels,
+            sample_weight=sample_weight,
+            n_bins=n_bins,
+            strategy=strategy,
+            convention=convention,
+            confidence_level=confidence_level,
+        )
     n_bins = check_n_bins(n_bins)
     _check_option(strategy, "strategy", _STRATEGIES)
     if confidence_level is not None:
