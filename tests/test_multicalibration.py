@@ -2,6 +2,8 @@
 
 import itertools
 import pickle
+import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -456,3 +458,17 @@ def test_selector_gives_groups_to_the_candidates_that_take_them():
         selector.predict_proba(scores, groups=groups),
         selector.best_calibrator_.predict_proba(two_columns, groups=groups),
     )
+
+
+def test_readme_recipe_for_groups_runs(capsys):
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    text = readme.split("## Is it calibrated for every group? Audits and multicalibration\n")[1]
+    exec(re.search(r"```python\n(.*?)```", text, re.S).group(1), {})
+    lines = capsys.readouterr().out.splitlines()
+    pattern = r"(\w+): worst group \d, ECE ([\d.]+) \(noise bound ([\d.]+)\), (\d) groups flagged"
+    found = {m.group(1): m.groups()[1:] for line in lines if (m := re.match(pattern, line))}
+    ece, bound, flagged = found["temperature"]
+    assert float(ece) > float(bound) and int(flagged) >= 3
+    ece, bound, flagged = found["multicalibrated"]
+    assert float(ece) <= float(bound) and int(flagged) == 0
+    assert any(line.startswith("Calibration by group: 4 groups") for line in lines)
