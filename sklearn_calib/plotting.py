@@ -105,9 +105,9 @@ class ReliabilityDisplay:
         The positive class of a positive-class diagram (axis labels say so); None for
         the top-label diagram.
     group_diagrams : dict, default=None
-        Group label to that group's diagram (a :func:`~sklearn_calib.scoring.
-        reliability_diagram` Bunch with its ``ece`` added), drawn as one line per group
-        over the bars.
+        Group label to that group's diagram (a
+        :func:`~sklearn_calib.scoring.reliability_diagram` Bunch with its ``ece`` added),
+        drawn as one line per group over the bars.
 
     Attributes
     ----------

@@ -424,7 +424,9 @@ class GroupsMixin:
         scores : array-like of shape (n_samples, n_classes) or (n_samples,)
             Scores of a classifier, of the kind named by ``input``.
         y : array-like of shape (n_samples,)
-            True labels; see :meth:`BaseCalibrator.fit` for how they name the columns.
+            True labels. Without ``classes``: either one distinct label per score column
+            (sorted labels give the column order), or integers in ``[0, n_classes)`` that
+            include 0, read as column indices.
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative sample weights.
         classes : array-like of shape (n_classes,), default=None
