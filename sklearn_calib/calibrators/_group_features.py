@@ -1,5 +1,8 @@
 """Group features as bin codes for the trees of MulticalibrationBoosting.
 
+The columns and their distinct values are read as the metrics' ``groups=`` reads them
+(``metrics._group_rows``).
+
 A categorical column's bins are its categories (sorted; a category unseen in fit gets an
 extra last bin); a numeric column's bins are equal-mass quantile bins. The fitted state
 is plain arrays: each column's categories or inner edges, and which columns are
@@ -8,25 +11,11 @@ categorical.
 
 import numpy as np
 
+from ..metrics._group_rows import distinct_values, group_columns
 from ._histogram_tree import quantile_edges
 
 #: Most categories of one categorical group feature.
 MAX_CATEGORIES = 1024
-
-
-def _columns(groups):
-    """The columns of a group-feature table: a DataFrame's own, or a 1-D/2-D array's."""
-    if hasattr(groups, "columns") and hasattr(groups, "iloc"):
-        return [np.asarray(groups.iloc[:, j]) for j in range(groups.shape[1])]
-    array = np.asarray(groups)
-    if array.ndim == 1:
-        return [array]
-    if array.ndim != 2:
-        raise ValueError(
-            f"Expected `groups` of shape (n_samples,) or (n_samples, n_features), got shape "
-            f"{array.shape}."
-        )
-    return [array[:, j] for j in range(array.shape[1])]
 
 
 def _categorical_mask(columns, categorical_features):
@@ -58,18 +47,10 @@ def _check_length(column, n_samples):
 
 
 def _categories(column, j):
-    try:
-        categories = np.unique(column)
-    except TypeError as exc:
-        raise ValueError(
-            f"Group feature {j} mixes values that cannot be compared (for example None and "
-            f"strings): {exc}"
-        ) from exc
-    if categories.dtype.kind == "f" and np.isnan(categories).any():
-        raise ValueError(f"Group feature {j} holds NaN; give missing values a category.")
+    categories = distinct_values(column, j)[0]
     if categories.shape[0] > MAX_CATEGORIES:
         raise ValueError(
-            f"Group feature {j} has {categories.shape[0]} categories, more than "
+            f"`groups` column {j} has {categories.shape[0]} categories, more than "
             f"{MAX_CATEGORIES}; pass it as floats to treat it as ordered."
         )
     return categories
@@ -80,10 +61,10 @@ def _numeric(column, j):
         values = column.astype(np.float64)
     except (TypeError, ValueError) as exc:
         raise ValueError(
-            f"Group feature {j} is declared numeric but holds non-numbers: {exc}"
+            f"`groups` column {j} is declared numeric but holds non-numbers: {exc}"
         ) from exc
     if not np.isfinite(values).all():
-        raise ValueError(f"Group feature {j} holds NaN or infinite values.")
+        raise ValueError(f"`groups` column {j} holds NaN or infinite values.")
     return values
 
 
@@ -109,7 +90,7 @@ def fit_group_bins(groups, n_samples, categorical_features, max_bins, sample_wei
         A categorical column's sorted categories, a numeric column's inner edges.
     categorical : ndarray of shape (n_features,), dtype bool
     """
-    columns = _columns(groups)
+    columns = group_columns(groups)
     categorical = _categorical_mask(columns, categorical_features)
     bins = []
     for j, (column, is_categorical) in enumerate(zip(columns, categorical, strict=True)):
@@ -123,7 +104,7 @@ def fit_group_bins(groups, n_samples, categorical_features, max_bins, sample_wei
 
 def group_codes(groups, bins, categorical, n_samples):
     """Bin codes of ``groups`` under the fitted ``bins``, shape (n_samples, n_features)."""
-    columns = _columns(groups)
+    columns = group_columns(groups)
     if len(columns) != len(bins):
         raise ValueError(f"Expected {len(bins)} group feature(s), as in fit, got {len(columns)}.")
     codes = np.empty((n_samples, len(columns)), dtype=np.intp)

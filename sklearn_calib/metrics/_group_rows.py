@@ -12,8 +12,23 @@ import numpy as np
 from .._validation import check_classification_inputs
 
 
-def _group_labels(column, j):
-    """Distinct values of one group column and each sample's index among them."""
+def group_columns(groups):
+    """The columns of a groups table: a DataFrame's own (each keeps its type), or those of
+    a 1-D or 2-D array."""
+    if hasattr(groups, "columns") and hasattr(groups, "iloc"):
+        return [np.asarray(groups.iloc[:, j]) for j in range(groups.shape[1])]
+    array = np.asarray(groups)
+    if array.ndim not in (1, 2):
+        raise ValueError(
+            f"Expected `groups` of shape (n_samples,) or (n_samples, n_columns), got shape "
+            f"{array.shape}."
+        )
+    return [array] if array.ndim == 1 else [array[:, j] for j in range(array.shape[1])]
+
+
+def distinct_values(column, j):
+    """Sorted distinct values of column ``j`` of the groups, and each sample's index among
+    them; a ValueError names values that cannot be sorted or a NaN."""
     try:
         values, codes = np.unique(column, return_inverse=True)
     except TypeError as exc:
@@ -23,7 +38,7 @@ def _group_labels(column, j):
         ) from exc
     if values.dtype.kind == "f" and np.isnan(values).any():
         raise ValueError(f"`groups` column {j} holds NaN; give missing values a label.")
-    return values.tolist(), codes.ravel()
+    return values, codes.ravel()
 
 
 def encode_groups(groups, n_samples):
@@ -43,20 +58,12 @@ def encode_groups(groups, n_samples):
     names : list
         The label of each group (a tuple of the columns' values for 2-D ``groups``).
     """
-    if hasattr(groups, "columns") and hasattr(groups, "iloc"):
-        columns = [np.asarray(groups.iloc[:, j]) for j in range(groups.shape[1])]
-    else:
-        array = np.asarray(groups)
-        if array.ndim not in (1, 2):
-            raise ValueError(
-                f"Expected `groups` of shape (n_samples,) or (n_samples, n_columns), got "
-                f"shape {array.shape}."
-            )
-        columns = [array] if array.ndim == 1 else [array[:, j] for j in range(array.shape[1])]
+    columns = group_columns(groups)
     if not columns or columns[0].shape[0] != n_samples:
         rows = columns[0].shape[0] if columns else 0
         raise ValueError(f"Expected `groups` with one row per sample ({n_samples}), got {rows}.")
-    encoded = [_group_labels(column, j) for j, column in enumerate(columns)]
+    encoded = [distinct_values(column, j) for j, column in enumerate(columns)]
+    encoded = [(values.tolist(), codes) for values, codes in encoded]
     if len(encoded) == 1:
         values, codes = encoded[0]
         return codes.astype(np.intp), values
