@@ -54,20 +54,10 @@ def built_docs(tmp_path_factory, fashion_mnist):
     _require_docs_packages()
     out = tmp_path_factory.mktemp("docs")
     command = [
-        sys.executable,
-        "-m",
-        "sphinx",
-        "-W",
-        "--keep-going",
-        "-q",
-        "-b",
-        "html",
-        "-d",
-        str(out / "doctrees"),
-        "-D",
-        "sphinx_gallery_conf.run_stale_examples=True",
-        str(DOCS),
-        str(out / "html"),
+        sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
+        "-d", str(out / "doctrees"),
+        "-D", "sphinx_gallery_conf.run_stale_examples=True",
+        str(DOCS), str(out / "html"),
     ]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
@@ -80,11 +70,8 @@ def built_docs(tmp_path_factory, fashion_mnist):
 def _exported():
     modules = api_pages.public_modules()
     homes = api_pages.home_modules(modules)
-    return [
-        (module.__name__, name, homes[(module.__name__, name)])
-        for module in modules
-        for name in module.__all__
-    ]
+    return [(module.__name__, name, homes[(module.__name__, name)])
+            for module in modules for name in module.__all__]
 
 
 def test_the_public_modules_are_found():
@@ -121,7 +108,7 @@ def test_every_public_name_is_in_the_api_reference(built_docs):
     missing = []
     for module, name, home in _exported():
         page = (built_docs / "api" / f"{module}.html").read_text()
-        entry = built_docs / "api" / "generated" / f"{home}.{name}.html"
+        entry = (built_docs / "api" / "generated" / f"{home}.{name}.html")
         if f"{home}.{name}" not in page or not entry.is_file():
             missing.append(f"{module}.{name}")
         elif f'id="{home}.{name}"' not in entry.read_text():
