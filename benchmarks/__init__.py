@@ -1,6 +1,7 @@
-"""Experiments that reproduce the seeds' tables and figures with sklearn_calib.
+"""Experiments that reproduce the calibration papers' tables and figures with sklearn_calib.
 
 Run ``python -m benchmarks list`` for the experiments and ``python -m benchmarks run NAME
---preset quick|full`` to train (resuming from the run store) and write the reports. The
-``bench_*.py`` scripts beside this package are standalone speed benchmarks.
+--preset quick|cpu|full`` to train (resuming from the run store) and write the reports.
+The plain scripts beside this package, ``speed/bench_*.py`` (speed benchmarks) and
+``scripts/*.py`` (the calibrator arena and the sweeps behind defaults), run on their own.
 """

@@ -25,7 +25,6 @@ from ._report import format_duration
 from ._runner import Estimator, Task, execute
 from ._store import RunStore
 from ._summary import write_summary
-from ._train import meta_estimator
 from .experiments import EXPERIMENTS
 from .experiments._base import Context
 
@@ -43,7 +42,7 @@ DEFAULT_REPORTS = "benchmarks/reports"
 def _parser():
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks",
-        description="Reproduce the seeds' calibration tables and figures with sklearn_calib.",
+        description="Reproduce the calibration papers' tables and figures with sklearn_calib.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="list the experiments")
@@ -118,10 +117,6 @@ def list_experiments(stream=sys.stdout):
     width = max(map(len, EXPERIMENTS))
     for name, experiment in EXPERIMENTS.items():
         stream.write(f"{name:<{width}}  {experiment.reproduces}\n")
-    if meta_estimator() is None:
-        stream.write(
-            "\n(meta-learned methods of `meta` and `bins` are pending: no MetaNetClassifier)\n"
-        )
 
 
 def plan(experiments, config):

@@ -62,7 +62,7 @@ def _check_sizes(spec, available):
 
 
 def _gaussians(spec):
-    """Five 2-D Gaussians N(mu_k, I), means uniform in [-10, 10]^2 (seed 004's toy data)."""
+    """Five 2-D Gaussians N(mu_k, I), means uniform in [-10, 10]^2 (Lin et al. 2025's toy data)."""
     X, y, eta, centers = make_gaussian_blobs(
         spec.n_train // 5, n_classes=5, random_state=spec.data_seed, return_centers=True
     )

@@ -2,27 +2,30 @@
 
 A :class:`Method` names what distinguishes one trained model from another within a
 family; experiments that list the same method share its trained runs (the store key is
-the same). The catalogue below follows the seeds' tables and SPEC §2:
+the same). The catalogue below follows the papers' tables:
 
-- seed 001's grids: label smoothing epsilon in {0.01, 0.03, 0.05, 0.07, 0.09}, L1 logit norm
-  alpha in {0.001, 0.005, 0.01, 0.05, 0.1}, focal gamma in {1, 3, 5, 7, 9}; seed 001's focal
-  loss is ``focal_gra`` (weight detached, mean reduction). Seed 000's entropy
-  regularisation has no grid in the paper; it gets the alpha grid of seed 001.
-- seeds 002-004 differentiate the focal weight (``focal``, ``flsd53``, ``dual_focal``,
-  ``bsce``); their "-GRA" variants detach it.
+- Wang et al. (2021)'s grids: label smoothing epsilon in {0.01, 0.03, 0.05, 0.07, 0.09}, L1
+  logit norm alpha in {0.001, 0.005, 0.01, 0.05, 0.1}, focal gamma in {1, 3, 5, 7, 9}; their
+  focal loss is ``focal_gra`` (weight detached, mean reduction). The entropy
+  regularisation of the CIFAR-10 loss study has no grid there; it gets Wang et al.'s alpha
+  grid.
+- Mukhoti et al. (2020), Wang and Golebiowski (2024) and Lin et al. (2025) differentiate the
+  focal weight (``focal``, ``flsd53``, ``dual_focal``, ``bsce``); the "-GRA" variants of
+  Lin et al. detach it. BSCE-GRA comes over a grid of (beta, gamma), chosen on validation
+  as Lin et al. tune it.
 """
 
 from dataclasses import dataclass, field
 
-#: The coefficient grids of seed 001 (SPEC §5), by loss name: (parameter, values, symbol).
-SEED001_GRIDS = {
+#: The coefficient grids of Wang et al. (2021), by loss name: (parameter, values, symbol).
+WANG2021_GRIDS = {
     "label_smoothing": ("epsilon", (0.01, 0.03, 0.05, 0.07, 0.09), "ε"),
     "lp_norm": ("alpha", (0.001, 0.005, 0.01, 0.05, 0.1), "α"),
     "entropy_reg": ("alpha", (0.001, 0.005, 0.01, 0.05, 0.1), "α"),
     "focal_gra": ("gamma", (1, 3, 5, 7, 9), "γ"),
 }
 
-#: Short names of the regularised losses in seed 001's tables.
+#: Short names of the regularised losses in Wang et al. (2021)'s tables.
 GROUP_NAMES = {
     "ce": "CE",
     "label_smoothing": "LS",
@@ -42,7 +45,7 @@ class Method:
     label : str
         Name in tables and figures ("LS ε=0.05").
     family : str
-        "seed001" or "seed002" (see :mod:`benchmarks._presets`).
+        "wang2021" or "mukhoti2020" (see :mod:`benchmarks._presets`).
     loss : str
         Loss name of :data:`sklearn_calib.losses.LOSSES`.
     params : tuple of (str, value)
@@ -81,33 +84,34 @@ def ce(family):
     return Method("CE", family, "ce", group="CE")
 
 
-def seed001_grid(loss):
-    """The methods of one coefficient sweep of seed 001 (family seed001)."""
-    name, values, symbol = SEED001_GRIDS[loss]
+def wang2021_grid(loss):
+    """The methods of one coefficient sweep of Wang et al. (2021) (family ``wang2021``)."""
+    name, values, symbol = WANG2021_GRIDS[loss]
     group = GROUP_NAMES[loss]
     return [
-        Method(f"{group} {symbol}={v:g}", "seed001", loss, ((name, v),), group, v) for v in values
+        Method(f"{group} {symbol}={v:g}", "wang2021", loss, ((name, v),), group, v) for v in values
     ]
 
 
 def regularizer_methods():
-    """CE and the four regularised losses over seed 001's grids (seeds 000/001 Table 1)."""
-    methods = [ce("seed001")]
-    for loss in SEED001_GRIDS:
-        methods += seed001_grid(loss)
+    """CE and the four regularised losses over Wang et al. (2021)'s grids (their Table 1)."""
+    methods = [ce("wang2021")]
+    for loss in WANG2021_GRIDS:
+        methods += wang2021_grid(loss)
     return methods
 
 
 def focal_gra(gamma):
-    """Seed 001's focal loss (weight detached, family seed001)."""
-    return Method(f"Focal γ={gamma:g}", "seed001", "focal_gra", (("gamma", gamma),), "Focal", gamma)
+    """Wang et al. (2021)'s focal loss (weight detached, family ``wang2021``)."""
+    label = f"Focal γ={gamma:g}"
+    return Method(label, "wang2021", "focal_gra", (("gamma", gamma),), "Focal", gamma)
 
 
 def inverse_focal(gamma):
-    """Seed 001's inverse focal loss, weight detached as in its focal loss."""
+    """Wang et al. (2021)'s inverse focal loss, weight detached as in their focal loss."""
     return Method(
         f"InvFocal γ={gamma:g}",
-        "seed001",
+        "wang2021",
         "inverse_focal",
         (("gamma", gamma), ("detach_weight", True)),
         "InvFocal",
@@ -115,25 +119,44 @@ def inverse_focal(gamma):
     )
 
 
-# Seeds 002-004 (family seed002).
-CE_B = ce("seed002")
-BRIER = Method("Brier", "seed002", "brier", group="Brier", reduction="mean")
-MMCE = Method("MMCE", "seed002", "mmce", (("lam", 2.0),), "MMCE")
-LS_005 = Method("LS-0.05", "seed002", "label_smoothing", (("epsilon", 0.05),), "LS", 0.05)
-LS_01 = Method("LS-0.1", "seed002", "label_smoothing", (("epsilon", 0.1),), "LS", 0.1)
-FOCAL_3 = Method("Focal γ=3", "seed002", "focal", (("gamma", 3.0),), "Focal", 3.0)
-FOCAL_1 = Method("Focal γ=1", "seed002", "focal", (("gamma", 1.0),), "Focal", 1.0)
-FLSD53 = Method("FLSD-53", "seed002", "flsd53", group="FLSD-53")
-FLSD53_GRA = Method("FLSD-53-GRA", "seed002", "flsd53_gra", group="FLSD-53")
-DUAL_FOCAL = Method("DFL", "seed002", "dual_focal", (("gamma", 5.0),), "DFL")
-DUAL_FOCAL_GRA = Method("DFL-GRA", "seed002", "dual_focal_gra", (("gamma", 5.0),), "DFL")
-BSCE = Method("BSCE", "seed002", "bsce", group="BSCE")
-BSCE_GRA = Method("BSCE-GRA", "seed002", "bsce_gra", group="BSCE")
-MIXUP = Method("Mixup α=1", "seed002", "ce", group="Mixup", mixup_alpha=1.0)
+# Mukhoti et al. (2020), Wang and Golebiowski (2024), Lin et al. (2025): family mukhoti2020.
+CE_B = ce("mukhoti2020")
+BRIER = Method("Brier", "mukhoti2020", "brier", group="Brier", reduction="mean")
+MMCE = Method("MMCE", "mukhoti2020", "mmce", (("lam", 2.0),), "MMCE")
+LS_005 = Method("LS-0.05", "mukhoti2020", "label_smoothing", (("epsilon", 0.05),), "LS", 0.05)
+LS_01 = Method("LS-0.1", "mukhoti2020", "label_smoothing", (("epsilon", 0.1),), "LS", 0.1)
+FOCAL_3 = Method("Focal γ=3", "mukhoti2020", "focal", (("gamma", 3.0),), "Focal", 3.0)
+FOCAL_1 = Method("Focal γ=1", "mukhoti2020", "focal", (("gamma", 1.0),), "Focal", 1.0)
+FLSD53 = Method("FLSD-53", "mukhoti2020", "flsd53", group="FLSD-53")
+FLSD53_GRA = Method("FLSD-53-GRA", "mukhoti2020", "flsd53_gra", group="FLSD-53")
+DUAL_FOCAL = Method("DFL", "mukhoti2020", "dual_focal", (("gamma", 5.0),), "DFL")
+DUAL_FOCAL_GRA = Method("DFL-GRA", "mukhoti2020", "dual_focal_gra", (("gamma", 5.0),), "DFL")
+BSCE = Method("BSCE", "mukhoti2020", "bsce", group="BSCE")
+#: The (beta, gamma) grid of BSCE-GRA, covering Lin et al. (2025)'s Figure 6 (norm orders
+#: 1-3, exponents 1-4; their Table 6 finds exponent 4 best of 3-8 on CIFAR-100).
+BSCE_GRA_BETAS = (1.0, 2.0, 3.0)
+BSCE_GRA_GAMMAS = (1.0, 2.0, 3.0, 4.0)
+
+
+def bsce_gra(beta, gamma):
+    """BSCE-GRA with norm order ``beta`` and exponent ``gamma`` (family mukhoti2020).
+
+    Values at the loss's defaults (1) are left out of its parameters, so that the grid's
+    (1, 1) is the run of the loss with its defaults, :data:`BSCE_GRA`.
+    """
+    params = tuple((name, v) for name, v in (("beta", beta), ("gamma", gamma)) if v != 1.0)
+    return Method(
+        f"BSCE-GRA β={beta:g}, γ={gamma:g}", "mukhoti2020", "bsce_gra", params, "BSCE-GRA"
+    )
+
+
+BSCE_GRA = bsce_gra(1.0, 1.0)
+BSCE_GRA_GRID = [bsce_gra(b, g) for b in BSCE_GRA_BETAS for g in BSCE_GRA_GAMMAS]
+MIXUP = Method("Mixup α=1", "mukhoti2020", "ce", group="Mixup", mixup_alpha=1.0)
 
 
 def meta(label, regularizer, meta_loss):
-    """A meta-learned method of seed 003 (``MetaNetClassifier``, issue 6).
+    """A meta-learned method of Wang and Golebiowski (2024) (``MetaNetClassifier``).
 
     The estimator picks its own loss (focal loss with a per-sample gamma for "gamma_net",
     cross-entropy for "l2") and holds out 10 % of the training data as its
@@ -143,7 +166,7 @@ def meta(label, regularizer, meta_loss):
     loss = "focal" if regularizer == "gamma_net" else "ce"
     return Method(
         label,
-        "seed002",
+        "mukhoti2020",
         loss,
         group="meta",
         estimator="meta",

@@ -1,6 +1,6 @@
 """Post-hoc calibration and metrics of stored logits, with the library's metrics.
 
-Temperature scaling as the seeds do it picks ``T`` from a grid by the ECE of the
+Temperature scaling as the papers do it picks ``T`` from a grid by the ECE of the
 calibration data: the library's vectorised grid search, here run on the device where the
 logits are (the sweeps make thousands of such fits).
 """
@@ -10,11 +10,14 @@ from scipy.special import softmax
 
 from sklearn_calib.calibrators import HistogramBinning, TemperatureScaling, grid_ece
 from sklearn_calib.evaluation import calibrate_scores
-from sklearn_calib.metrics import REPORT_METRICS, metric_values
+from sklearn_calib.metrics import REPORT_METRICS, calibration_error_ci, metric_values
+
+from ._uncertainty import ROW_SEED
 
 #: The metrics of a run's CSV rows: the report's (:data:`sklearn_calib.metrics.REPORT_METRICS`,
 #: 15 bins) but SECE, which the stored reports do not show.
 METRICS = tuple(metric.name for metric in REPORT_METRICS if metric.name != "sece")
+_BY_NAME = {metric.name: metric for metric in REPORT_METRICS}
 
 
 def ece_temperature(logits, y, temperatures, *, n_bins=15, device=None):
@@ -37,7 +40,7 @@ def histogram_binning(val_logits, val_y, test_logits, n_bins=15):
     """Probabilities of ``test_logits`` after top-label histogram binning fitted on validation.
 
     Equal-size bins on the top-1 confidence, each bin's value the validation accuracy in
-    it (seed 001; empty bins fall back as :class:`HistogramBinning` documents).
+    it (Wang et al. 2021; empty bins fall back as :class:`HistogramBinning` documents).
     """
     calibrator = HistogramBinning(n_bins=n_bins, strategy="uniform", mode="top_label")
     proba, _ = calibrate_scores(
@@ -54,8 +57,45 @@ def evaluate(y, proba, metrics=METRICS):
     return metric_values(y, proba, labels=np.arange(proba.shape[1]), metrics=metrics)
 
 
+def resampled_metric(metric, y, proba, n_bins, n_resamples):
+    """A metric of :data:`METRICS` and its values on bootstrap resamples of the rows.
+
+    The resamples come from :func:`sklearn_calib.metrics.calibration_error_ci` with
+    ``random_state=ROW_SEED``: for a given number of rows (and metric and bins) they are
+    the same rows whatever the probabilities, so the replicates of two runs scored on one
+    test set are paired.
+
+    Parameters
+    ----------
+    metric : str
+    y : ndarray of shape (n_samples,)
+        Class indices ``0..K-1``.
+    proba : ndarray of shape (n_samples, K)
+    n_bins : int
+        Bins of a binned metric.
+    n_resamples : int
+
+    Returns
+    -------
+    value : float
+    replicates : ndarray of shape (n_resamples,)
+    """
+    entry = _BY_NAME[metric]
+    options = {"n_bins": n_bins} if entry.binned else {}
+    result = calibration_error_ci(
+        entry.function,
+        y,
+        proba,
+        labels=np.arange(proba.shape[1]),
+        n_resamples=n_resamples,
+        random_state=ROW_SEED,
+        **options,
+    )
+    return result.estimate, result.replicates
+
+
 def learned_epochs(correct):
-    """Epoch (1-based) since which each sample stays correctly classified (seed 001).
+    """Epoch (1-based) since which each sample stays correctly classified (Wang et al. 2021).
 
     Parameters
     ----------

@@ -1,15 +1,15 @@
 """Presets: the data, network, recipes, epochs and seeds of a ``quick``, ``full`` or ``cpu``
 sweep.
 
-Two training families cover the seeds (SPEC §2 and §5):
+Two training families cover the papers:
 
-- ``seed001`` (seeds 000/001, Wang et al.): SGD (momentum 0.9, weight decay 1e-4, lr 0.1),
-  lr x0.1 at 50 % and 75 % of the epochs, batch 512, the loss averaged over the batch and
-  no gradient clipping (seed 001's code takes the mean);
-- ``seed002`` (seeds 002-004, Mukhoti et al.'s code and its descendants): SGD (momentum
-  0.9, weight decay 5e-4, lr 0.1), lr x0.1 at 150/350 and 250/350 of the epochs, batch
-  128, the loss summed over the batch and the gradient norm clipped to 2 (Brier keeps the
-  mean, as in that code).
+- ``wang2021`` (Wang et al. 2021, and the CIFAR-10 loss study): SGD (momentum 0.9, weight
+  decay 1e-4, lr 0.1), lr x0.1 at 50 % and 75 % of the epochs, batch 512, the loss averaged
+  over the batch and no gradient clipping (Wang et al.'s code takes the mean);
+- ``mukhoti2020`` (Mukhoti et al. 2020's code and its descendants: Wang and Golebiowski
+  2024, Lin et al. 2025): SGD (momentum 0.9, weight decay 5e-4, lr 0.1), lr x0.1 at
+  150/350 and 250/350 of the epochs, batch 128, the loss summed over the batch and the
+  gradient norm clipped to 2 (Brier keeps the mean, as in that code).
 
 ``full`` trains ResNet-20 on Fashion-MNIST (55,000 / 5,000 / 10,000) with the recipes
 scaled down to a few epochs (the decays at the same fractions); ``quick`` trains a small
@@ -17,9 +17,9 @@ MLP on scikit-learn's digits on the CPU in seconds. ``cpu`` is the reproduction 
 a 2-core machine: an MLP (512, 512) trained on 10,000 Fashion-MNIST images (5,000 more for
 validation, the official 10,000 for testing) for 40 epochs, long enough that
 cross-entropy overfits the NLL and ends overconfident (measured for seed 0: validation
-temperature 1.86 in ``seed001``, 2.64 in ``seed002``, test accuracy 86.4 % in both), with
-each family's initial learning rate set for that network: 0.1 for ``seed001``, 0.05 for
-``seed002`` (with the summed loss, 0.1 reached a lower accuracy and temperature: 87.2 %
+temperature 1.86 in ``wang2021``, 2.64 in ``mukhoti2020``, test accuracy 86.4 % in both),
+with each family's initial learning rate set for that network: 0.1 for ``wang2021``, 0.05
+for ``mukhoti2020`` (with the summed loss, 0.1 reached a lower accuracy and temperature: 87.2 %
 and T 1.76 against 88.2 % and T 2.23 on 20,000 images).
 """
 
@@ -42,10 +42,11 @@ OVERCONFIDENT_T = 1.5
 PRESETS = ("quick", "full", "cpu")
 DATASETS = ("digits", "fashion_mnist", "gaussians")
 
-#: Seed 001's temperature pool {0.01, 0.02, ..., 10}.
-GRID_SEED001 = tuple(np.round(np.arange(1, 1001) * 0.01, 2).tolist())
-#: Seeds 002-004's grid {0.1, 0.2, ..., 10} (seed 004 lists 0 too, which is no temperature).
-GRID_SEED002 = tuple(np.round(np.arange(1, 101) * 0.1, 1).tolist())
+#: Wang et al. (2021)'s temperature pool {0.01, 0.02, ..., 10}.
+GRID_WANG2021 = tuple(np.round(np.arange(1, 1001) * 0.01, 2).tolist())
+#: The grid of Mukhoti et al. (2020)'s code and its descendants {0.1, 0.2, ..., 10} (Lin et al.
+#: (2025) list 0 too, which is no temperature).
+GRID_MUKHOTI2020 = tuple(np.round(np.arange(1, 101) * 0.1, 1).tolist())
 
 
 _REDUCTION_WORDS = {"sum": "summed", "mean": "averaged"}
@@ -58,7 +59,7 @@ class Family:
     Parameters
     ----------
     name : str
-        "seed001" or "seed002".
+        "wang2021" or "mukhoti2020".
     recipe : str
         A recipe of :data:`sklearn_calib.estimators.RECIPES`.
     batch_size : int
@@ -166,12 +167,14 @@ class Config:
         return f"`{self.network}`" + (f" ({params})" if params else "")
 
 
-def _families(batch_seed001, batch_seed002, track=True, lr=(None, None)):
+def _families(batch_wang2021, batch_mukhoti2020, track=True, lr=(None, None)):
     return {
-        "seed001": Family(
-            "seed001", "seed001", batch_seed001, "mean", None, GRID_SEED001, track, lr[0]
+        "wang2021": Family(
+            "wang2021", "wang2021", batch_wang2021, "mean", None, GRID_WANG2021, track, lr[0]
         ),
-        "seed002": Family("seed002", "seed002", batch_seed002, "sum", 2.0, GRID_SEED002, lr=lr[1]),
+        "mukhoti2020": Family(
+            "mukhoti2020", "mukhoti2020", batch_mukhoti2020, "sum", 2.0, GRID_MUKHOTI2020, lr=lr[1]
+        ),
     }
 
 

@@ -1,7 +1,7 @@
 """Writing an experiment's outputs: the CSV of every run, the Markdown report, PNG figures.
 
-A :class:`Report` collects Markdown blocks, tables (mean ± std over seeds), figures and
-claims (the paper's statement, what our numbers say, and the verdict) and writes
+A :class:`Report` collects Markdown blocks, tables (means over seeds with their intervals),
+figures and claims (the paper's statement, what our numbers say, and the verdict) and writes
 ``report.md`` next to ``runs.csv`` and the figures in the experiment's folder.
 """
 
@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from ._uncertainty import tally, verdict
 
 
 def mean_std(values, scale=1.0, digits=2):
@@ -78,45 +80,16 @@ class Claim:
     Parameters
     ----------
     paper : str
-        What the paper claims.
+        What the paper claims, with its citation.
     ours : str
-        What our numbers show (with the numbers).
+        What our numbers show (with their intervals) and how many checks hold.
     verdict : str
-        "agrees", "disagrees", "partly" or "not tested" (with the reason in ``ours``).
+        One of :data:`~benchmarks._uncertainty.VERDICTS`.
     """
 
     paper: str
     ours: str
     verdict: str
-
-
-def at_most(value, limit, digits):
-    """Whether ``value``, rounded to the ``digits`` the report prints it with, is <= ``limit``.
-
-    Thresholds are compared on the printed value, so floating-point noise (a gap of
-    1.0000000000000009 printed as 1.00) cannot turn "within 1 point" into a disagreement;
-    NaN is never within a limit.
-    """
-    return round(value, digits) <= limit + 1e-9
-
-
-def at_least(value, limit, digits):
-    """Whether ``value``, rounded to the ``digits`` the report prints it with, is >= ``limit``."""
-    return round(value, digits) >= limit - 1e-9
-
-
-def verdict(fraction):
-    """The verdict on a claim from the fraction of its checks that hold.
-
-    "agrees" when all hold, "partly" when at least half do, "disagrees" when fewer than
-    half do (a claim that fails most of its checks is not partly supported). NaN (no check
-    could be made) disagrees.
-    """
-    if fraction >= 1.0:
-        return "agrees"
-    if fraction >= 0.5 - 1e-12:
-        return "partly"
-    return "disagrees"
 
 
 def pyplot():
@@ -201,8 +174,12 @@ class Report:
         self.figures.append(name)
         self.blocks.append(f"![{caption}]({name})\n\n*{caption}*")
 
-    def claim(self, paper, ours, verdict_):
-        self.claims.append(Claim(paper, ours, verdict_))
+    def claim(self, paper, ours, outcomes):
+        """Add a claim; its verdict comes from the outcomes of its checks
+        (:func:`~benchmarks._uncertainty.verdict`), counted after ``ours``."""
+        outcomes = list(outcomes)
+        ours = f"{ours.rstrip()} Checks: {tally(outcomes)}."
+        self.claims.append(Claim(paper, ours, verdict(outcomes)))
 
     def csv(self, rows, name="runs.csv"):
         write_csv(self.folder / name, rows)

@@ -4,10 +4,12 @@ Every ``report.md`` under the reports folder is read back: its experiment is its
 name, its regime the folder above (``quick``, ``quick_fashion_mnist``, ``cpu``; reports
 directly in the reports folder are the ``full`` preset's). From each report come the
 verdicts of its "Agreement with the paper" table and, from its Setup and tables, the
-regime's own numbers: CE's test accuracy and validation temperature per recipe family.
-:func:`summary_text` lays them out as one Markdown page, claim by claim and regime by
-regime; it depends on the reports' text only (sorted, no dates), so the page can be
-regenerated and compared with the committed one.
+regime's own numbers: CE's test accuracy and validation temperature per recipe family,
+and whether its verdicts come from intervals (the rule of :mod:`benchmarks._uncertainty`)
+or from an earlier rule. :func:`summary_text` lays them out as one Markdown page: the
+deviations from the papers (:data:`benchmarks._deviations.DEVIATIONS`) first, then the
+regimes, then claim by claim and regime by regime; it depends on the reports' text only
+(sorted, no dates), so the page can be regenerated and compared with the committed one.
 """
 
 import re
@@ -15,10 +17,10 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from pathlib import Path
 
+from ._deviations import DEVIATIONS
 from ._presets import OVERCONFIDENT_T
+from ._uncertainty import VERDICTS
 
-#: The verdicts a report's agreement table may give, in the order totals are printed.
-VERDICTS = ("agrees", "partly", "disagrees", "not tested")
 #: The regime of the reports lying directly in the reports folder (the ``full`` preset).
 FULL = "full"
 #: Regimes in column order; others follow in sorted order.
@@ -31,7 +33,11 @@ SUMMARY_NAME = "README.md"
 MISSING = "—"
 
 _AGREEMENT = "## Agreement with the paper"
-_CITATION = re.compile(r"\((seeds? \d[^()]*(?:\([^()]*\)[^()]*)*)\)")
+#: A citation: a parenthesis that names a paper by its year ("(Wang et al. 2021, Fig. 4)"),
+#: or the unpublished CIFAR-10 loss study, with at most one level of nested parentheses.
+_CITATION = re.compile(r"\(([^()]*(?:\b(?:19|20)\d\d\b|loss study)[^()]*(?:\([^()]*\)[^()]*)*)\)")
+#: What the "our numbers" cell of a claim checked with intervals ends with.
+_CHECKS = "Checks: "
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
@@ -48,8 +54,9 @@ class CEValue:
 class ParsedReport:
     """What the summary uses of one ``report.md``.
 
-    ``claims`` are ``(claim, verdict)`` pairs in the table's order; ``accuracy`` and
-    ``temperature`` map a recipe family to CE's test accuracy (%) and validation T.
+    ``claims`` are ``(claim, verdict)`` pairs in the table's order; ``intervals`` says
+    whether they were checked with intervals; ``accuracy`` and ``temperature`` map a recipe
+    family to CE's test accuracy (%) and validation T.
     """
 
     experiment: str
@@ -57,6 +64,7 @@ class ParsedReport:
     link: str
     title: str = ""
     claims: list = field(default_factory=list)
+    intervals: bool = False
     accuracy: dict = field(default_factory=dict)
     temperature: dict = field(default_factory=dict)
     setup: str = ""
@@ -96,12 +104,13 @@ def _section(lines, heading):
 
 
 def _agreement(lines, where):
-    """The (claim, verdict) pairs of the agreement table; a bad verdict raises.
+    """The (claim, verdict) pairs of the agreement table, and whether its claims were checked
+    with intervals; a bad verdict raises.
 
     The claim is the first cell and the verdict the last: the middle cell ("our
     numbers") may hold a ``|`` of its own.
     """
-    claims = []
+    claims, intervals = [], False
     for row in [line for line in _section(lines, _AGREEMENT) if line.startswith("|")][2:]:
         row = row.strip().strip("|")
         claim, verdict = row.split(" | ", 1)[0].strip(), row.rsplit(" | ", 1)[-1]
@@ -112,7 +121,8 @@ def _agreement(lines, where):
                 f"{claim!r}, got {verdict!r}"
             )
         claims.append((claim, verdict))
-    return claims
+        intervals = intervals or _CHECKS in row
+    return claims, intervals
 
 
 def _setup_lines(lines):
@@ -178,7 +188,7 @@ def parse_report(text, experiment, regime, link):
     lines = text.splitlines()
     report = ParsedReport(experiment, regime, link)
     report.title = next((line[2:] for line in lines if line.startswith("# ")), experiment)
-    report.claims = _agreement(lines, link)
+    report.claims, report.intervals = _agreement(lines, link)
     setup = _setup_lines(lines)
     family = next(
         (m.group(1) for line in setup if (m := re.match(r"Recipe `([^`]+)` family", line))),
@@ -232,7 +242,7 @@ def align_claims(claims_by_regime):
     """Rows of one experiment's claims across regimes.
 
     A claim joins the row of the same text; a claim left over then joins the most similar
-    row left over in its regime with the same citation ("(seed 003, Figure 5)") and a
+    row left over in its regime with the same citation ("(Wang et al. 2021, Fig. 4)") and a
     similarity of at least :data:`SIMILAR`, so a reworded claim (a pending text, an added
     condition) stays on one row; any other claim opens a row.
 
@@ -329,11 +339,34 @@ def _regime_rows(reports, regimes):
                 accuracy,
                 temperature,
                 _overconfident(values),
+                _rule(mine),
                 " · ".join(f"{counts[verdict]} {verdict}" for verdict in VERDICTS)
                 + f" ({sum(counts.values())} claims)",
             ]
         )
     return rows
+
+
+def _rule(reports):
+    """Which verdict rule the reports of a regime were written with."""
+    checked = sum(report.intervals for report in reports if report.claims)
+    total = sum(1 for report in reports if report.claims)
+    if checked == total:
+        return "intervals"
+    if not checked:
+        return "**sign of the mean** (before intervals)"
+    return f"intervals in {checked} of {total} reports"
+
+
+def _deviation_lines():
+    lines = []
+    for number, deviation in enumerate(DEVIATIONS, 1):
+        lines += [
+            f"{number}. {deviation.what}",
+            f"   - *Why:* {deviation.why}",
+            f"   - *Effect:* {deviation.effect}",
+        ]
+    return lines
 
 
 def _table(headers, rows):
@@ -353,6 +386,13 @@ def summary_text(reports):
         "folder of reports; the reports lying directly in this folder are the `full` "
         "preset's.",
         "",
+        "## Deviations from the papers",
+        "",
+        "Where our runs differ from the papers' (each report's notes say it where it "
+        "applies), why, and what it changes where we measured it:",
+        "",
+        *_deviation_lines(),
+        "",
         "## Regimes",
         "",
         *_table(
@@ -363,16 +403,28 @@ def summary_text(reports):
                 "CE's test accuracy (%)",
                 "CE's validation T",
                 f"CE overconfident (T ≥ {OVERCONFIDENT_T:g})",
+                "verdict rule",
                 "verdicts",
             ],
             _regime_rows(reports, regimes),
         ),
         "",
+        "A claim's verdict comes from its checks (benchmarks/EXPERIMENTS.md, \"How sure the "
+        'numbers are"): each check compares a difference, a ratio or a slope with its 95 % '
+        "interval, seeds and test rows resampled together; **agrees** when every check holds, "
+        "**partly** when some do, **disagrees** when none does and some fail, "
+        "**inconclusive** when every interval holds the claimed bound. Reports written "
+        'before this rule ("sign of the mean" in the table) called a claim from the sign of '
+        "the difference of means, or from a t-test over seeds where the paper says "
+        '"significantly": they never say inconclusive, and their agrees and disagrees '
+        "include differences smaller than their noise; they stand until their regime is run "
+        "again.",
+        "",
         "CE's numbers are per recipe family, taken from the reports of each regime (a range "
         "when its reports differ). T is the NLL-optimal validation temperature of the "
         "Setup's regime line; † marks a value read from the CE row of a results table "
         "instead (T there as that table states, e.g. chosen on validation ECE; accuracy "
-        "as 100 − error where only the error is given). The seeds' premise is an "
+        "as 100 − error where only the error is given). The papers' premise is an "
         "overconfident CE (T > 1 after overfitting the NLL); where CE's T is near 1 the "
         "regularised losses' advantage cannot appear, so verdicts differ for that reason.",
     ]

@@ -5,12 +5,13 @@ CUDA graphs stay on). At the end of every epoch it runs the network in evaluatio
 in float32 and in large batches, on the test set and on a fixed subset of the training
 set, and keeps on the device:
 
-- test accuracy, NLL, ECE (M = 15) and the "optimal ECE" of seed 001 (the lowest ECE over
-  its temperature pool 0.01..10, with ``T`` fitted on the test set itself) and that ``T``;
-- test NLL and softmax entropy of the correctly and the wrongly classified samples (seed
-  002, Figure 2) and the Frobenius norm of the last linear layer's weight;
+- test accuracy, NLL, ECE (M = 15) and the "optimal ECE" of Wang et al. (2021) (the lowest
+  ECE over their temperature pool 0.01..10, with ``T`` fitted on the test set itself) and
+  that ``T``;
+- test NLL and softmax entropy of the correctly and the wrongly classified samples
+  (Mukhoti et al. 2020, Figure 2) and the Frobenius norm of the last linear layer's weight;
 - which followed training samples are classified correctly (their "learned epoch",
-  seed 001 Figure 5) and, at the end, their maximum logits.
+  Wang et al. 2021, Figure 5) and, at the end, their maximum logits.
 
 Only one small tensor per epoch is copied to the host.
 """

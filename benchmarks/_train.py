@@ -19,19 +19,14 @@ from skorch.callbacks import Callback
 import sklearn_calib.estimators as estimators
 
 from ._data import DataSpec, load_split
-from ._presets import GRID_SEED001, GRID_SEED002
+from ._presets import GRID_MUKHOTI2020, GRID_WANG2021
 from ._tracking import EpochTracker, forward_logits
 
 #: Temperature grids by the name used in specifications.
-GRIDS = {"seed001": GRID_SEED001, "seed002": GRID_SEED002}
+GRIDS = {"wang2021": GRID_WANG2021, "mukhoti2020": GRID_MUKHOTI2020}
 
 #: Inference batch size of the final evaluation and the tracker.
 EVAL_BATCH = 2048
-
-
-def meta_estimator():
-    """``MetaNetClassifier`` when this checkout has it (issue 6), else None."""
-    return getattr(estimators, "MetaNetClassifier", None)
 
 
 def build_spec(
@@ -61,7 +56,7 @@ def build_spec(
         ``grad_clip``, ``mixup_alpha``, ``augment``.
     seed : int
     track : dict or None, default=None
-        ``{"n_train": n, "grid": "seed001"}`` for per-epoch evaluation.
+        ``{"n_train": n, "grid": "wang2021"}`` for per-epoch evaluation.
     estimator : {"net", "meta"}, default="net"
     estimator_params : dict or None, default=None
 
@@ -94,7 +89,7 @@ def make_spec(config, method, seed):
         "mixup_alpha": method.mixup_alpha,
         "augment": None,
     }
-    track = {"n_train": config.track_train, "grid": "seed001"} if family.track else None
+    track = {"n_train": config.track_train, "grid": "wang2021"} if family.track else None
     return build_spec(
         config.data,
         config.network,
@@ -143,9 +138,7 @@ def build_estimator(spec, device, callbacks):
     for name, value in spec["loss"]["params"].items():
         kwargs[f"criterion__{name}"] = value
     if spec["estimator"]["name"] == "meta":
-        cls = meta_estimator()
-        if cls is None:
-            raise RuntimeError("MetaNetClassifier is not in this checkout (issue 6).")
+        cls = estimators.MetaNetClassifier
         kwargs.update(spec["estimator"]["params"])
         kwargs["criterion"] = None
     else:

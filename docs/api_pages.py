@@ -1,13 +1,17 @@
 """Write the API reference's pages from the ``__all__`` of sklearn_calib's public modules.
 
-A public module is one whose dotted path has no component starting with ``_`` and which
-defines ``__all__``. Every name in an ``__all__`` gets documented once, on the page of
-its *home*: the deepest public module exporting it among the packages its ``__module__``
-lives in (``expected_calibration_error`` lives in ``sklearn_calib.metrics._metrics``, so
-its home is ``sklearn_calib.metrics``; :mod:`sklearn_calib.scoring` and the top-level
-package list it with a link there). Constants have no ``__module__``: their home is the
-first public module exporting them. A name added to an ``__all__`` thus appears in the
-reference without editing the documentation.
+A public module is one whose dotted path has no component starting with ``_``; it defines
+``__all__`` (``tests/test_architecture.py`` checks it). Every name in an ``__all__`` gets
+documented once, on the page of its *home*: the deepest public package (a package's
+``__init__``) exporting it among the packages its ``__module__`` lives in, else the
+deepest public module exporting it there (``expected_calibration_error`` lives in
+``sklearn_calib.metrics._metrics``, so its home is ``sklearn_calib.metrics``;
+:mod:`sklearn_calib.scoring` and the top-level package list it with a link there;
+``TemperatureScaling`` lives in the public ``sklearn_calib.calibrators.temperature``, whose
+page links to its home ``sklearn_calib.calibrators``; ``make_calibration_scorer``, defined
+in the module ``sklearn_calib.scoring``, is at home there). Constants have no
+``__module__``: their home is the first public module exporting them. A name added to an
+``__all__`` thus appears in the reference without editing the documentation.
 """
 
 import importlib
@@ -33,28 +37,10 @@ def public_modules():
     Returns
     -------
     modules : list of module
-        The modules without a private component in their path that define ``__all__``.
+        The modules without a private component in their path.
     """
     modules = [importlib.import_module(name) for name in _module_names()]
-    modules = [module for module in modules if hasattr(module, "__all__")]
     return sorted(modules, key=lambda module: (module.__name__ != PACKAGE, module.__name__))
-
-
-def note_modules():
-    """Return the modules without ``__all__`` whose path has no private component.
-
-    Their names are exported by their package; their docstrings explain them, and
-    docstrings refer to them (``:mod:`~.binning```), so they get a page too.
-
-    Returns
-    -------
-    modules : list of module
-    """
-    modules = [importlib.import_module(name) for name in _module_names()]
-    return sorted(
-        (module for module in modules if not hasattr(module, "__all__")),
-        key=lambda module: module.__name__,
-    )
 
 
 def find_object(path):
@@ -105,6 +91,7 @@ def home_modules(modules):
     homes : dict
         ``{(module name, name): home module name}``.
     """
+    package_names = {module.__name__ for module in modules if hasattr(module, "__path__")}
     exporters = {}
     for module in modules:
         for name in module.__all__:
@@ -114,9 +101,9 @@ def home_modules(modules):
         for name in module.__all__:
             candidates = exporters[(name, id(getattr(module, name)))]
             nested = [path for path in candidates if path != PACKAGE] or candidates
-            owners = _owners(getattr(module, name))
-            home = next((path for path in owners if path in nested), nested[0])
-            homes[(module.__name__, name)] = home
+            owners = [path for path in _owners(getattr(module, name)) if path in nested]
+            packages = [path for path in owners if path in package_names]
+            homes[(module.__name__, name)] = next(iter(packages or owners), nested[0])
     return homes
 
 
@@ -129,7 +116,59 @@ def _title(text, underline="="):
     return f"{text}\n{underline * len(text)}\n"
 
 
-def module_page(module, homes):
+def summary(module):
+    """Return the first paragraph of a module's docstring, on one line.
+
+    A leading ``"<module name>: "`` is dropped (the package's docstring starts so).
+
+    Parameters
+    ----------
+    module : module
+
+    Returns
+    -------
+    text : str
+    """
+    paragraph = " ".join(inspect.getdoc(module).split("\n\n")[0].split())
+    text = paragraph.removeprefix(f"{module.__name__}: ")
+    return text[:1].upper() + text[1:]
+
+
+def _submodules(module, modules):
+    """The public modules directly inside a package other than the top level: their pages
+    nest under the package's in the navigation."""
+    if module.__name__ == PACKAGE:
+        return []
+    return [child for child in modules if child.__name__.rpartition(".")[0] == module.__name__]
+
+
+def _top_modules(modules):
+    """The public modules not nested under another module's page (see :func:`_submodules`)."""
+    names = {module.__name__ for module in modules} - {PACKAGE}
+    return [module for module in modules if module.__name__.rpartition(".")[0] not in names]
+
+
+def _module_table(modules):
+    """A two-column table of modules and their summaries."""
+    lines = [".. list-table::\n   :widths: 35 65\n   :class: api-modules\n"]
+    for module in modules:
+        lines += [f"   * - :mod:`{module.__name__}`", f"     - {summary(module)}"]
+    return "\n".join(lines) + "\n"
+
+
+def _hidden_toctree(entries):
+    """A toctree, not shown on the page, of ``(title, page)`` navigation entries."""
+    lines = [".. toctree::\n   :hidden:\n"]
+    lines += [f"   {title} <{page}>" for title, page in entries]
+    return "\n".join(lines) + "\n"
+
+
+def _short(name):
+    """A module's path without the package's, for the navigation."""
+    return name.removeprefix(f"{PACKAGE}.") if name != PACKAGE else name
+
+
+def module_page(module, homes, modules):
     """Return the reStructuredText of one module's page.
 
     Parameters
@@ -138,6 +177,8 @@ def module_page(module, homes):
         A public module.
     homes : dict
         As :func:`home_modules` returns it.
+    modules : list of module
+        Every public module, as :func:`public_modules` returns them.
 
     Returns
     -------
@@ -161,7 +202,7 @@ def module_page(module, homes):
     if elsewhere:
         lines += [
             _title("Also importable from here", "-"),
-            "Documented where they are defined:\n",
+            "Documented at their home:\n",
             ".. autosummary::\n",
             *(
                 f"   ~{_relative(homes[(module.__name__, name)], module.__name__)}.{name}"
@@ -169,28 +210,15 @@ def module_page(module, homes):
             ),
             "",
         ]
-    return "\n".join(lines)
-
-
-def note_page(module):
-    """Return the reStructuredText of the page of a module without ``__all__``.
-
-    Parameters
-    ----------
-    module : module
-
-    Returns
-    -------
-    text : str
-    """
-    package = module.__name__.rpartition(".")[0]
-    return "\n".join(
-        [
-            _title(f":mod:`{module.__name__}`"),
-            f".. automodule:: {module.__name__}\n   :no-members:\n",
-            f"Its public names are documented with :mod:`{package}`.\n",
+    submodules = _submodules(module, modules)
+    if submodules:
+        lines += [
+            _title("Modules", "-"),
+            "The modules of the package; their names are documented above.\n",
+            _module_table(submodules),
+            _hidden_toctree((_short(child.__name__), child.__name__) for child in submodules),
         ]
-    )
+    return "\n".join(lines)
 
 
 def write_api_pages(folder):
@@ -213,18 +241,16 @@ def write_api_pages(folder):
     folder.mkdir(parents=True, exist_ok=True)
     modules = public_modules()
     homes = home_modules(modules)
-    pages = {module.__name__: module_page(module, homes) for module in modules}
-    pages.update({module.__name__: note_page(module) for module in note_modules()})
+    pages = {module.__name__: module_page(module, homes, modules) for module in modules}
     pages["index"] = "\n".join(
         [
             ".. _api:\n",
             _title("API reference"),
             "Every public name of sklearn_calib, generated from the ``__all__`` of each public",
             "module and the numpydoc docstrings. The top-level package re-exports the names",
-            "most scripts need.\n",
-            ".. toctree::\n   :maxdepth: 1\n",
-            *(f"   {name}" for name in sorted(pages)),
-            "",
+            "most scripts need; each name is documented in the module that defines it.\n",
+            _module_table(modules),
+            _hidden_toctree((module.__name__, module.__name__) for module in _top_modules(modules)),
         ]
     )
     for stem, text in pages.items():

@@ -70,8 +70,19 @@ html_title = f"sklearn_calib {release}"
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
+    # An example's page is one script: its code and output get the secondary sidebar's
+    # width instead of an outline of its few sections.
+    "secondary_sidebar_items": {
+        "**": ["page-toc"],
+        **{f"auto_examples/{script.stem}": [] for script in (ROOT / "examples").glob("plot_*.py")},
+    },
 }
+# The outline of a class page names its methods without the class ("fit()").
+toc_object_entries_show_parents = "hide"
 html_show_sourcelink = False
+# Layout fixes: a wider article column, wrapped code lines (docs/_static/custom.css).
+html_static_path = ["_static"]
+html_css_files = ["custom.css"]
 
 
 def _candidates(node):

@@ -56,11 +56,11 @@ metrics = {
     "NLL": negative_log_likelihood,
     "Brier": brier_score,
 }
-print(f"{'model':<20}" + "".join(f"{name:>15}" for name in metrics))
+print(f"{'model':<19}" + "".join(f"{name:>14}" for name in metrics))
 for name, model in models.items():
     proba = model.predict_proba(X_test)
     values = [metric(y_test, proba) for metric in metrics.values()]
-    print(f"{name:<20}" + "".join(f"{value:>15.4f}" for value in values))
+    print(f"{name:<19}" + "".join(f"{value:>14.4f}" for value in values))
 
 # %%
 # Reliability diagrams

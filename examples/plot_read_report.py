@@ -42,7 +42,9 @@ print("columns:", ", ".join(runs[0]))
 # %%
 # Table 1: ECE (%) before and after temperature scaling
 # -----------------------------------------------------
-# Each cell is the mean ± sample standard deviation over the seeds, as in ``report.md``.
+# Each cell is the mean ± sample standard deviation over the seeds (the reports written with
+# the rule of ``benchmarks/EXPERIMENTS.md`` give the mean and its 95 % interval instead,
+# seeds and test rows resampled together).
 
 
 def column(method, name):

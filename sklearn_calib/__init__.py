@@ -1,14 +1,20 @@
 """sklearn_calib: calibrated neural classifiers, post-hoc calibrators and calibration metrics."""
 
 from .calibrators import (
+    BetaCalibration,
     CalibratedClassifier,
+    CalibratorSelector,
+    DirichletCalibration,
     EnsembleTemperatureScaling,
     HistogramBinning,
     IsotonicCalibration,
     MatrixScaling,
     MulticalibrationBoosting,
     PlattScaling,
+    QuadraticScaling,
     ScalingBinning,
+    StructuredMatrixScaling,
+    StructuredVectorScaling,
     TemperatureScaling,
     VectorScaling,
 )
@@ -46,7 +52,10 @@ from .scoring import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "BetaCalibration",
     "CalibratedClassifier",
+    "CalibratorSelector",
+    "DirichletCalibration",
     "EnsembleTemperatureScaling",
     "HistogramBinning",
     "IsotonicCalibration",
@@ -55,7 +64,10 @@ __all__ = [
     "MulticalibrationBoosting",
     "NetClassifier",
     "PlattScaling",
+    "QuadraticScaling",
     "ScalingBinning",
+    "StructuredMatrixScaling",
+    "StructuredVectorScaling",
     "TemperatureScaling",
     "VectorScaling",
     "get_loss",

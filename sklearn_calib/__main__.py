@@ -23,12 +23,18 @@ from ._experiment import (
     save_reliability_diagrams,
 )
 from .estimators import resolve_device
-from .evaluation import evaluation_table, format_table
+from .evaluation import evaluation_table, format_table, interval_column
+from .metrics import REPORT_METRICS
 
 DEFAULT_OUT = "sklearn_calib_output"
 REPORT_FILE = "report.txt"
 FIGURE_FILE = "reliability_{dataset}.png"
 NETWORKS = ("mlp", "cnn")
+#: Metrics of the report that get a bootstrap interval over the test images: the proper
+#: score the calibrators fit and the error readers compare.
+INTERVALS = ("nll", "ece")
+CONFIDENCE_LEVEL = 0.95
+N_RESAMPLES = 1000
 
 
 def _size(text):
@@ -120,22 +126,40 @@ def run_job(
 
     Returns
     -------
-    reports : dict of str to dict of str to float
-        Row name to column to value: the metrics of the test split, see
+    reports : dict of str to dict of str to float or tuple
+        Row name to column to value: the metrics of the test split, with 95 % bootstrap
+        intervals of the NLL and the ECE, see
         :func:`sklearn_calib.evaluation.evaluation_table`.
     """
     models = build_models(
         data.name, network=network, epochs=epochs, lr=lr, gamma=gamma, device=device, seed=seed
     )
     predictions = fit_and_calibrate(models, data)
-    reports = evaluation_table(predictions, data.y_test, labels=data.classes, n_bins=n_bins)
+    reports = evaluation_table(
+        predictions,
+        data.y_test,
+        labels=data.classes,
+        n_bins=n_bins,
+        intervals=INTERVALS,
+        confidence_level=CONFIDENCE_LEVEL,
+        n_resamples=N_RESAMPLES,
+        random_state=seed,
+    )
+    titles = " and ".join(
+        interval_column(metric.label, CONFIDENCE_LEVEL)
+        for metric in REPORT_METRICS
+        if metric.name in INTERVALS
+    )
     header = (
         f"{data.description}\n"
         f"networks: {network}, {epochs} epochs of AdamW (lr {lr:g}) on {device}; focal loss "
         f"gamma {gamma:g}\n"
         "calibrated on the calibration split: TS = temperature scaling (T: its temperature), "
         f"HB = histogram binning ({HB_BINS} bins)\n"
-        f"metrics on the test split; binned metrics use {n_bins} bins"
+        f"metrics on the test split; binned metrics use {n_bins} bins\n"
+        f"{titles}: percentile bootstrap intervals over the {len(data.y_test)} test images "
+        f"({N_RESAMPLES} replicates), how much each value would vary over another test "
+        "split of that size"
     )
     table = format_table(reports)
     out = pathlib.Path(out)

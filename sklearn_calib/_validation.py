@@ -80,6 +80,27 @@ def check_confidence_level(confidence_level):
     return value
 
 
+def check_option(value, name, options):
+    """Return ``value`` after checking it is one of the strings ``options``.
+
+    Parameters
+    ----------
+    value : object
+        Value to check.
+    name : str
+        Name of the parameter in the error message.
+    options : tuple of str
+        The accepted values.
+
+    Returns
+    -------
+    value : str
+    """
+    if not isinstance(value, str) or value not in options:
+        raise ValueError(f"Expected `{name}` to be one of {options}, got {value!r}.")
+    return value
+
+
 def check_n_bins(n_bins):
     """Return ``n_bins`` as an int after checking it is an integer >= 1.
 
@@ -444,8 +465,14 @@ def check_sample_weight(sample_weight, n_samples):
         raise ValueError("`sample_weight` contains NaN or infinite values.")
     if (weight < 0).any():
         raise ValueError("`sample_weight` contains negative values.")
-    if weight.sum() <= 0:
+    total = weight.sum()
+    if total <= 0:
         raise ValueError("Expected `sample_weight` to have a positive sum, got all weights zero.")
+    if not np.isfinite(total):
+        raise ValueError(
+            f"`sample_weight` sums to infinity (largest weight {weight.max()!r}); divide the "
+            "weights by a common factor."
+        )
     return weight
 
 

@@ -5,23 +5,22 @@ This is the pipeline shared by the main job (``python -m sklearn_calib``) and th
 experiments of the repository's ``benchmarks/``:
 
 1. a fitted classifier scores a calibration part and a test part
-   (:func:`classifier_scores`: ``decision_function`` as logits when it has one, else
-   ``predict_proba`` as probabilities, the rule of
-   :class:`~sklearn_calib.calibrators.CalibratedClassifier`);
-2. each post-hoc calibrator is fitted on the calibration scores and calibrates the test
-   scores (:func:`calibrate_scores`; :func:`posthoc_predictions` does both steps for every
-   calibrator);
+   (:func:`~sklearn_calib.calibrators.classifier_scores`: ``decision_function`` as logits
+   when it has one, else ``predict_proba`` as probabilities, the rule of
+   :class:`~sklearn_calib.calibrators.CalibratedClassifier`, re-exported here);
+2. each post-hoc calibrator is fitted on the calibration scores
+   (:func:`~sklearn_calib.calibrators.fit_calibrator`, as ``CalibratedClassifier`` fits
+   it) and calibrates the test scores (:func:`calibrate_scores`;
+   :func:`posthoc_predictions` does both steps for every calibrator);
 3. every prediction is measured with the metrics of
-   :data:`sklearn_calib.metrics.REPORT_METRICS` (:func:`evaluation_table`) and printed
-   (:func:`format_table`).
+   :data:`sklearn_calib.metrics.REPORT_METRICS`, with bootstrap intervals for the
+   metrics asked for (:func:`evaluation_table`), and printed (:func:`format_table`).
 """
 
 from typing import NamedTuple
 
-from sklearn.base import clone
-
-from .calibrators.calibrated_classifier import _scores
-from .metrics import REPORT_METRICS, metric_values
+from .calibrators import classifier_scores, fit_calibrator
+from .metrics import REPORT_METRICS, calibration_error_ci, metric_values
 
 __all__ = [
     "TEMPERATURE_COLUMN",
@@ -30,6 +29,7 @@ __all__ = [
     "classifier_scores",
     "evaluation_table",
     "format_table",
+    "interval_column",
     "posthoc_predictions",
 ]
 
@@ -50,37 +50,6 @@ class Prediction(NamedTuple):
 
     proba: object
     temperature: float | None = None
-
-
-def classifier_scores(estimator, X):
-    """Return the scores a post-hoc calibrator takes from a fitted classifier, and their kind.
-
-    Parameters
-    ----------
-    estimator : fitted classifier
-        With ``decision_function`` or ``predict_proba``.
-    X : array-like
-        Data, in whatever form the estimator takes.
-
-    Returns
-    -------
-    scores : ndarray of shape (n_samples, n_classes) or (n_samples,)
-        ``decision_function(X)`` when the estimator has it, else ``predict_proba(X)``.
-    input : {"logits", "probabilities"}
-        What the scores are: the value of a calibrator's ``input`` parameter.
-
-    Examples
-    --------
-    >>> from sklearn.datasets import load_iris
-    >>> from sklearn.linear_model import LogisticRegression
-    >>> from sklearn_calib.evaluation import classifier_scores
-    >>> X, y = load_iris(return_X_y=True)
-    >>> scores, kind = classifier_scores(LogisticRegression(max_iter=1000).fit(X, y), X)
-    >>> scores.shape, kind
-    ((150, 3), 'logits')
-    """
-    scores, method = _scores(estimator, X)
-    return scores, "logits" if method == "decision_function" else "probabilities"
 
 
 def calibrate_scores(
@@ -124,10 +93,9 @@ def calibrate_scores(
     >>> proba.shape, bool(fitted.temperature_ > 1)  # random labels: flatten the scores
     ((100, 3), True)
     """
-    fitted = clone(calibrator)
-    if input is not None:
-        fitted.set_params(input=input)
-    fitted.fit(calibration_scores, y_calibration, classes=classes)
+    fitted = fit_calibrator(
+        calibrator, calibration_scores, y_calibration, input=input, classes=classes
+    )
     return fitted.predict_proba(test_scores), fitted
 
 
@@ -181,14 +149,47 @@ def posthoc_predictions(estimator, calibrators, X_calibration, y_calibration, X_
             calibration_scores,
             y_calibration,
             test_scores,
-            input=kind if "input" in calibrator.get_params() else None,
+            input=kind,
             classes=estimator.classes_,
         )
         predictions[name] = Prediction(proba, getattr(fitted, "temperature_", None))
     return predictions
 
 
-def evaluation_table(predictions, y_true, *, labels=None, n_bins=15):
+def interval_column(label, confidence_level=0.95):
+    """Return the title of the column of a metric's interval in :func:`evaluation_table`.
+
+    Parameters
+    ----------
+    label : str
+        The metric's column title (``"ECE"``).
+    confidence_level : float, default=0.95
+        Coverage of the interval.
+
+    Returns
+    -------
+    title : str
+
+    Examples
+    --------
+    >>> from sklearn_calib.evaluation import interval_column
+    >>> interval_column("ECE")
+    'ECE 95% CI'
+    """
+    return f"{label} {100 * confidence_level:g}% CI"
+
+
+def evaluation_table(
+    predictions,
+    y_true,
+    *,
+    labels=None,
+    n_bins=15,
+    intervals=(),
+    confidence_level=0.95,
+    n_resamples=1000,
+    random_state=None,
+):
     """Measure every prediction with the metrics of a calibration report.
 
     Parameters
@@ -201,13 +202,26 @@ def evaluation_table(predictions, y_true, *, labels=None, n_bins=15):
         The class of each probability column.
     n_bins : int, default=15
         Number of bins of the binned metrics.
+    intervals : iterable of str, default=()
+        Names of metrics of :data:`~sklearn_calib.metrics.REPORT_METRICS` (``"ece"``,
+        ``"nll"``, ...) that get a bootstrap interval over the samples
+        (:func:`~sklearn_calib.metrics.calibration_error_ci`, percentile), in a column
+        :func:`interval_column` right after the metric's: how much the value would
+        vary over other samples of the same size.
+    confidence_level : float, default=0.95
+        Coverage of the intervals.
+    n_resamples : int, default=1000
+        Bootstrap replicates of each interval.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the resampling; an int resamples the same rows for every prediction.
 
     Returns
     -------
-    table : dict of str to dict of str to float
+    table : dict of str to dict of str to float or tuple
         Row name to column title to value: the columns are the labels of
-        :data:`~sklearn_calib.metrics.REPORT_METRICS`, then :data:`TEMPERATURE_COLUMN`
-        for a prediction with a temperature.
+        :data:`~sklearn_calib.metrics.REPORT_METRICS`, each metric of ``intervals``
+        followed by its interval ``(low, high)``, then :data:`TEMPERATURE_COLUMN` for a
+        prediction with a temperature.
 
     Examples
     --------
@@ -215,26 +229,64 @@ def evaluation_table(predictions, y_true, *, labels=None, n_bins=15):
     >>> table = evaluation_table({"model": Prediction([0.2, 0.7, 0.4], 1.5)}, [0, 1, 1])
     >>> list(table["model"])
     ['accuracy', 'NLL', 'Brier', 'ECE', 'MCE', 'AdaECE', 'cw-ECE', 'SECE', 'T']
+    >>> table = evaluation_table({"model": Prediction([0.2, 0.7, 0.4])}, [0, 1, 1],
+    ...                          intervals=["ece"], random_state=0)
+    >>> list(table["model"])[3:5]
+    ['ECE', 'ECE 95% CI']
     """
+    intervals = set(intervals)
+    known = {metric.name for metric in REPORT_METRICS}
+    if not intervals <= known:
+        raise ValueError(
+            f"Expected `intervals` to name metrics of REPORT_METRICS {sorted(known)}, got "
+            f"{sorted(intervals - known)}."
+        )
     table = {}
     for name, (proba, temperature) in predictions.items():
         values = metric_values(y_true, proba, labels=labels, n_bins=n_bins)
-        row = {metric.label: values[metric.name] for metric in REPORT_METRICS}
+        row = {}
+        for metric in REPORT_METRICS:
+            row[metric.label] = values[metric.name]
+            if metric.name in intervals:
+                options = {"n_bins": n_bins} if metric.binned else {}
+                interval = calibration_error_ci(
+                    metric.function,
+                    y_true,
+                    proba,
+                    n_resamples=n_resamples,
+                    confidence_level=confidence_level,
+                    random_state=random_state,
+                    labels=labels,
+                    **options,
+                )
+                row[interval_column(metric.label, confidence_level)] = (
+                    float(interval.low),
+                    float(interval.high),
+                )
         if temperature is not None:
             row[TEMPERATURE_COLUMN] = float(temperature)
         table[name] = row
     return table
 
 
+def _cell(value, digits):
+    """A value, or an interval ``(low, high)`` as ``[low, high]``."""
+    if isinstance(value, tuple):
+        low, high = value
+        return f"[{low:.{digits}f}, {high:.{digits}f}]"
+    return f"{value:.{digits}f}"
+
+
 def format_table(table, *, digits=4):
     """Format a table as plain text, one line per row.
 
     The columns are the union of the rows' entries, in order of appearance; a row without
-    an entry shows "-".
+    an entry shows "-". Intervals ``(low, high)`` show as ``[low, high]``; the columns
+    are separated by at least two spaces.
 
     Parameters
     ----------
-    table : dict of str to dict of str to float
+    table : dict of str to dict of str to float or tuple
         Row name (a model) to column title to value, as from :func:`evaluation_table`.
     digits : int, default=4
         Decimals shown.
@@ -251,16 +303,33 @@ def format_table(table, *, digits=4):
     -------------------
     a       0.05   1.50
     b       0.10      -
+    >>> print(format_table({"a": {"ECE": 0.05, "ECE 95% CI": (0.03, 0.08)}}, digits=2))
+    model    ECE    ECE 95% CI
+    --------------------------
+    a       0.05  [0.03, 0.08]
     """
     columns = list(dict.fromkeys(name for row in table.values() for name in row))
+    cells = {
+        model: {name: _cell(value, digits) for name, value in row.items()}
+        for model, row in table.items()
+    }
+    intervals = {
+        name for row in table.values() for name, value in row.items() if isinstance(value, tuple)
+    }
+    # the values share one width, each column of intervals has its own
+    common = max([digits + 3, *(len(name) for name in columns if name not in intervals)])
+    widths = {
+        name: max([len(name), *(len(row[name]) for row in cells.values() if name in row)])
+        if name in intervals
+        else common
+        for name in columns
+    }
     first = max([len("model"), *map(len, table)])
-    width = max([digits + 3, *map(len, columns)])
-    lines = ["model".ljust(first) + "".join(f"  {name:>{width}}" for name in columns)]
+    lines = ["model".ljust(first) + "".join(f"  {name:>{widths[name]}}" for name in columns)]
     lines.append("-" * len(lines[0]))
-    for model, row in table.items():
-        cells = "".join(
-            f"  {row[name]:>{width}.{digits}f}" if name in row else "  " + "-".rjust(width)
-            for name in columns
+    for model, row in cells.items():
+        lines.append(
+            model.ljust(first)
+            + "".join(f"  {row.get(name, '-'):>{widths[name]}}" for name in columns)
         )
-        lines.append(model.ljust(first) + cells)
     return "\n".join(lines)

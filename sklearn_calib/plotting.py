@@ -64,6 +64,43 @@ def _positive_class_problem(y_true, y_prob, labels, pos_label):
     return proba[:, order], classes[order]
 
 
+def _supported(smooth, total):
+    """Mesh points of a smooth curve with about one sample or more within a bandwidth.
+
+    The density of the scores on the mesh's range is ``density / span`` (``density``
+    has mean 1 on the mesh), so ``total * density / span * 2 h`` samples lie within
+    ``h`` of a point; where that is below 1 the curve is the kernel's extrapolation.
+    """
+    mesh = np.asarray(smooth.mesh, dtype=np.float64)
+    span = mesh[-1] - mesh[0]
+    return total * np.asarray(smooth.density) * 2 * smooth.bandwidth / span >= 1
+
+
+def _legend_above(ax):
+    """One legend entry per label, above the axes, where it hides no bar: the bars and
+    intervals first, then the lines, then the bands."""
+    from matplotlib.container import Container
+    from matplotlib.lines import Line2D
+
+    def kind(entry):
+        handle = entry[0]
+        return 0 if isinstance(handle, Container) else 1 if isinstance(handle, Line2D) else 2
+
+    entries = {}
+    for handle, label in sorted(zip(*ax.get_legend_handles_labels(), strict=True), key=kind):
+        entries.setdefault(label, handle)
+    ax.legend(
+        entries.values(),
+        entries.keys(),
+        loc="lower left",
+        bbox_to_anchor=(0, 1.02, 1, 0.2),
+        mode="expand",
+        borderaxespad=0,
+        fontsize="small",
+        frameon=False,
+    )
+
+
 def _pyplot():
     try:
         import matplotlib.pyplot as plt
@@ -104,6 +141,9 @@ class ReliabilityDisplay:
     pos_label : int, float, bool or str, default=None
         The positive class of a positive-class diagram (axis labels say so); None for
         the top-label diagram.
+    confidence_level : float, default=None
+        Coverage of the accuracy intervals and of the smooth curve's band, for the
+        legend.
     group_diagrams : dict, default=None
         Group label to that group's diagram (a
         :func:`~sklearn_calib.scoring.reliability_diagram` Bunch with its ``ece`` added),
@@ -116,7 +156,7 @@ class ReliabilityDisplay:
     errorbar_ : matplotlib ErrorbarContainer or None
         The accuracy intervals, if any.
     smooth_line_ : matplotlib Line2D or None
-        The smooth reliability curve, if any.
+        The smooth reliability curve, if any (NaN where the data do not support it).
     smooth_band_ : matplotlib PolyCollection or None
         Its bootstrap band, if any.
     group_lines_ : dict
@@ -158,6 +198,7 @@ class ReliabilityDisplay:
         accuracy_high=None,
         smooth=None,
         pos_label=None,
+        confidence_level=None,
         group_diagrams=None,
     ):
         self.edges = edges
@@ -170,6 +211,7 @@ class ReliabilityDisplay:
         self.accuracy_high = accuracy_high
         self.smooth = smooth
         self.pos_label = pos_label
+        self.confidence_level = confidence_level
         self.group_diagrams = group_diagrams
 
     def plot(self, *, ax=None, hist_ax=None, name=None, ref_line=True, **kwargs):
@@ -178,8 +220,10 @@ class ReliabilityDisplay:
         Parameters
         ----------
         ax : matplotlib Axes, default=None
-            Axes for the reliability bars. When None, a new figure is made with the
-            diagram above and the confidence histogram below.
+            Axes for the reliability bars. When None, a new figure (constrained layout)
+            is made with the diagram above and the confidence histogram below. The
+            legend is drawn above the axes, outside them, so that it hides no bar; on
+            axes of your own, a figure with ``layout="constrained"`` makes room for it.
         hist_ax : matplotlib Axes, default=None
             Axes for the confidence histogram, given together with ``ax``. When None and
             ``ax`` is given, no histogram is drawn. A diagram drawn on axes that already
@@ -220,7 +264,7 @@ class ReliabilityDisplay:
                     "of the diagram too, or neither for a new figure with both."
                 )
             figure, (ax, hist_ax) = plt.subplots(
-                2, 1, figsize=(5, 6.5), sharex=True, gridspec_kw={"height_ratios": [3, 1]}
+                2, 1, figsize=(5, 7), sharex=True, height_ratios=[3, 1], layout="constrained"
             )
         # Diagrams already on these axes: a new one takes the next colour of the cycle and
         # draws the diagonal and the legend entry of the gap only once.
@@ -240,7 +284,8 @@ class ReliabilityDisplay:
             label = f"{label} (ECE = {100 * self.ece:.2f} %)"
         bar_kwargs = {
             "color": f"C{earlier % 10}",
-            "alpha": 0.5 if earlier else 1.0,
+            # half transparent over an earlier diagram, or under the smooth curve's band
+            "alpha": 0.5 if earlier or self.smooth is not None else 1.0,
             "edgecolor": "black",
             "label": label,
             "gid": _ACCURACY_GID,
@@ -259,8 +304,7 @@ class ReliabilityDisplay:
             hatch="//",
             label="_nolegend_" if earlier else "Gap to confidence",
         )
-        # a darker shade of the bars' colour keeps the smooth curve visible over them
-        colour = tuple(0.55 * np.asarray(self.bars_.patches[0].get_facecolor()[:3]))
+        level = "" if self.confidence_level is None else f"{100 * self.confidence_level:g} % "
         self.errorbar_ = None
         if self.accuracy_low is not None:
             filled = np.asarray(self.count) > 0
@@ -271,21 +315,20 @@ class ReliabilityDisplay:
                 np.asarray(self.accuracy_high)[filled] - value,
             ]
             self.errorbar_ = ax.errorbar(
-                centre, value, yerr=spread, fmt="none", ecolor="black", capsize=3, zorder=3
+                centre,
+                value,
+                yerr=spread,
+                fmt="none",
+                ecolor="black",
+                capsize=3,
+                zorder=3,
+                label=f"{level}Clopper-Pearson interval",
             )
         self.smooth_line_ = self.smooth_band_ = None
         if self.smooth is not None:
-            (self.smooth_line_,) = ax.plot(
-                self.smooth.mesh,
-                self.smooth.accuracy,
-                color=colour,
-                linewidth=2,
-                label=f"Smoothed (h = {self.smooth.bandwidth:.3g})",
-            )
-            if "low" in self.smooth:
-                self.smooth_band_ = ax.fill_between(
-                    self.smooth.mesh, self.smooth.low, self.smooth.high, color=colour, alpha=0.25
-                )
+            # a darker shade of the bars' colour, drawn over them
+            colour = tuple(0.55 * np.asarray(self.bars_.patches[0].get_facecolor()[:3]))
+            self._plot_smooth(ax, colour, level)
         self.group_lines_ = {}
         for offset, (group, diagram) in enumerate((self.group_diagrams or {}).items(), 1):
             filled = np.asarray(diagram.count) > 0
@@ -304,7 +347,7 @@ class ReliabilityDisplay:
         if positive:
             y_label = f"Fraction of positives (Positive class: {self.pos_label})"
         ax.set(xlim=(0, 1), ylim=(0, 1), ylabel=y_label)
-        ax.legend(loc="upper left")
+        _legend_above(ax)
 
         x_label = "Confidence"
         if positive:
@@ -327,6 +370,31 @@ class ReliabilityDisplay:
         self.hist_ax_ = hist_ax
         self.figure_ = ax.figure
         return self
+
+    def _plot_smooth(self, ax, colour, level):
+        """Draw the smooth curve and its band where the data support them."""
+        smooth = self.smooth
+        supported = _supported(smooth, np.sum(self.count))
+        (self.smooth_line_,) = ax.plot(
+            smooth.mesh,
+            np.where(supported, smooth.accuracy, np.nan),
+            color=colour,
+            linewidth=2,
+            zorder=4,
+            label=f"Smoothed (h = {smooth.bandwidth:.3g})",
+        )
+        if "low" in smooth:
+            self.smooth_band_ = ax.fill_between(
+                smooth.mesh,
+                smooth.low,
+                smooth.high,
+                where=supported,
+                color=colour,
+                alpha=0.3,
+                linewidth=0,
+                zorder=2.5,
+                label=f"{level}bootstrap band",
+            )
 
     @classmethod
     def from_predictions(
@@ -371,7 +439,9 @@ class ReliabilityDisplay:
             accuracy and, with ``smooth=True``, the smooth curve's bootstrap band.
         smooth : bool, default=False
             Also draw the smooth reliability curve
-            (:func:`~sklearn_calib.scoring.smooth_reliability_diagram`).
+            (:func:`~sklearn_calib.scoring.smooth_reliability_diagram`; from 1/K for
+            the top-label confidence of K classes), where the data support it: where at
+            least about one sample lies within a bandwidth.
         random_state : int, RandomState instance or None, default=None
             Seeds the bootstrap band.
         labels : array-like of shape (n_classes,), default=None
@@ -466,6 +536,7 @@ class ReliabilityDisplay:
             accuracy_high=diagram.get("accuracy_high"),
             smooth=curve,
             pos_label=pos_label,
+            confidence_level=confidence_level,
             group_diagrams=group_diagrams,
         )
         return display.plot(ax=ax, hist_ax=hist_ax, ref_line=ref_line, **kwargs)

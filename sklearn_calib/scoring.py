@@ -10,6 +10,10 @@ against the right columns, whatever the label type.
 Use them by name through :func:`get_scorer`::
 
     GridSearchCV(LogisticRegression(), {"C": [0.1, 1]}, scoring=get_scorer("neg_ece"))
+
+scikit-learn's model selection knows only its own scorer names (it has no way to register
+others): ``GridSearchCV(..., scoring="neg_ece")`` fails with the list of scikit-learn's
+names. Pass the object :func:`get_scorer` returns instead.
 """
 
 import copy
@@ -19,9 +23,10 @@ from sklearn.metrics import get_scorer as _sklearn_get_scorer
 from sklearn.metrics import get_scorer_names as _sklearn_get_scorer_names
 from sklearn.metrics._scorer import _Scorer
 
+from . import metrics
 from ._validation import select_columns
 from .metrics import (
-    NLL_EPS,
+    BootstrapInterval,
     CalibrationTestResult,
     adaptive_calibration_error,
     adjust_pvalues,
@@ -48,7 +53,7 @@ from .metrics import (
 )
 
 __all__ = [
-    "NLL_EPS",
+    "BootstrapInterval",
     "CalibrationTestResult",
     "adaptive_calibration_error",
     "adjust_pvalues",
@@ -243,7 +248,8 @@ def get_scorer(scoring):
     calibration cannot fix), and ``neg_worst_group_ece`` / ``neg_worst_group_smooth_ece``
     (the largest error over groups passed as metadata, see
     :func:`make_worst_group_scorer`). scikit-learn's model selection does not know
-    these names as strings, so pass the returned objects, alone or as the values of a
+    these names as strings (``GridSearchCV(..., scoring="neg_ece")`` fails with the list
+    of scikit-learn's names), so pass the returned objects, alone or as the values of a
     dict: ``scoring={"ece": get_scorer("neg_ece"), "acc": "accuracy"}``.
 
     Parameters
@@ -277,6 +283,13 @@ def get_scorer(scoring):
             "sklearn_calib.scoring.get_scorer_names() lists the valid names."
         )
     return _sklearn_get_scorer(scoring)
+
+
+def __getattr__(name):
+    """Deprecated names of the module (those of :mod:`sklearn_calib.metrics`)."""
+    if name == "NLL_EPS":
+        return metrics.NLL_EPS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def get_scorer_names():

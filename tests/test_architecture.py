@@ -5,10 +5,16 @@ lazy import is still a dependency.
 """
 
 import ast
+import importlib
+import inspect
 import re
 from pathlib import Path
 
 import pytest
+
+from sklearn_calib import calibrators
+from sklearn_calib.calibrators import CalibratedClassifier
+from sklearn_calib.calibrators._base import BaseCalibrator
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -119,12 +125,16 @@ def is_private(dotted):
     return any(component.startswith("_") for component in dotted.split("."))
 
 
-def benchmark_violations(module, source, *, package=False, speed_script=False):
+#: The folders of plain scripts in ``benchmarks/``, as module prefixes.
+SCRIPT_PACKAGES = ("benchmarks.speed", "benchmarks.scripts")
+
+
+def benchmark_violations(module, source, *, package=False, plain_script=False):
     """Imports of benchmark file ``module`` that break the rules, as messages.
 
-    Benchmarks import only public sklearn_calib names; a speed script imports nothing
-    from ``benchmarks`` and leaves ``sys.path`` alone; the experiment framework imports
-    no speed script.
+    Benchmarks import only public sklearn_calib names; a plain script (``speed/``,
+    ``scripts/``) imports nothing from ``benchmarks`` and leaves ``sys.path`` alone; the
+    experiment framework imports no script.
     """
     messages = []
     for target, name in imports(source, module, package=package):
@@ -133,9 +143,9 @@ def benchmark_violations(module, source, *, package=False, speed_script=False):
             full = target if name is None else f"{target}.{name}"
             if is_private(full):
                 messages.append(f"{module} imports the private {full}")
-        elif top == "benchmarks" and (speed_script or target.startswith("benchmarks.speed")):
+        elif top == "benchmarks" and (plain_script or target.startswith(SCRIPT_PACKAGES)):
             messages.append(f"{module} imports {target}")
-    if speed_script:
+    if plain_script:
         for node in ast.walk(ast.parse(source)):
             if isinstance(node, ast.Attribute) and node.attr == "path":
                 if isinstance(node.value, ast.Name) and node.value.id == "sys":
@@ -208,9 +218,9 @@ def test_library_modules_import_only_what_their_part_may(path):
 @pytest.mark.parametrize("path", _sources("benchmarks"), ids=lambda p: module_name(p))
 def test_benchmarks_import_only_public_library_names(path):
     module = module_name(path)
-    speed_script = path.parent == ROOT / "benchmarks" / "speed"
+    plain_script = module_name(path).startswith(SCRIPT_PACKAGES)
     violations = benchmark_violations(
-        module, path.read_text(), package=is_package(path), speed_script=speed_script
+        module, path.read_text(), package=is_package(path), plain_script=plain_script
     )
     assert violations == []
 
@@ -225,6 +235,44 @@ def test_the_rules_have_no_cycle_between_parts():
     assert find_cycles(graph) == []
 
 
+#: The estimator classes of ``estimators/``; its other modules serve them.
+ESTIMATOR_MODULES = {"sklearn_calib.estimators._net", "sklearn_calib.estimators._meta"}
+
+#: skorch's notifications that run a training loop.
+LOOP_EVENTS = {"on_train_begin", "on_epoch_begin", "on_epoch_end", "on_train_end"}
+
+
+def test_estimator_helpers_take_the_net_and_never_import_it():
+    """The training run, input checks, persistence and the other helper modules of
+    ``estimators/`` receive the net as an argument; only the estimators themselves and
+    the package's public faces import the estimator modules."""
+    graph = module_graph("sklearn_calib")
+    importers = {
+        module
+        for module, edges in graph.items()
+        if edges & ESTIMATOR_MODULES and module not in ESTIMATOR_MODULES
+    }
+    assert importers == {"sklearn_calib.estimators"}
+    assert "sklearn_calib.estimators._net" in graph["sklearn_calib.estimators._meta"]
+
+
+def test_only_the_training_run_runs_the_epochs():
+    """One owner of the training loop: skorch's loop notifications are sent by ``_run.py``."""
+    senders = set()
+    for path in _sources("sklearn_calib"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "notify"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and node.args[0].value in LOOP_EVENTS
+            ):
+                senders.add(module_name(path))
+    assert senders == {"sklearn_calib.estimators._run"}
+
+
 def test_the_rules_flag_forbidden_imports():
     bad = "from sklearn_calib.estimators import NetClassifier"
     assert library_violations("sklearn_calib.metrics._metrics", bad) != []
@@ -237,7 +285,7 @@ def test_the_rules_flag_forbidden_imports():
     for private in (
         "from sklearn_calib.calibrators._base import softmax",
         "import sklearn_calib._validation",
-        "from sklearn_calib.calibrators import _scores",
+        "from sklearn_calib.calibrators._repeated_fits import distinct_warnings",
         "from sklearn_calib import _validation",
     ):
         assert benchmark_violations("benchmarks._x", private) != [], private
@@ -245,20 +293,18 @@ def test_the_rules_flag_forbidden_imports():
     assert benchmark_violations("benchmarks._x", public) == []
     assert (
         benchmark_violations(
-            "benchmarks.speed.bench_x", "from benchmarks import _data", speed_script=True
+            "benchmarks.speed.bench_x", "from benchmarks import _data", plain_script=True
         )
         != []
     )
     assert (
         benchmark_violations(
-            "benchmarks.speed.bench_x", "import sys\nsys.path.insert(0, '.')", speed_script=True
+            "benchmarks.speed.bench_x", "import sys\nsys.path.insert(0, '.')", plain_script=True
         )
         != []
     )
-    assert (
-        benchmark_violations("benchmarks._runner", "from .speed import bench_x", package=False)
-        != []
-    )
+    for script in ("from .speed import bench_x", "from .scripts import sweep_x"):
+        assert benchmark_violations("benchmarks._runner", script, package=False) != []
     assert find_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert find_cycles({"a": {"b"}, "b": set()}) == []
 
@@ -269,6 +315,71 @@ def test_library_cites_papers_not_seed_numbers_or_the_spec():
         f"{path.relative_to(ROOT)}:{number}"
         for path in _sources("sklearn_calib")
         for number, line in enumerate(path.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert cited == []
+
+
+def _library_modules():
+    """Dotted names of every module of sklearn_calib but the main job's entry point."""
+    names = [module_name(path) for path in _sources("sklearn_calib")]
+    return sorted(name for name in names if not name.endswith("__main__"))
+
+
+def test_public_modules_declare_all_and_private_ones_start_with_an_underscore():
+    # The rule of DEVELOPERS.md: a module whose dotted path has no component starting with
+    # "_" is public and declares __all__, every name of which it defines or imports.
+    public = [name for name in _library_modules() if not is_private(name)]
+    assert "sklearn_calib.calibrators.temperature" in public
+    for name in public:
+        module = importlib.import_module(name)
+        assert hasattr(module, "__all__"), f"{name} is public but has no __all__"
+        missing = [entry for entry in module.__all__ if not hasattr(module, entry)]
+        assert missing == [], name
+
+
+def _calibrator_classes():
+    """Every calibrator class of sklearn_calib, found by walking the package: the
+    subclasses of BaseCalibrator that declare their parameters (an ``__init__`` of their
+    own, as scikit-learn estimators do; the shared bases have none), and
+    CalibratedClassifier."""
+    found = {}
+    for name in _library_modules():
+        for value in vars(importlib.import_module(name)).values():
+            calibrator = isinstance(value, type) and (
+                issubclass(value, BaseCalibrator) or value is CalibratedClassifier
+            )
+            if calibrator and "__init__" in vars(value) and not inspect.isabstract(value):
+                found[value.__name__] = value
+    return found
+
+
+def test_every_calibrator_is_importable_from_the_top_level():
+    classes = _calibrator_classes()
+    assert {"CalibratorSelector", "StructuredMatrixScaling", "TemperatureScaling"} <= set(classes)
+    for name, cls in classes.items():
+        top = importlib.import_module("sklearn_calib")
+        assert getattr(top, name, None) is cls, name
+        assert name in top.__all__ and name in calibrators.__all__, name
+
+
+def test_benchmarks_docs_and_tests_cite_papers_by_name():
+    """Reports, code and docs name the papers ("Wang et al. (2021), Table 2"), never the
+    seed numbers of their files."""
+    pattern = re.compile(r"\b[Ss]eeds? 00\d")
+    paths = [ROOT / "README.md", ROOT / "ARCHITECTURE.md", ROOT / "DEVELOPERS.md"]
+    for folder, suffixes in (
+        ("benchmarks", (".py", ".md", ".sh")),
+        ("docs", (".py", ".rst")),
+        ("examples", (".py",)),
+        ("tests", (".py",)),
+    ):
+        paths += [path for path in (ROOT / folder).rglob("*") if path.suffix in suffixes]
+    cited = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in paths
+        if "_build" not in path.parts
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
         if pattern.search(line)
     ]
     assert cited == []

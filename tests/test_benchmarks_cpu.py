@@ -13,8 +13,10 @@ import torch
 from benchmarks.__main__ import main, plan
 from benchmarks._costs import measure
 from benchmarks._presets import OVERCONFIDENT_T, make_config
+from benchmarks._report import read_csv
 from benchmarks._runner import Estimator
 from benchmarks._train import build_estimator, make_spec
+from benchmarks._uncertainty import VERDICTS
 from benchmarks.experiments import EXPERIMENTS
 from benchmarks.experiments._base import Context, Run, regime_lines
 
@@ -44,19 +46,23 @@ def test_cpu_preset_configuration():
     assert config.data.n_train >= 10000 and config.data.n_val == 5000
     assert config.network == "mlp" and config.network_params == {"hidden_units": [512, 512]}
     assert len(config.seeds) == 3
-    seed001, seed002 = config.families["seed001"], config.families["seed002"]
-    assert (seed001.batch_size, seed001.reduction, seed001.grad_clip) == (512, "mean", None)
-    assert (seed002.batch_size, seed002.reduction, seed002.grad_clip) == (128, "sum", 2.0)
+    wang2021, mukhoti2020 = config.families["wang2021"], config.families["mukhoti2020"]
+    assert (wang2021.batch_size, wang2021.reduction, wang2021.grad_clip) == (512, "mean", None)
+    assert (mukhoti2020.batch_size, mukhoti2020.reduction, mukhoti2020.grad_clip) == (
+        128,
+        "sum",
+        2.0,
+    )
     # The per-family learning rate reaches the estimator through its public parameter.
     methods = {m.family: m for m in EXPERIMENTS["regularizers"].methods(config)}
-    methods["seed002"] = EXPERIMENTS["focal"].methods(config)[0]
-    for family, lr in (("seed001", 0.1), ("seed002", 0.05)):
+    methods["mukhoti2020"] = EXPERIMENTS["focal"].methods(config)[0]
+    for family, lr in (("wang2021", 0.1), ("mukhoti2020", 0.05)):
         spec = make_spec(config, methods[family], 0)
         assert spec["training"]["lr"] == lr
         assert build_estimator(spec, "cpu", []).lr == lr
         assert f"lr {lr:g})" in config.families[family].describe(config.epochs)
     # The quick and full presets keep the recipes' rate (and so their stored runs' keys).
-    assert make_spec(make_config("quick"), methods["seed002"], 0)["training"]["lr"] is None
+    assert make_spec(make_config("quick"), methods["mukhoti2020"], 0)["training"]["lr"] is None
 
 
 def test_cpu_preset_end_to_end(cpu_sweep):
@@ -68,7 +74,7 @@ def test_cpu_preset_end_to_end(cpu_sweep):
         assert (root / "out" / name / "runs.csv").exists()
         assert any((root / "out" / name).glob("*.png"))
         setup = text.split("## Results")[0]
-        for piece in ("Regime of `seed002`: 2 epochs", "of training wall time",
+        for piece in ("Regime of `mukhoti2020`: 2 epochs", "of training wall time",
                       "CE's test accuracy", "CE's validation temperature T = ",
                       "`mlp` (hidden_units=[512, 512])", "lr 0.05)", "300 for training",
                       "the official 10,000 test images"):  # fmt: skip
@@ -79,7 +85,22 @@ def test_cpu_preset_end_to_end(cpu_sweep):
         assert EXPERIMENTS[name].premise in setup
         table = text.split("## Agreement with the paper")[1]
         assert "| paper's claim | our numbers | verdict |" in table
-        assert any(v in table for v in ("**agrees**", "**disagrees**", "**partly**"))
+        assert any(f"**{v}**" in table for v in VERDICTS)
+    # Histogram binning for the Mukhoti et al. family too, and γ's statistics per run.
+    focal = read_csv(root / "out" / "focal" / "runs.csv")
+    assert all(0.0 <= float(row["hb_ece"]) <= 1.0 for row in focal)
+    meta = read_csv(root / "out" / "meta" / "runs.csv")
+    gamma_net = [row for row in meta if row["method"].startswith("FLγ")]
+    assert len(gamma_net) == 2 and all(row["hb_ece"] for row in meta)
+    for row in gamma_net:
+        quantiles = [float(row[f"test_gamma_q{q}"]) for q in ("05", "25", "50", "75", "95")]
+        assert quantiles == sorted(quantiles) and all(g > 0 for g in quantiles)
+        assert float(row["test_gamma_std"]) >= 0 and float(row["gamma_mean_last"]) > 0
+    assert not any(row["gamma_mean_last"] for row in meta if not row["method"].startswith("FLγ"))
+    epochs = read_csv(root / "out" / "meta" / "gamma.csv")
+    assert [(row["method"], row["epoch"]) for row in epochs] == [
+        (label, epoch) for label in ("FLγ-DECE", "FLγ-SECE") for epoch in ("1", "2")
+    ]
 
 
 def test_reports_regenerate_identically_from_the_store(cpu_sweep):
@@ -144,12 +165,12 @@ class _Record:
 @pytest.mark.parametrize("scale, overconfident", [(8.0, True), (1.5, False)])
 def test_regime_line_states_and_flags_ces_temperature(scale, overconfident):
     config = make_config("cpu", seeds=2)
-    method = EXPERIMENTS["focal"].methods(config)[0]  # CE, family seed002
+    method = EXPERIMENTS["focal"].methods(config)[0]  # CE, family mukhoti2020
     runs = [Run(method, seed, make_spec(config, method, seed), f"k{seed}") for seed in (0, 1)]
     records = {run.key: _Record(scale, run.seed) for run in runs}
     context = Context(config, runs, records, None, "cmd", "cpu", premise="Claims X rest on it")
-    (line,) = regime_lines(context, ["seed002"])
-    temperatures = [context.evaluation(run, "seed002").nll_temperature for run in runs]
+    (line,) = regime_lines(context, ["mukhoti2020"])
+    temperatures = [context.evaluation(run, "mukhoti2020").nll_temperature for run in runs]
     assert all((t >= OVERCONFIDENT_T) == overconfident for t in temperatures)
     assert f"T = {np.mean(temperatures):.2f} ± {np.std(temperatures, ddof=1):.2f}" in line
     accuracies = [

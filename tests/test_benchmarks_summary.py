@@ -6,17 +6,24 @@ from pathlib import Path
 import pytest
 
 from benchmarks.__main__ import main
-from benchmarks._summary import align_claims, find_reports, parse_report, summary_text
+from benchmarks._deviations import DEVIATIONS
+from benchmarks._summary import (
+    _citations,
+    align_claims,
+    find_reports,
+    parse_report,
+    summary_text,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
-QUICK = """# Toy experiment (seed 009)
+QUICK = """# Toy experiment (Doe et al. 2009)
 
 ## Setup
 
 - Data: Toy digits (8x8): 100 images.
 - Model: `mlp` (hidden_units=[8]); float32.
-- Recipe `seed001` family: SGD, lr x0.1 after epochs 2 and 3 of 4 (the fractions 0.5, 0.75).
+- Recipe `wang2021` family: SGD, lr x0.1 after epochs 2 and 3 of 4 (the fractions 0.5, 0.75).
 - Trained on cpu (x86_64); 2 runs, 1s of training in total.
 
 ## Results
@@ -30,19 +37,19 @@ QUICK = """# Toy experiment (seed 009)
 
 | paper's claim | our numbers | verdict |
 |---|---|---|
-| CE is overconfident (seed 009). | T 1.10. | **disagrees** |
-| Focal loss keeps the hardness visible (seed 009, Fig. 2). | |ρ| 0.5 vs 0.4. | **partly** |
-| The γ-Net has the lowest ECE (seed 009, Figure 5). | Pending. | **not tested** |
+| CE is overconfident (Doe et al. 2009). | T 1.10. | **disagrees** |
+| Focal loss keeps the hardness visible (Doe et al. 2009, Fig. 2). | |ρ| 0.5 vs 0.4. | **partly** |
+| The γ-Net has the lowest ECE (Doe et al. 2009, Figure 5). | Pending. | **inconclusive** |
 """
 
-CPU = """# Toy experiment (seed 009)
+CPU = """# Toy experiment (Doe et al. 2009)
 
 ## Setup
 
 - Data: Toy digits (8x8): 1,000 images.
 - Model: `mlp` (hidden_units=[512]); float32.
-- Recipe `seed001` family: SGD, lr x0.1 after epochs 20 and 30 of 40 (the fractions 0.5, 0.75).
-- Regime of `seed001`: 40 epochs; CE's test accuracy 88.00 ± 0.10 %, \
+- Recipe `wang2021` family: SGD, lr x0.1 after epochs 20 and 30 of 40 (the fractions 0.5, 0.75).
+- Regime of `wang2021`: 40 epochs; CE's test accuracy 88.00 ± 0.10 %, \
 CE's validation temperature T = 2.40 ± 0.05 (NLL-optimal).
 - Trained on cpu (x86_64); 2 runs, 2m of training in total.
 
@@ -50,9 +57,11 @@ CE's validation temperature T = 2.40 ± 0.05 (NLL-optimal).
 
 | paper's claim | our numbers | verdict |
 |---|---|---|
-| CE is overconfident (seed 009). | T 2.40. | **agrees** |
-| The γ-Net has the lowest ECE at every number of bins (seed 009, Figure 5). | 7/7. | **agrees** |
-| A claim only the cpu regime checks (seed 009, Fig. 7). | 3/3. | **agrees** |
+| CE is overconfident (Doe et al. 2009). | T 2.40 [2.3, 2.5]. Checks: 1 holds. | **agrees** |
+| The γ-Net has the lowest ECE at every number of bins (Doe et al. 2009, Figure 5). | \
+7/7. Checks: 7 hold. | **agrees** |
+| A claim only the cpu regime checks (Doe et al. 2009, Fig. 7). | 3/3. Checks: 3 hold. \
+| **agrees** |
 """
 
 
@@ -74,22 +83,22 @@ def test_reports_without_an_agreement_table_are_left_out(reports_folder):
 
 def test_parse_report_reads_claims_setup_and_ce_numbers():
     quick = parse_report(QUICK, "toy", "quick", "quick/toy/report.md")
-    assert quick.title == "Toy experiment (seed 009)"
+    assert quick.title == "Toy experiment (Doe et al. 2009)"
     assert quick.claims == [
-        ("CE is overconfident (seed 009).", "disagrees"),
-        ("Focal loss keeps the hardness visible (seed 009, Fig. 2).", "partly"),
-        ("The γ-Net has the lowest ECE (seed 009, Figure 5).", "not tested"),
+        ("CE is overconfident (Doe et al. 2009).", "disagrees"),
+        ("Focal loss keeps the hardness visible (Doe et al. 2009, Fig. 2).", "partly"),
+        ("The γ-Net has the lowest ECE (Doe et al. 2009, Figure 5).", "inconclusive"),
     ]
     assert quick.setup == "Toy digits (8x8), `mlp` (hidden_units=[8]), 4 epochs"
     assert quick.device == "cpu (x86_64)"
     # from the CE row of the table (not the Focal row above it): 100 - error, and T
-    assert quick.accuracy["seed001"].value == pytest.approx(95.5)
-    assert quick.temperature["seed001"].value == 1.10
-    assert not quick.temperature["seed001"].from_setup
+    assert quick.accuracy["wang2021"].value == pytest.approx(95.5)
+    assert quick.temperature["wang2021"].value == 1.10
+    assert not quick.temperature["wang2021"].from_setup
     cpu = parse_report(CPU, "toy", "cpu", "cpu/toy/report.md")
-    assert cpu.accuracy["seed001"].value == 88.0
-    assert cpu.temperature["seed001"].value == 2.40
-    assert cpu.temperature["seed001"].from_setup
+    assert cpu.accuracy["wang2021"].value == 88.0
+    assert cpu.temperature["wang2021"].value == 2.40
+    assert cpu.temperature["wang2021"].from_setup
 
 
 def test_parse_report_rejects_an_unknown_verdict():
@@ -101,16 +110,22 @@ def test_parse_report_rejects_an_unknown_verdict():
 def test_align_claims_joins_rewordings_with_the_same_citation_only():
     rows = align_claims(
         {
-            "quick": [("The NLL of correct samples is higher (seed 2, Fig. 2b).", "a")],
+            "quick": [("The NLL of correct samples is higher (Roe et al. 2020, Fig. 2b).", "a")],
             "cpu": [
-                ("The NLL of wrong samples is lower (seed 2, Fig. 2c).", "b"),
-                ("The NLL of correct samples is higher with focal (seed 2, Fig. 2b).", "c"),
+                ("The NLL of wrong samples is lower (Roe et al. 2020, Fig. 2c).", "b"),
+                (
+                    "The NLL of correct samples is higher with focal (Roe et al. 2020, Fig. 2b).",
+                    "c",
+                ),
             ],
         }
     )
     assert rows == [
-        ("The NLL of correct samples is higher (seed 2, Fig. 2b).", {"quick": "a", "cpu": "c"}),
-        ("The NLL of wrong samples is lower (seed 2, Fig. 2c).", {"cpu": "b"}),
+        (
+            "The NLL of correct samples is higher (Roe et al. 2020, Fig. 2b).",
+            {"quick": "a", "cpu": "c"},
+        ),
+        ("The NLL of wrong samples is lower (Roe et al. 2020, Fig. 2c).", {"cpu": "b"}),
     ]
 
 
@@ -120,29 +135,34 @@ def test_summary_aligns_claims_across_regimes_and_marks_missing_ones(reports_fol
     link = "{}/toy/report.md#agreement-with-the-paper"
     assert "| paper's claim | quick | cpu |" in lines
     assert (
-        f"| CE is overconfident (seed 009). | [disagrees]({link.format('quick')}) | "
+        f"| CE is overconfident (Doe et al. 2009). | [disagrees]({link.format('quick')}) | "
         f"[agrees]({link.format('cpu')}) |" in lines
     )
     # the pending wording and the final one share a row
     assert (
-        f"| The γ-Net has the lowest ECE (seed 009, Figure 5). | "
-        f"[not tested]({link.format('quick')}) | [agrees]({link.format('cpu')}) |" in lines
+        f"| The γ-Net has the lowest ECE (Doe et al. 2009, Figure 5). | "
+        f"[inconclusive]({link.format('quick')}) | [agrees]({link.format('cpu')}) |" in lines
     )
     # a "|" inside "our numbers" does not shift the verdict
     assert (
-        f"| Focal loss keeps the hardness visible (seed 009, Fig. 2). | "
+        f"| Focal loss keeps the hardness visible (Doe et al. 2009, Fig. 2). | "
         f"[partly]({link.format('quick')}) | — |" in lines
     )
     assert (
-        f"| A claim only the cpu regime checks (seed 009, Fig. 7). | — | "
+        f"| A claim only the cpu regime checks (Doe et al. 2009, Fig. 7). | — | "
         f"[agrees]({link.format('cpu')}) |" in lines
     )
     regimes = [line for line in lines if line.startswith("| **")]
     assert regimes[0].startswith("| **quick** ([`quick/`](quick/)) | Toy digits (8x8), `mlp`")
-    assert "`seed001` 95.50† | `seed001` 1.10† | no |" in regimes[0]
-    assert regimes[0].endswith("| 0 agrees · 1 partly · 1 disagrees · 1 not tested (3 claims) |")
-    assert "`seed001` 88.00 | `seed001` 2.40 | **yes** |" in regimes[1]
-    assert regimes[1].endswith("| 3 agrees · 0 partly · 0 disagrees · 0 not tested (3 claims) |")
+    assert "`wang2021` 95.50† | `wang2021` 1.10† | no |" in regimes[0]
+    assert regimes[0].endswith(
+        "| **sign of the mean** (before intervals) "
+        "| 0 agrees · 1 partly · 1 disagrees · 1 inconclusive (3 claims) |"
+    )
+    assert "`wang2021` 88.00 | `wang2021` 2.40 | **yes** |" in regimes[1]
+    assert regimes[1].endswith(
+        "| intervals | 3 agrees · 0 partly · 0 disagrees · 0 inconclusive (3 claims) |"
+    )
     # regenerating gives the same page
     assert summary_text(find_reports(reports_folder)) == text
 
@@ -166,3 +186,22 @@ def test_committed_summary_is_current():
     reports = ROOT / "benchmarks" / "reports"
     expected = summary_text(find_reports(reports))
     assert (reports / "README.md").read_text(encoding="utf-8") == expected
+
+
+def test_citations_name_papers():
+    assert _citations("A claim (Wang et al. 2021, Fig. 6e).") == ("Wang et al. 2021, Fig. 6e",)
+    assert _citations("A claim (Wang and Golebiowski 2024, Figure 3(c-d)).") == (
+        "Wang and Golebiowski 2024, Figure 3(c-d)",
+    )
+    assert _citations("Not effective (the CIFAR-10 loss study).") == ("the CIFAR-10 loss study",)
+    assert _citations("ECE at 1000 bins (M = 15) is higher (10 % more).") == ()
+
+
+def test_summary_lists_the_deviations_before_the_regimes(reports_folder):
+    text = summary_text(find_reports(reports_folder))
+    section = text.split("## Deviations from the papers")[1].split("## Regimes")[0]
+    for number, deviation in enumerate(DEVIATIONS, 1):
+        assert f"{number}. {deviation.what}" in section
+        assert f"   - *Why:* {deviation.why}" in section
+        assert f"   - *Effect:* {deviation.effect}" in section
+    assert "Doe et al." not in section

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from scipy.stats import bootstrap
 
-from sklearn_calib.metrics import _bootstrap, _resampling
+from sklearn_calib.metrics import _kernels, _resampling
+from sklearn_calib.metrics._predictions import check_predictions
 from sklearn_calib.scoring import (
     adaptive_calibration_error,
     brier_score,
@@ -51,7 +52,9 @@ PLANNED = [
 def test_plans_reproduce_their_metric(metric, options, weighted):
     y, proba = multiclass_data(3000, 4, 1)
     weight = np.random.default_rng(2).random(3000) if weighted else None
-    plan = _bootstrap._PLANS[metric](y, proba, sample_weight=weight, **options)
+    plan = _kernels.KERNELS[metric].plan(
+        check_predictions(y, proba, sample_weight=weight), **options
+    )
     one_group = plan.accumulate(np.zeros(3000, dtype=np.intp), 1)
     expected = metric(y, proba, sample_weight=weight, **options)
     assert plan.value(one_group)[0] == pytest.approx(expected, abs=1e-12)
@@ -101,11 +104,11 @@ def test_the_interval_covers_the_estimate(method, metric):
     for seed in range(3):
         y, proba = multiclass_data(4000, 3, 10 + seed, sharpen=2.0)
         result = calibration_error_ci(
-            metric, y, proba, method=method, n_resamples=300, random_state=seed
+            metric, y, proba, ci_method=method, n_resamples=300, random_state=seed
         )
         assert result.low <= result.estimate <= result.high
         assert result.estimate == metric(y, proba)
-        assert result.replicates.shape == (300,) and result.method == method
+        assert result.replicates.shape == (300,) and result.ci_method == method
 
 
 def true_binned_ece_of_squared_link(n_bins):
@@ -130,7 +133,7 @@ def test_coverage_near_nominal_for_a_known_miscalibration(method):
             convention="positive_class",
             n_resamples=200,
             confidence_level=0.9,
-            method=method,
+            ci_method=method,
             random_state=seed,
         )
         covered.append(result.low <= truth <= result.high)
@@ -155,7 +158,7 @@ def test_metrics_without_plan_resample_rows_through_weights():
     y, proba = multiclass_data(200, 3, 30)
     for metric in (smooth_calibration_error, differentiable_calibration_error):
         result = calibration_error_ci(
-            metric, y, proba, n_resamples=20, method="bca", random_state=0
+            metric, y, proba, n_resamples=20, ci_method="bca", random_state=0
         )
         counts = _resampling.resampled_counts(np.random.RandomState(0), 20, 200)
         expected = [metric(y, proba, sample_weight=c) for c in counts]
@@ -189,7 +192,7 @@ def test_bca_warns_when_every_replicate_exceeds_the_estimate():
     y = rng.random(20_000) < p
     with pytest.warns(UserWarning, match="bias correction is extreme"):
         calibration_error_ci(
-            classwise_calibration_error, y, p, n_bins=30, method="bca", random_state=0
+            classwise_calibration_error, y, p, n_bins=30, ci_method="bca", random_state=0
         )
 
 
@@ -200,7 +203,8 @@ def test_bca_warns_when_every_replicate_exceeds_the_estimate():
         ({"n_resamples": 100.0}, "`n_resamples` to be an integer >= 10"),
         ({"confidence_level": 1.0}, r"`confidence_level` to be a number in \(0, 1\)"),
         ({"confidence_level": "95%"}, r"`confidence_level` to be a number in \(0, 1\)"),
-        ({"method": "basic"}, "`method` to be one of"),
+        ({"ci_method": "basic"}, "`ci_method` to be one of"),
+        ({"method": "basic"}, r"takes no argument\(s\) \['method'\]"),
         ({"n_bin": 10}, r"takes no argument\(s\) \['n_bin'\].*'n_bins'"),
     ],
 )
@@ -213,7 +217,7 @@ def test_a_metric_without_sample_weight_is_rejected():
     def no_weights(y_true, y_prob):
         return 0.0
 
-    with pytest.raises(ValueError, match=r"takes no argument\(s\) \['sample_weight'\]"):
+    with pytest.raises(ValueError, match="takes no `sample_weight`: calibration_error_ci"):
         calibration_error_ci(no_weights, [0, 1], [0.2, 0.7])
     with pytest.raises(ValueError, match="`metric` to be a metric function"):
         calibration_error_ci("ece", [0, 1], [0.2, 0.7])
@@ -230,7 +234,7 @@ def test_intervals_agree_with_scipys_bootstrap(method, reference):
     y = (rng.random(150) < np.sqrt(p)).astype(int)
     per_sample = -np.log(np.where(y == 1, p, 1 - p))
     ours = calibration_error_ci(
-        negative_log_likelihood, y, p, n_resamples=20_000, method=method, random_state=0
+        negative_log_likelihood, y, p, n_resamples=20_000, ci_method=method, random_state=0
     )
     expected = bootstrap(
         (per_sample,), np.mean, n_resamples=20_000, method=reference, random_state=1
@@ -238,3 +242,117 @@ def test_intervals_agree_with_scipys_bootstrap(method, reference):
     assert ours.estimate == pytest.approx(per_sample.mean(), abs=1e-12)
     assert ours.low == pytest.approx(expected.low, abs=0.005)
     assert ours.high == pytest.approx(expected.high, abs=0.005)
+
+
+def test_rows_of_weight_zero_are_not_resampled():
+    y, proba = multiclass_data(300, 3, 40)
+    weight = np.random.default_rng(41).random(300)
+    padded_y, padded_proba = multiclass_data(500, 3, 42)
+    padded = calibration_error_ci(
+        expected_calibration_error,
+        np.concatenate([y, padded_y]),
+        np.vstack([proba, padded_proba]),
+        sample_weight=np.concatenate([weight, np.zeros(500)]),
+        random_state=0,
+    )
+    expected = calibration_error_ci(
+        expected_calibration_error, y, proba, sample_weight=weight, random_state=0
+    )
+    np.testing.assert_allclose(padded.replicates, expected.replicates, rtol=1e-12)
+
+
+@pytest.mark.parametrize("metric", [expected_calibration_error, smooth_calibration_error])
+def test_one_positive_weight_gets_an_error_about_the_weights(metric):
+    y, proba = multiclass_data(50, 3, 43)
+    weight = np.zeros(50)
+    weight[7] = 2.0
+    with pytest.raises(ValueError, match="`sample_weight` to be positive on at least 2 samples"):
+        calibration_error_ci(metric, y, proba, sample_weight=weight, n_resamples=10)
+
+
+def test_a_metric_returning_more_than_a_number_gets_a_clear_error():
+    y, proba = multiclass_data(200, 3, 44)
+    with pytest.raises(ValueError, match="not a number.*drop return_bandwidth=True"):
+        calibration_error_ci(smooth_ece, y, proba, return_bandwidth=True)
+
+
+def test_the_unknown_keyword_error_names_the_keyword_only():
+    with pytest.raises(ValueError) as error:
+        calibration_error_ci(expected_calibration_error, [0, 1, 1], [0.2, 0.7, 0.6], n_bin=3)
+    assert "plan" not in str(error.value) and "sample_weight`" not in str(error.value)
+
+
+def test_ci_method_is_the_name_and_method_still_works_with_a_warning():
+    y, proba = multiclass_data(500, 3, 45)
+    new = calibration_error_ci(
+        expected_calibration_error, y, proba, ci_method="bca", n_resamples=50, random_state=0
+    )
+    with pytest.warns(FutureWarning, match="renamed `ci_method`"):
+        old = calibration_error_ci(
+            expected_calibration_error, y, proba, method="bca", n_resamples=50, random_state=0
+        )
+    assert (old.low, old.high, old.ci_method) == (new.low, new.high, "bca")
+    with pytest.warns(FutureWarning, match="renamed `ci_method`"):
+        assert new.method == "bca"
+    with pytest.raises(ValueError, match="pass the interval method as `ci_method` only"):
+        calibration_error_ci(
+            expected_calibration_error, y, proba, ci_method="bca", method="percentile"
+        )
+    # any other `method` is the metric's own option
+    exact = calibration_error_ci(
+        smooth_calibration_error, y, proba, method="exact", n_resamples=10, random_state=0
+    )
+    assert exact.estimate == smooth_calibration_error(y, proba, method="exact")
+
+
+def test_the_result_prints_in_one_short_line():
+    y, proba = multiclass_data(500, 3, 46)
+    result = calibration_error_ci(expected_calibration_error, y, proba, random_state=0)
+    text = repr(result)
+    assert str(result) == text and "\n" not in text and len(text) < 160
+    assert text.startswith(f"BootstrapInterval(estimate={result.estimate:.6g}, ")
+    assert "n_resamples=1000" in text and "flags" not in text
+    assert result["low"] == result.low and result.flags == {}
+
+
+def test_intervals_that_exclude_the_estimate_or_collapse_are_flagged():
+    # calibrated data: the plug-in classwise ECE is noise, which every replicate inflates
+    rng = np.random.default_rng(47)
+    logits = rng.normal(size=(4000, 10))
+    proba = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    y = (proba.cumsum(axis=1) < rng.random((4000, 1))).sum(axis=1).clip(0, 9)
+    percentile = calibration_error_ci(
+        classwise_calibration_error, y, proba, n_resamples=200, random_state=0
+    )
+    assert percentile.estimate < percentile.low
+    assert list(percentile.flags) == ["excludes_estimate"]
+    assert "lies above the estimate" in percentile.flags["excludes_estimate"]
+    assert "flags=['excludes_estimate']" in repr(percentile)
+    with pytest.warns(UserWarning, match="bias correction is extreme"):
+        bca = calibration_error_ci(
+            classwise_calibration_error, y, proba, n_resamples=200, ci_method="bca", random_state=0
+        )
+    assert sorted(bca.flags) == ["excludes_estimate", "zero_width"]
+    assert "collapses onto the smallest replicate" in bca.flags["zero_width"]
+    # too few distinct resamples: every replicate is the same
+    constant = calibration_error_ci(
+        expected_calibration_error, [0, 1, 1, 0], [0.0, 1.0, 1.0, 0.0], n_resamples=20
+    )
+    assert constant.low == constant.high == constant.estimate == 0.0
+    assert list(constant.flags) == ["zero_width"]
+
+
+def test_classwise_plan_bins_float32_probabilities_like_the_metric():
+    # float32 probabilities equal to a float32 bin edge that rounds above the float64 edge
+    # lie in the lower bin in float32, the metric's precision (the plan used float64)
+    edge = np.float32(np.linspace(0, 1, 16)[5])
+    assert float(edge) > np.linspace(0, 1, 16)[5]
+    rng = np.random.default_rng(48)
+    proba = rng.dirichlet(np.ones(3), 200).astype(np.float32)
+    proba[:100, 0] = edge
+    proba[:100, 1:] = (1 - edge) / 2
+    y = rng.integers(0, 3, 200)
+    data = check_predictions(y, proba)
+    plan = _kernels.KERNELS[classwise_calibration_error].plan(data)
+    planned = plan.value(plan.accumulate(np.zeros(200, dtype=np.intp), 1))[0]
+    assert planned == pytest.approx(classwise_calibration_error(y, proba), abs=1e-12)

@@ -21,6 +21,7 @@ from sklearn.neural_network import MLPClassifier
 from sklearn.svm import LinearSVC
 
 from sklearn_calib.calibrators import (
+    BetaCalibration,
     CalibratedClassifier,
     HistogramBinning,
     IsotonicCalibration,
@@ -439,3 +440,55 @@ def test_a_calibrator_error_on_a_part_holding_every_class_passes_unchanged(metho
     with pytest.raises(ValueError, match=r"^Expected `scores` \(logits\)") as error:
         clf.fit(X, y)
     assert "folds" not in str(error.value)
+
+
+def test_an_unfitted_prefit_estimator_points_to_frozen_estimator():
+    # GridSearchCV clones the meta-estimator, and the clone of a fitted estimator is
+    # unfitted: the error says to wrap it in FrozenEstimator, which then works.
+    X, y = _data(seed=20)
+    fitted = LogisticRegression().fit(X[:150], y[:150])
+    grid = {"calibrator": [TemperatureScaling(), PlattScaling()]}
+    search = GridSearchCV(CalibratedClassifier(fitted, method="prefit"), grid, cv=3)
+    with pytest.raises(NotFittedError, match=r"sklearn\.frozen\.FrozenEstimator"):
+        search.set_params(error_score="raise").fit(X[150:], y[150:])
+    frozen = GridSearchCV(CalibratedClassifier(FrozenEstimator(fitted)), grid, cv=3)
+    frozen.fit(X[150:], y[150:])
+    assert type(frozen.best_estimator_.calibrators_[0]) in (TemperatureScaling, PlattScaling)
+    np.testing.assert_array_equal(frozen.best_estimator_.estimators_[0].coef_, fitted.coef_)
+
+
+@pytest.mark.parametrize(
+    "method, part",
+    [("cv", "held-out fold 1 of 3"), ("holdout", "the calibration part")],
+)
+def test_a_calibration_part_without_weight_is_named(method, part):
+    X, y = _data(n_samples=90, seed=21)
+    order = np.argsort(y, kind="stable")
+    X, y = X[order], y[order]
+    weight = np.ones(90)
+    if method == "cv":
+        cv = StratifiedKFold(3)
+        held_out = next(iter(cv.split(X, y)))[1]
+        weight[held_out] = 0.0
+        clf = CalibratedClassifier(LogisticRegression(), method="cv", cv=cv)
+    else:
+        clf = CalibratedClassifier(LogisticRegression(), calibration_size=0.2, random_state=0)
+        _, calibration = train_test_split(
+            np.arange(90), test_size=18, stratify=y, random_state=np.random.RandomState(0)
+        )
+        weight[calibration] = 0.0
+    with pytest.raises(ValueError, match=f"got 0 for {part}"):
+        clf.fit(X, y, sample_weight=weight)
+
+
+def test_each_distinct_warning_is_issued_once_per_fit():
+    # KFold(5) on sorted labels: each held-out fold lacks a class, whose sigmoid then
+    # has no minimum; beta calibration warns the same way for each fold.
+    X, y = _data(seed=22)
+    order = np.argsort(y, kind="stable")
+    clf = CalibratedClassifier(LogisticRegression(), BetaCalibration(), method="cv", cv=KFold(5))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.fit(X[order], y[order])
+    messages = [(w.category, str(w.message)) for w in caught]
+    assert messages and len(messages) == len(set(messages))

@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from sklearn.datasets import load_breast_cancer
+from sklearn.tree import DecisionTreeClassifier
 
 from sklearn_calib.scoring import (
     calibration_decomposition,
@@ -95,3 +97,51 @@ def test_bad_arguments(binary, kwargs, message):
     y, p = binary
     with pytest.raises(ValueError, match=message):
         calibration_report(y[:100], p[:100], n_resamples=10, **kwargs)
+
+
+def test_probabilities_of_zero_and_one_give_a_report_with_undefined_tests():
+    # a fully grown tree on its own training data predicts probabilities 0 and 1
+    X, y = load_breast_cancer(return_X_y=True)
+    proba = DecisionTreeClassifier(random_state=0).fit(X, y).predict_proba(X)
+    report = calibration_report(y, proba, n_resamples=20, random_state=0, output_dict=True)
+    for key in ("spiegelhalter", "ks", "kuiper"):
+        entry = report["tests"][key]
+        assert np.isnan(entry["statistic"]) and np.isnan(entry["pvalue"])
+        assert "every weighted score is 0 or 1" in entry["undefined"]
+    assert report["errors"]["ece"]["estimate"] == 0.0
+    text = calibration_report(y, proba, n_resamples=20, random_state=0)
+    assert "Spiegelhalter               undefined" in text
+    assert "Spiegelhalter: every weighted score is 0 or 1" in text
+    assert "method='ks'" not in text
+    # scores of 0, 1/2 and 1: only Spiegelhalter's statistic is undefined
+    half = np.where(proba[:, 1] > 0.5, 0.5, 0.0)
+    tests = calibration_report(
+        y, half, n_resamples=20, random_state=0, convention="positive_class", output_dict=True
+    )["tests"]
+    assert "method='ks'" in tests["spiegelhalter"]["undefined"]
+    assert tests["ks"] == dict(
+        zip(
+            ("statistic", "pvalue"),
+            calibration_test(y, half, method="ks", convention="positive_class"),
+            strict=True,
+        )
+    )
+
+
+def test_suspect_intervals_are_flagged_in_the_text_and_the_dictionary():
+    # calibrated data: the plug-in errors are noise, which every replicate inflates
+    rng = np.random.default_rng(1)
+    logits = rng.normal(size=(4000, 10))
+    proba = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    y = (proba.cumsum(axis=1) < rng.random((4000, 1))).sum(axis=1).clip(0, 9)
+    options = {"n_resamples": 100, "random_state": 0}
+    report = calibration_report(y, proba, output_dict=True, **options)
+    classwise = report["errors"]["classwise_ece"]
+    assert classwise["estimate"] < classwise["low"]
+    assert list(classwise["flags"]) == ["excludes_estimate"]
+    assert report["errors"]["debiased_ce"]["flags"] == {}
+    text = calibration_report(y, proba, **options)
+    flagged = [line for line in text.splitlines() if line.startswith("classwise ECE")]
+    assert flagged[0].endswith(")") and "(" in flagged[0][-5:]
+    mark = flagged[0].split()[-1]
+    assert f"{mark} classwise ECE: the interval lies above the estimate" in text

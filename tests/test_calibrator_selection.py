@@ -1,6 +1,7 @@
 """CalibratorSelector: cross-fitted choice among calibrators."""
 
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,7 @@ from sklearn_calib.calibrators import (
     StructuredMatrixScaling,
     TemperatureScaling,
 )
+from sklearn_calib.calibrators._repeated_fits import rank_scores
 from sklearn_calib.scoring import brier_score, negative_log_likelihood
 
 
@@ -160,11 +162,77 @@ def test_readme_recipe_for_logits_and_labels_runs(capsys):
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     text = readme.split("### I have logits and labels\n", 1)[1]
     recipe = re.search(r"```python\n(.*?)```", text, re.S).group(1)
-    logits, y = overconfident(n_samples=1000, seed=9)
-    namespace = {"val_logits": logits[:600], "val_labels": y[:600], "test_logits": logits[600:]}
-    exec(recipe, namespace)
-    selector = namespace["selector"]
-    assert namespace["test_proba"].shape == (400, 3)
+    namespace = {}
+    exec(recipe, namespace)  # the recipe makes its own overconfident logits
+    selector, y = namespace["selector"], namespace["test_labels"]
+    assert namespace["test_proba"].shape == (2000, 10)
     assert capsys.readouterr().out.splitlines()[0] == repr(selector.best_calibrator_)
-    held_out = negative_log_likelihood(y[600:], namespace["test_proba"])
-    assert held_out < negative_log_likelihood(y[600:], softmax(logits[600:], axis=1))
+    held_out = negative_log_likelihood(y, namespace["test_proba"])
+    uncalibrated = softmax(namespace["test_logits"], axis=1)
+    assert held_out < negative_log_likelihood(y, uncalibrated) - 0.1
+
+
+def test_ranks_follow_grid_search_ties_share_nan_last():
+    np.testing.assert_array_equal(rank_scores(np.array([-0.5, -0.2, -0.5, -0.9])), [2, 1, 2, 4])
+    np.testing.assert_array_equal(rank_scores(np.array([np.nan, -1.0, np.nan])), [2, 1, 2])
+    np.testing.assert_array_equal(rank_scores(np.array([-np.inf, np.nan, 0.0])), [2, 3, 1])
+
+
+def test_tied_candidates_share_a_rank_and_the_first_is_chosen():
+    logits, y = overconfident(seed=10)
+    selector = CalibratorSelector([TemperatureScaling(), TemperatureScaling()], cv=3)
+    selector.fit(logits, y)
+    np.testing.assert_array_equal(selector.cv_results_["rank_test_score"], [1, 1])
+    assert selector.best_index_ == 0
+
+
+def _nan_for_binning(estimator, scores, y_true):
+    """Negated log loss, but NaN for histogram binning."""
+    if isinstance(estimator.calibrator, HistogramBinning):
+        return np.nan
+    return -negative_log_likelihood(y_true, estimator.predict_proba(scores), labels=[0, 1, 2])
+
+
+def test_a_nan_score_ranks_last_and_is_never_chosen():
+    # HistogramBinning first and NaN: GridSearchCV would not choose it, nor does the selector.
+    logits, y = overconfident(seed=11)
+    selector = CalibratorSelector(
+        [HistogramBinning(), TemperatureScaling()], scoring=_nan_for_binning, cv=3
+    )
+    with pytest.warns(UserWarning, match=r"HistogramBinning\(\) is NaN"):
+        selector.fit(logits, y)
+    np.testing.assert_array_equal(selector.cv_results_["rank_test_score"], [2, 1])
+    assert selector.best_index_ == 1
+    assert isinstance(selector.best_calibrator_, TemperatureScaling)
+    assert np.isfinite(selector.best_score_)
+
+
+def test_no_candidate_with_a_score_is_an_error():
+    logits, y = overconfident(seed=12)
+    with pytest.raises(ValueError, match="NaN for every candidate"):
+        CalibratorSelector([HistogramBinning()], scoring=_nan_for_binning, cv=3).fit(logits, y)
+
+
+def test_a_fold_without_weight_is_named():
+    logits, y = overconfident(n_samples=60, seed=13)
+    weight = np.zeros(60)
+    weight[:5] = 1.0  # stratified folds in row order: fold 1 holds out all the weight
+    with pytest.raises(ValueError, match="got 0 for the training part of fold 1 of 3"):
+        CalibratorSelector(cv=3).fit(logits, y, sample_weight=weight)
+
+
+@pytest.mark.parametrize("n_jobs", [None, 2])
+def test_each_distinct_warning_is_issued_once_per_fit(n_jobs):
+    # Probabilities declared as logits: the selector and each of its 6 candidates on 5 folds
+    # and the refit (31 fits) each detect it, and beta calibration hits the separation of
+    # the absent classes of some folds; each distinct warning is issued once.
+    logits, y = overconfident(seed=14)
+    proba = softmax(logits, axis=1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        CalibratorSelector(cv=5, n_jobs=n_jobs).fit(proba, y)
+    messages = [(w.category, str(w.message)) for w in caught]
+    assert len(messages) == len(set(messages))
+    declared = [m for _, m in messages if "declared as logits" in m]
+    assert len(declared) == 1
+    assert caught[0].filename == __file__

@@ -8,6 +8,7 @@ from scipy.optimize import minimize_scalar
 from scipy.special import expit, log_softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.calibration import CalibratedClassifierCV
+from sklearn.datasets import load_digits
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression
@@ -28,7 +29,7 @@ from sklearn_calib.calibrators import (
     TemperatureScaling,
     VectorScaling,
 )
-from sklearn_calib.calibrators._base import softmax
+from sklearn_calib.calibrators._base import BaseCalibrator, softmax
 from sklearn_calib.calibrators._temperature_grid import grid_ece
 from sklearn_calib.metrics._binning import assign_bins, quantile_bin_edges, uniform_bin_edges
 from sklearn_calib.scoring import expected_calibration_error, reliability_diagram
@@ -598,6 +599,96 @@ def test_platt_binary_decision_function_and_probabilities():
     )
 
 
+def _logits(model, X):
+    """A fitted model's logits: its decision function, ``(0, d)`` for a binary one."""
+    decision = model.decision_function(X)
+    return np.column_stack([np.zeros_like(decision), decision]) if decision.ndim == 1 else decision
+
+
+class _View(ClassifierMixin, BaseEstimator):
+    """A fitted model seen through other scores (for scikit-learn's calibration)."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def fit(self, X, y):
+        self.classes_ = self.model.classes_
+        return self
+
+    def predict(self, X):
+        return self.model.predict(X)
+
+
+class _OneVsRestLogOdds(_View):
+    """A fitted model whose decision function is the one-vs-rest log-odds of its logits."""
+
+    def decision_function(self, X):
+        return one_vs_rest_log_odds(softmax(_logits(self.model, X)))
+
+
+class _ProbabilitiesOnly(_View):
+    """A fitted model seen through ``predict_proba`` only (softmax of its logits)."""
+
+    def predict_proba(self, X):
+        return softmax(_logits(self.model, X))
+
+
+@pytest.fixture(scope="module", params=["binary", "multiclass"])
+def digits_model(request):
+    """Digits (3 against 8, or all 10): a logistic regression fitted on a first part, then
+    the calibration and test parts."""
+    X, y = load_digits(return_X_y=True)
+    X = X / 16
+    if request.param == "binary":
+        X, y = X[np.isin(y, [3, 8])], y[np.isin(y, [3, 8])]
+    train, calibration, test = np.array_split(np.arange(len(y)), 3)
+    model = LogisticRegression(max_iter=1000).fit(X[train], y[train])
+    return model, X[calibration], y[calibration], X[test]
+
+
+def test_platt_is_scikit_learns_sigmoid_of_the_one_vs_rest_log_odds(digits_model):
+    # scikit-learn fits each class's sigmoid to its column of the decision function; ours
+    # to the class's one-vs-rest log-odds: the same for a binary problem (whose decision
+    # function is the log-odds), not beyond.
+    model, X_cal, y_cal, X_test = digits_model
+    ours = PlattScaling().fit(model.decision_function(X_cal), y_cal)
+    ours = ours.predict_proba(model.decision_function(X_test))
+    plain = sklearn_calibration(model, "sigmoid", X_cal, y_cal).predict_proba(X_test)
+    if len(model.classes_) == 2:
+        np.testing.assert_allclose(ours, plain, atol=1e-6)
+        return
+    log_odds = sklearn_calibration(_OneVsRestLogOdds(model), "sigmoid", X_cal, y_cal)
+    np.testing.assert_allclose(ours, log_odds.predict_proba(X_test), atol=1e-6)
+    assert np.abs(ours - plain).max() > 0.3
+
+
+def test_isotonic_is_scikit_learns_isotonic_of_the_probabilities(digits_model):
+    # scikit-learn regresses on the decision function where the classifier has one; ours on
+    # the probabilities. A binary problem gets the same step values (the probability is
+    # monotone in the decision function) but interpolates between the fit scores in the
+    # other variable; beyond two classes the maps differ.
+    model, X_cal, y_cal, X_test = digits_model
+    ours = IsotonicCalibration().fit(model.decision_function(X_cal), y_cal)
+    probabilities = sklearn_calibration(_ProbabilitiesOnly(model), "isotonic", X_cal, y_cal)
+    np.testing.assert_allclose(
+        ours.predict_proba(model.decision_function(X_test)),
+        probabilities.predict_proba(X_test),
+        atol=1e-12,
+    )
+    plain = sklearn_calibration(model, "isotonic", X_cal, y_cal)
+    gap = np.abs(ours.predict_proba(model.decision_function(X_cal)) - plain.predict_proba(X_cal))
+    if len(model.classes_) == 2:
+        np.testing.assert_allclose(gap, 0.0, atol=1e-12)
+    else:
+        assert gap.max() > 0.3
+
+
+def sklearn_calibration(model, method, X, y):
+    """scikit-learn's calibration of a fitted model (or a view of one) on ``X, y``."""
+    viewed = model if hasattr(model, "coef_") else model.fit(X, y)
+    return CalibratedClassifierCV(FrozenEstimator(viewed), method=method).fit(X, y)
+
+
 def test_platt_uses_smoothed_targets_so_separable_scores_stay_finite():
     decision = np.array([-3.0, -2.0, -1.0, 1.0, 2.0, 3.0])
     y = np.array([0, 0, 0, 1, 1, 1])
@@ -782,6 +873,26 @@ def test_labels_without_zero_and_a_missing_class_need_classes(calibrator):
         clone(calibrator).fit(logits[rows], one_based * 2, classes=[1, 2, 3])
 
 
+def test_a_calibrator_lacking_a_required_method_cannot_be_instantiated():
+    class WithoutFit(BaseCalibrator):
+        def __init__(self, input="logits"):
+            self.input = input
+
+        def _predict_proba(self, scores):
+            return softmax(scores)
+
+    with pytest.raises(TypeError, match="abstract method.*_fit"):
+        WithoutFit()
+
+    class Complete(WithoutFit):
+        def _fit(self, scores, y_index, sample_weight):
+            self.fitted_ = True
+
+    logits, y = overconfident_logits(50, 3, seed=29)
+    complete = clone(Complete(input="logits")).fit(logits, y)
+    np.testing.assert_allclose(complete.predict_proba(logits), softmax(logits))
+
+
 # ------------------------------------------------------------------------ bad input
 
 
@@ -798,6 +909,13 @@ def _fit_cases():
         "inf": (inf, y, no_weight, "logits", "infinity"),
         "rows-not-summing-to-1": (proba * 1.1, y, no_weight, "probabilities", "sum to 1"),
         "single-class": (logits, np.zeros(60, dtype=int), no_weight, "logits", "1 class"),
+        "single-class-of-positive-weight": (
+            logits,
+            y,
+            (y == 0).astype(float),
+            "logits",
+            "2 classes among the samples of positive weight, got 1 class",
+        ),
         "negative-weight": (logits, y, -np.ones(60), "logits", "negative"),
         "more-classes-than-columns": (logits[:, :2], y, no_weight, "logits", "but `scores` has 2"),
         "one-column": (logits[:, :1], y % 2, no_weight, "logits", "1 feature"),
@@ -857,7 +975,7 @@ def test_grid_ece_equals_the_metric_at_every_temperature():
         np.testing.assert_allclose(actual, expected, rtol=0, atol=1e-12)
 
 
-# ------------------------------------------------- extreme scores (issue 17, items 1, 5, 13)
+# ------------------------------------------------------------------------- extreme scores
 
 
 @pytest.mark.parametrize(

@@ -8,11 +8,13 @@ import pytest
 import torch
 from model_diagnostics.scoring import LogLoss, SquaredError, decompose
 from probmetrics.metrics import Metrics
+from sklearn.isotonic import isotonic_regression
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from skorch.callbacks import EarlyStopping, EpochScoring
 
 from sklearn_calib.estimators import NetClassifier
+from sklearn_calib.metrics import _decomposition
 from sklearn_calib.scoring import (
     brier_score,
     calibration_decomposition,
@@ -172,3 +174,55 @@ def test_temperature_split_at_the_bounds_of_the_search():
     flipped = calibration_decomposition(y, 1 - p, score="log_loss", method="temperature")
     assert flipped.temperature == pytest.approx(1e4)
     assert flipped.refinement == pytest.approx(np.log(2), abs=1e-3)
+
+
+def test_temperature_search_stops_once_newton_steps_fall_below_rounding(monkeypatch):
+    # a Newton step below rounding lands on beta, the bracket's new end; it used to be
+    # taken for a step outside the bracket and start a bisection of some 40 more passes
+    derivatives = _decomposition._TemperedNLL.derivatives
+    passes = []
+
+    def counted(self, beta):
+        passes.append(beta)
+        return derivatives(self, beta)
+
+    monkeypatch.setattr(_decomposition._TemperedNLL, "derivatives", counted)
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        logits = rng.normal(size=(500, 4)) * 3
+        proba = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+        truth = np.exp(logits / 2) / np.exp(logits / 2).sum(axis=1, keepdims=True)
+        y = (truth.cumsum(axis=1) < rng.random((500, 1))).sum(axis=1).clip(0, 3)
+        passes.clear()
+        parts = calibration_decomposition(
+            y, proba, score="log_loss", method="temperature", sample_weight=rng.random(500)
+        )
+        assert len(passes) <= 10
+        assert parts.temperature == pytest.approx(2.0, rel=0.2)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_corp_pools_tied_scores_alike_in_float32_and_float64(weighted):
+    # ties (two decimals) and a -0.0 are pooled by value, whatever the precision (the
+    # scores differ: 1 - p of 1-D input is taken in the input's precision)
+    rng = np.random.default_rng(3)
+    p = np.round(rng.random(500), 2).astype(np.float32)
+    p[:5] = -0.0
+    y = (rng.random(500) < p).astype(int)
+    weight = rng.random(500) if weighted else None
+    single = calibration_decomposition(y, p, sample_weight=weight)
+    double = calibration_decomposition(y, p.astype(np.float64), sample_weight=weight)
+    for part in ("discrimination", "refinement"):
+        assert single[part] == pytest.approx(double[part], rel=1e-12)
+    distinct = np.unique(p)
+    fitted = isotonic_regression(
+        [
+            np.average(y[p == v], weights=None if weight is None else weight[p == v])
+            for v in distinct
+        ],
+        sample_weight=[
+            (p == v).sum() if weight is None else weight[p == v].sum() for v in distinct
+        ],
+    )
+    refined = np.average(2 * (fitted[np.searchsorted(distinct, p)] - y) ** 2, weights=weight)
+    assert single.refinement == pytest.approx(refined, rel=1e-12)

@@ -7,9 +7,11 @@ cores (the examples about 20 s of it), once per test session. Without Sphinx ins
 where they fail.
 """
 
+import html
 import importlib.util
 import inspect
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -54,10 +56,20 @@ def built_docs(tmp_path_factory, fashion_mnist):
     _require_docs_packages()
     out = tmp_path_factory.mktemp("docs")
     command = [
-        sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
-        "-d", str(out / "doctrees"),
-        "-D", "sphinx_gallery_conf.run_stale_examples=True",
-        str(DOCS), str(out / "html"),
+        sys.executable,
+        "-m",
+        "sphinx",
+        "-W",
+        "--keep-going",
+        "-q",
+        "-b",
+        "html",
+        "-d",
+        str(out / "doctrees"),
+        "-D",
+        "sphinx_gallery_conf.run_stale_examples=True",
+        str(DOCS),
+        str(out / "html"),
     ]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
@@ -70,8 +82,11 @@ def built_docs(tmp_path_factory, fashion_mnist):
 def _exported():
     modules = api_pages.public_modules()
     homes = api_pages.home_modules(modules)
-    return [(module.__name__, name, homes[(module.__name__, name)])
-            for module in modules for name in module.__all__]
+    return [
+        (module.__name__, name, homes[(module.__name__, name)])
+        for module in modules
+        for name in module.__all__
+    ]
 
 
 def test_the_public_modules_are_found():
@@ -108,7 +123,7 @@ def test_every_public_name_is_in_the_api_reference(built_docs):
     missing = []
     for module, name, home in _exported():
         page = (built_docs / "api" / f"{module}.html").read_text()
-        entry = (built_docs / "api" / "generated" / f"{home}.{name}.html")
+        entry = built_docs / "api" / "generated" / f"{home}.{name}.html"
         if f"{home}.{name}" not in page or not entry.is_file():
             missing.append(f"{module}.{name}")
         elif f'id="{home}.{name}"' not in entry.read_text():
@@ -122,3 +137,43 @@ def test_the_gallery_draws_its_figures(built_docs):
     for example in examples:
         page = (built_docs / "auto_examples" / f"{example.stem}.html").read_text()
         assert f"sphx_glr_{example.stem}_001.png" in page, example.name
+
+
+def _text(markup):
+    """The text of an HTML fragment: whitespace collapsed, none before punctuation,
+    straight apostrophes."""
+    text = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", markup)).split())
+    return re.sub(r" ([.,;:])", r"\1", text).replace("\u2019", "'")
+
+
+def test_a_module_summary_is_the_first_paragraph_of_its_docstring():
+    package = importlib.import_module("sklearn_calib")
+    assert api_pages.summary(package) == (
+        "Calibrated neural classifiers, post-hoc calibrators and calibration metrics."
+    )
+    calibrators = importlib.import_module("sklearn_calib.calibrators")
+    assert api_pages.summary(calibrators) == inspect.getdoc(calibrators).split("\n\n")[0]
+
+
+def test_the_api_index_gives_every_public_module_a_one_line_summary(built_docs):
+    page = (built_docs / "api" / "index.html").read_text()
+    table = _text(re.search(r"<table.*?</table>", page, re.S).group(0))
+    for module in api_pages.public_modules():
+        summary = _text(api_pages.summary(module).replace("``", ""))
+        assert f"{module.__name__} {summary}" in table, module.__name__
+        assert f'href="{module.__name__}.html' in page
+
+
+def test_class_pages_are_titled_by_the_class_name(built_docs):
+    page = built_docs / "api" / "generated" / "sklearn_calib.calibrators.CalibratedClassifier.html"
+    title = re.search(r"<h1>(.*?)<", page.read_text()).group(1)
+    assert title == "CalibratedClassifier"
+
+
+def test_the_gallery_pages_give_the_code_the_whole_width(built_docs):
+    """An example's page has no outline beside it, and long lines wrap rather than hide."""
+    page = (built_docs / "auto_examples" / "plot_measure_classifier.html").read_text()
+    assert "On this page" not in page
+    assert "On this page" in (built_docs / "user_guide" / "weights.html").read_text()
+    style = (built_docs / "_static" / "custom.css").read_text()
+    assert "white-space: pre-wrap" in style and 'href="../_static/custom.css' in page

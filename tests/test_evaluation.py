@@ -18,9 +18,16 @@ from sklearn_calib.evaluation import (
     calibrate_scores,
     classifier_scores,
     evaluation_table,
+    format_table,
     posthoc_predictions,
 )
-from sklearn_calib.metrics import REPORT_METRICS, metric_values
+from sklearn_calib.metrics import (
+    REPORT_METRICS,
+    calibration_error_ci,
+    expected_calibration_error,
+    metric_values,
+    negative_log_likelihood,
+)
 
 CALIBRATORS = {
     "TS": TemperatureScaling(),
@@ -97,6 +104,61 @@ def test_calibrate_scores_names_the_columns_with_classes():
     )
     assert proba.shape == (5, 3)
     assert list(fitted.classes_) == ["a", "b", "c"]
+
+
+def test_evaluation_table_intervals_are_the_bootstrap_intervals_of_the_metrics():
+    rng = np.random.default_rng(3)
+    proba = rng.dirichlet(np.ones(4), size=300)
+    y = rng.integers(0, 4, 300)
+    predictions = {
+        "m": Prediction(proba),
+        "m+TS": Prediction(proba**2 / (proba**2).sum(1, keepdims=True), 2.0),
+    }
+    table = evaluation_table(
+        predictions,
+        y,
+        n_bins=10,
+        intervals=["ece", "nll"],
+        confidence_level=0.9,
+        n_resamples=200,
+        random_state=7,
+    )
+    assert list(table["m"])[:6] == ["accuracy", "NLL", "NLL 90% CI", "Brier", "ECE", "ECE 90% CI"]
+    for name, (p, _) in predictions.items():
+        ece = calibration_error_ci(
+            expected_calibration_error,
+            y,
+            p,
+            n_bins=10,
+            confidence_level=0.9,
+            n_resamples=200,
+            random_state=7,
+        )
+        nll = calibration_error_ci(
+            negative_log_likelihood, y, p, confidence_level=0.9, n_resamples=200, random_state=7
+        )
+        assert table[name]["ECE 90% CI"] == (ece.low, ece.high)
+        assert table[name]["NLL 90% CI"] == (nll.low, nll.high)
+        assert table[name]["ECE"] == pytest.approx(ece.estimate, abs=1e-12)
+    without = evaluation_table(predictions, y, n_bins=10)
+    assert {
+        name: {k: v for k, v in row.items() if "CI" not in k} for name, row in table.items()
+    } == without
+    with pytest.raises(ValueError, match=r"`intervals` to name metrics.*got \['ECE'\]"):
+        evaluation_table(predictions, y, intervals=["ECE"])
+
+
+def test_format_table_shows_intervals_in_columns_of_their_own_width():
+    table = {
+        "model": {"ECE": 0.0093, "ECE 95% CI": (0.0086, 0.0235), "T": 1.5},
+        "model+HB": {"ECE": 0.01361, "ECE 95% CI": (0.00654, 0.02642)},
+    }
+    assert format_table(table).splitlines() == [
+        "model         ECE        ECE 95% CI        T",
+        "--------------------------------------------",
+        "model      0.0093  [0.0086, 0.0235]   1.5000",
+        "model+HB   0.0136  [0.0065, 0.0264]        -",
+    ]
 
 
 def test_evaluation_table_rows_hold_the_metric_values():

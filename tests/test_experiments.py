@@ -6,23 +6,22 @@ import json
 import numpy as np
 import pytest
 import torch
-from scipy import stats
 from scipy.special import softmax
 
 import benchmarks._runner as runner
 import sklearn_calib
 from benchmarks.__main__ import EXIT_INCOMPLETE, main, plan
-from benchmarks._methods import FLG_SECE, regularizer_methods
+from benchmarks._methods import BSCE_GRA, FLG_SECE, bsce_gra, regularizer_methods
 from benchmarks._posthoc import ece_temperature, learned_epochs
-from benchmarks._presets import GRID_SEED002, make_config
-from benchmarks._report import Report, at_least, at_most, read_csv, verdict
+from benchmarks._presets import GRID_MUKHOTI2020, make_config
+from benchmarks._report import Report, read_csv
 from benchmarks._store import RunStore, pack_logits, run_key, unpack_logits
-from benchmarks._train import make_spec, train_run
+from benchmarks._train import build_estimator, make_spec, train_run
+from benchmarks._uncertainty import VERDICTS, over_seeds
 from benchmarks.experiments import EXPERIMENTS
-from benchmarks.experiments import _base as base
-from benchmarks.experiments._base import choose_coefficients, mark, significantly, ttest
-from benchmarks.experiments.calibratable import CURVE_LABELS
+from benchmarks.experiments._base import choose_coefficients
 from benchmarks.experiments.focal import METHODS as FOCAL_METHODS
+from benchmarks.experiments.gra import chosen_pair
 from benchmarks.experiments.toy_gaussians import pearson, weight_values
 from sklearn_calib.calibrators import TemperatureScaling
 
@@ -104,19 +103,19 @@ def test_focal_end_to_end_resume_and_corruption(tmp_path, one_thread, count_trai
         assert column in rows[0]
     for row in rows:
         assert 0.0 <= float(row["test_ece"]) <= 1.0
-        assert float(row["temperature"]) in GRID_SEED002
+        assert float(row["temperature"]) in GRID_MUKHOTI2020
         assert row["reduction"] == ("mean" if row["method"] == "Brier" else "sum")
         assert float(row["grad_clip"]) == 2.0
     text = report.read_text()
     for piece in ("## Setup", "## Results", "## Agreement with the paper", "Table C.3",
                   "loss summed over the batch (Brier: averaged), gradient norm clipped to 2",
                   "Seeds: 0, 1",
-                  "Command: `python -m benchmarks run focal --preset quick", " ± ",
+                  "Command: `python -m benchmarks run focal --preset quick", "95% interval",
                   "never on test data"):  # fmt: skip
         assert piece in text
     for method in FOCAL_METHODS:
         assert f"| {method.label} |" in text
-    assert any(v in text for v in ("**agrees**", "**disagrees**", "**partly**"))
+    assert any(f"**{v}**" in text for v in VERDICTS)
     first_csv = (tmp_path / "out" / "focal" / "runs.csv").read_text()
 
     # A second call trains nothing and writes the same CSV.
@@ -294,20 +293,6 @@ def test_brier_weight_with_beta_one_correlates_like_focal():
         assert pearson(brier, target) == pytest.approx(pearson(focal, target), abs=1e-12)
 
 
-def test_meta_methods_pending_without_meta_estimator(monkeypatch):
-    config = make_config("quick")
-    meta = EXPERIMENTS["meta"]
-    trained = {run.method.label for run in meta.runs(config)}
-    assert {"CE-DECE", "CE-SECE", "FLγ-DECE", "FLγ-SECE"} <= trained
-    assert meta.pending(config) == []
-    monkeypatch.setattr(base, "meta_estimator", lambda: None)
-    pending = meta.pending(config)
-    assert [m.label for m in pending] == ["CE-DECE", "CE-SECE", "FLγ-DECE", "FLγ-SECE"]
-    assert all(m.estimator == "meta" for m in pending)
-    assert not {m.label for m in pending} & {run.method.label for run in meta.runs(config)}
-    assert "pending" in base.pending_note(meta, config)
-
-
 def test_meta_learned_run_records_gamma(one_thread):
     config = make_config("quick", "digits", epochs=2, train_size=300)
     spec = make_spec(config, FLG_SECE, 0)
@@ -327,13 +312,7 @@ def test_tracked_run_on_cuda():
     assert np.isfinite(history["opt_ece"]).all() and np.isfinite(arrays["test_logits"]).all()
 
 
-def test_marks_and_coefficients_chosen_on_validation():
-    assert mark([2.0, 2.1, 2.2], [1.0, 1.1, 1.2]).startswith("▲")
-    assert mark([1.0, 1.1, 1.2], [2.0, 2.1, 2.2]).startswith("▼")
-    assert mark([1.0, 1.3, 1.2], [1.1, 1.2, 1.25]).startswith(("△", "▽"))
-    assert "n/a" in mark([1.0, 1.0], [2.0, 2.0])
-    a, b = [0.1, 0.4, 0.2], [0.3, 0.5, 0.6]
-    assert ttest(a, b) == pytest.approx(stats.ttest_ind(a, b).pvalue)
+def test_coefficients_are_chosen_on_validation():
     rows = [
         {"method": "A", "val_ece": 0.01, "test_ece": 0.05},
         {"method": "B", "val_ece": 0.02, "test_ece": 0.01},
@@ -397,65 +376,30 @@ def _claims_of(experiment, tmp_path, *args):
     return [(claim.ours, claim.verdict) for claim in report.claims]
 
 
-def test_threshold_verdicts_compare_the_printed_value(tmp_path):
-    # Focal's error 6 % against the best 5 %: a gap of 1.0000000000000009 points in floats,
-    # printed as 1.00, is within 1 point; 1.01 points is not.
-    focal = EXPERIMENTS["focal"]
+class _Context:
+    """What the toy study's claims read: a mean over its runs."""
 
-    def rows(focal_accuracy):
-        metrics = ("test_ece", "ts_ece", "test_ada_ece", "ts_ada_ece", "test_cw_ece",
-                   "ts_cw_ece")  # fmt: skip
-        return [
-            dict.fromkeys(metrics, 0.05)
-            | {"method": m.label, "temperature": 1.0,
-               "test_accuracy": focal_accuracy if m is FOCAL_METHODS[-1] else 0.95}
-            for m in FOCAL_METHODS
-        ]  # fmt: skip
+    n_resamples = 200
 
-    assert 100 * (1 - 0.94) - 100 * (1 - 0.95) > 1.0
-    labels = [m.label for m in FOCAL_METHODS]
-    ours, verdict_ = _claims_of(focal, tmp_path, rows(0.94), labels)[2]
-    assert "gap 1.00 points" in ours and verdict_ == "agrees"
-    ours, verdict_ = _claims_of(focal, tmp_path, rows(0.9399), labels)[2]
-    assert "gap 1.01 points" in ours and verdict_ == "disagrees"
-    assert at_most(1.0000000000000009, 1.0, 2) and not at_most(1.006, 1.0, 2)
-    assert at_most(abs(1.1000000000000001 - 1.0), 0.1, 2) and at_least(0.8999999999999999, 0.9, 2)
-    assert not at_most(float("nan"), 1.0, 2) and not at_least(float("nan"), 0.0, 2)
+    def over_seeds(self, label, values):
+        return over_seeds(label, values, n_resamples=self.n_resamples)
 
 
 def test_toy_gaussians_ties_are_not_ordered(tmp_path):
-    # gBS with beta = 1 correlates like focal loss up to rounding: a tie, not an order.
+    # gBS with beta = 1 correlates like focal loss: a tie (an interval [0, 0]), not an order.
     toy = EXPERIMENTS["toy_gaussians"]
-    rows = [{"FL_r_test": 0.821, "DFL_r_test": 0.842, "gBS_r_test": 0.821 + 4e-16}]
-    ours, verdict_ = _claims_of(toy, tmp_path, rows)[1]
-    assert "1/3 pairs in the paper's order" in ours
-    rows = [{"FL_r_test": 0.550, "DFL_r_test": 0.638, "gBS_r_test": 0.664}]
-    assert "3/3 pairs" in _claims_of(toy, tmp_path, rows)[1][0]
-
-
-def test_verdict_rule_and_significance_claims(tmp_path):
-    assert [verdict(f) for f in (1.0, 2 / 3, 0.5, 3 / 8, 1 / 8, 0.0, float("nan"))] == [
-        "agrees", "partly", "partly", "disagrees", "disagrees", "disagrees", "disagrees"
-    ]  # fmt: skip
-    assert significantly([2.0, 2.1, 2.2], [1.0, 1.1, 1.2], higher=True)
-    assert not significantly([2.0, 2.1, 2.2], [1.0, 1.1, 1.2], higher=False)
-    assert not significantly([1.0, 1.3, 1.2], [1.1, 1.2, 1.25], higher=True)
-    # CE's temperature is higher than all four regularisers', significantly only for D.
-    temperatures = {"CE": [1.0, 1.1, 1.2], "A": [0.9, 1.15, 1.0], "B": [1.2, 0.9, 1.05],
-                    "C": [1.1, 0.95, 1.0], "D": [0.5, 0.55, 0.6]}  # fmt: skip
-    calibratable = EXPERIMENTS["calibratable"]
-    labels = set(temperatures) | set(CURVE_LABELS)
     rows = [
-        {"method": label, "seed": seed, "temperature": temperatures.get(label, [1.0] * 3)[seed],
-         "test_ece": 0.05, "ts_ece": 0.04, "hb_ece": 0.04}
-        for label in labels
-        for seed in range(3)
-    ]  # fmt: skip
-    chosen = {"LS": "A", "L1": "B", "ER": "C", "Focal": "D"}
-    claims = _claims_of(calibratable, tmp_path, rows, chosen)
-    (ours, verdict_) = next(c for c in claims if c[0].startswith("T of CE"))
-    assert "significantly higher (two-sample t-test, p < 0.05) than 1/4" in ours
-    assert verdict_ == "disagrees"
+        {"FL_r_test": 0.821 + d, "DFL_r_test": 0.842 + d, "gBS_r_test": 0.821 + d}
+        for d in (0.0, 0.01, -0.01)
+    ]
+    ours, verdict_ = _claims_of(toy, tmp_path, _Context(), rows)[1]
+    assert "gBS − FL 0.000 [0.000, 0.000]" in ours and "1 holds, 1 fails, 1 open" in ours
+    assert verdict_ == "partly"
+    rows = [
+        {"FL_r_test": 0.550 + d, "DFL_r_test": 0.638 + d, "gBS_r_test": 0.664 + d}
+        for d in (0.0, 0.01, -0.01)
+    ]
+    assert _claims_of(toy, tmp_path, _Context(), rows)[1][1] == "agrees"
 
 
 def test_plan_line_describes_each_experiments_runs(tmp_path, monkeypatch):
@@ -475,3 +419,27 @@ def test_plan_line_describes_each_experiments_runs(tmp_path, monkeypatch):
     )
     assert "not measured, the preset's prior: 0.78 s/epoch + 2 s/run" in output
     assert not (tmp_path / "store").exists()
+
+
+def test_gra_tunes_bsce_gra_over_its_grid_on_validation_ece():
+    config = make_config("cpu")
+    gra = EXPERIMENTS["gra"]
+    labels = [m.label for m in gra.methods(config)]
+    grid = [label for label in labels if label.startswith("BSCE-GRA")]
+    assert len(grid) == 12 and "BSCE-GRA β=3, γ=4" in grid
+    runs, tasks = plan([gra], config)
+    assert len(tasks) == 20 * 3
+    # the grid's (1, 1) is BSCE-GRA at the loss's defaults: the run of Lin et al.'s Table 2
+    assert make_spec(config, BSCE_GRA, 0)["loss"] == {"name": "bsce_gra", "params": {}}
+    spec = make_spec(config, bsce_gra(2.0, 4.0), 0)
+    assert spec["loss"]["params"] == {"beta": 2.0, "gamma": 4.0}
+    assert build_estimator(spec, "cpu", []).criterion__gamma == 4.0
+    rows = [
+        {"method": label, "val_ece": 0.05 - 0.001 * index, "seed": seed}
+        for index, label in enumerate(grid)
+        for seed in range(3)
+    ]
+    rows[-1]["val_ece"] = float("nan")  # a diverged run is left out of its pair's mean
+    assert chosen_pair(rows) == "BSCE-GRA β=3, γ=4"
+    rows[0]["val_ece"] = rows[1]["val_ece"] = rows[2]["val_ece"] = 0.001
+    assert chosen_pair(rows) == "BSCE-GRA β=1, γ=1"

@@ -21,6 +21,7 @@ from sklearn_calib.estimators import (
     NonFiniteLossError,
 )
 from sklearn_calib.estimators._checkpoint import FitCheckpoint
+from sklearn_calib.estimators._inputs import training_data
 from sklearn_calib.estimators.networks import MLP
 from sklearn_calib.losses import CrossEntropy
 
@@ -154,15 +155,18 @@ def test_nonfinite_loss_on_a_fresh_estimator_leaves_it_unfitted(digits):
 def test_a_network_given_as_an_instance_is_restored_too(digits):
     X_train, X_test, y_train, _ = digits
     module = MLP(input_shape=(64,), n_classes=10, hidden_units=(16,))
+    initial = {name: value.clone() for name, value in module.state_dict().items()}
     net = NetClassifier(module=module, lr=0.01, max_epochs=2, random_state=0)
     net.fit(X_train, y_train)
-    proba, before = net.predict_proba(X_test), weights(net)
+    fitted, proba, before = net.module_, net.predict_proba(X_test), weights(net)
     net.set_params(criterion=NaNFromCall, criterion__nan_from=5)
     with pytest.raises(NonFiniteLossError, match="epoch 1, batch 5"):
-        net.fit(X_train, y_train)  # trains the same module object from where it is
-    assert net.module_ is module
+        net.fit(X_train, y_train)  # trains a new copy of the instance
+    assert net.module_ is fitted
     assert_same_weights(weights(net), before)
     np.testing.assert_array_equal(net.predict_proba(X_test), proba)
+    for name, value in module.state_dict().items():  # neither fit trained the instance
+        assert torch.equal(value, initial[name]), name
 
 
 def test_nonfinite_weights_behind_a_finite_loss_are_detected(digits):
@@ -232,7 +236,7 @@ RESUME_PARAMS = {
     "max_epochs": 5,
     "batch_size": 64,
     "random_state": 3,
-    "recipe": "seed001",
+    "recipe": "wang2021",
     "lr": 0.05,
     "mixup_alpha": 0.2,
     "train_split": 0.2,
@@ -301,7 +305,7 @@ def test_fit_again_with_the_same_checkpoint_dir_resumes(digits, tmp_path):
     # A checkpoint written after epoch 2 of a 4-epoch fit: make one by hand from the
     # 2-epoch fit's state, under the name of the 4-epoch fit.
     second = small_net(max_epochs=4, mixup_alpha=0.2, checkpoint_dir=tmp_path)
-    second._training_data(X_train, y_train, None, None, reset=True)
+    training_data(second, X_train, y_train, None, None, reset=True)
     checkpoint = FitCheckpoint.for_fit(second, X_train, y_train)
     checkpoint.save(first)
     with warnings.catch_warnings():

@@ -19,6 +19,7 @@ from sklearn_calib.calibrators import (
     BetaCalibration,
     DirichletCalibration,
     MatrixScaling,
+    PlattScaling,
     QuadraticScaling,
     StructuredMatrixScaling,
     StructuredVectorScaling,
@@ -268,6 +269,14 @@ def test_dirichlet_reads_probabilities_and_logits_alike():
     assert on_logits.off_diagonal_l2_ == on_proba.off_diagonal_l2_
 
 
+def test_dirichlet_names_a_fold_without_weight():
+    logits, y = biased_logits(60, 3, seed=11)
+    weight = np.zeros(60)
+    weight[:5] = 1.0  # stratified folds in row order: all the weight is held out by fold 1
+    with pytest.raises(ValueError, match="got 0 for the training part of fold 1 of 3"):
+        DirichletCalibration(cv=3).fit(logits, y, sample_weight=weight)
+
+
 @pytest.mark.parametrize("grid", [[], [[0.1]], [-1.0], [np.nan]])
 def test_dirichlet_rejects_bad_grids(grid):
     logits, y = biased_logits(100, 3, seed=11)
@@ -361,6 +370,99 @@ def test_separable_scores_warn_for_unpenalised_binary_maps():
             fitted = calibrator.fit(s, y)
         proba = fitted.predict_proba(s)[:, 1]
         np.testing.assert_allclose(proba, y, atol=1e-6)
+
+
+# ------------------------------------------------ rank-deficient designs of the binary maps
+
+BINARY_MAPS = [PlattScaling(), QuadraticScaling(), BetaCalibration()]
+
+
+def platt_target_mean(positive):
+    """The mean of Platt's smoothed targets: the probability of an intercept-only fit."""
+    n_positive, n_negative = positive.sum(), (~positive).sum()
+    high, low = (n_positive + 1) / (n_positive + 2), 1 / (n_negative + 2)
+    return (n_positive * high + n_negative * low) / len(positive)
+
+
+@pytest.mark.parametrize("calibrator", BINARY_MAPS, ids=repr)
+def test_constant_scores_give_a_flat_map(calibrator):
+    # Every row has the same logits: the one-vs-rest log-odds are constant, so each class's
+    # map is its intercept alone, and nudging the scores changes nothing.
+    y = np.random.default_rng(13).integers(0, 5, 200)
+    logits = np.zeros((200, 5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fitted = clone(calibrator).fit(logits, y)
+    np.testing.assert_array_equal(fitted.coef_, 0.0)
+    proba = fitted.predict_proba(logits[:1])
+    nudged = fitted.predict_proba(logits[:1] + np.array([1e-9, 0, 0, 0, -1e-9]))
+    np.testing.assert_array_equal(nudged, proba)
+    if isinstance(calibrator, PlattScaling):
+        expected = np.array([platt_target_mean(y == k) for k in range(5)])
+    else:
+        expected = np.bincount(y, minlength=5) / len(y)
+    np.testing.assert_allclose(proba[0], expected / expected.sum(), rtol=1e-10)
+
+
+@pytest.mark.parametrize("calibrator", BINARY_MAPS, ids=repr)
+def test_binary_scores_constant_at_one_value_predict_the_base_rate(calibrator):
+    y = np.random.default_rng(14).integers(0, 2, 100)
+    fitted = clone(calibrator).fit(np.full(100, 0.3), y)
+    expected = platt_target_mean(y == 1) if isinstance(calibrator, PlattScaling) else y.mean()
+    np.testing.assert_allclose(
+        fitted.predict_proba(np.array([-3.0, 0.3, 3.0]))[:, 1], expected, rtol=1e-10
+    )
+
+
+@pytest.mark.parametrize("values", [(-1.0, 2.0), (-0.7, 0.2), (0.3, -2.0)])
+def test_quadratic_scaling_on_two_distinct_scores_is_order_free_and_warns(values):
+    # Two distinct log-odds: s^2 is an affine function of s, so only (1, s) is fitted; the
+    # separated row has no finite fit (Albert and Anderson 1984), the other four are 1 in 4.
+    low, high = values
+    scores = np.array([low] * 4 + [high])
+    y = np.array([1, 0, 0, 0, 1])
+    rng = np.random.default_rng(15)
+    for order in [np.arange(5), *(rng.permutation(5) for _ in range(12))]:
+        with pytest.warns(ConvergenceWarning, match="separate the class from the rest"):
+            fitted = QuadraticScaling().fit(scores[order], y[order])
+        assert fitted.coef_[0, 1] == 0.0
+        proba = fitted.predict_proba(np.array([low, high]))[:, 1]
+        np.testing.assert_allclose(proba, [0.25, 1.0], atol=1e-6)
+
+
+def test_quadratic_scaling_on_two_distinct_probabilities_is_the_line_through_both():
+    # The probabilities 0.2 and 0.7: the fit matches each value's frequency and extends the
+    # line through the two points in log-odds (the quadratic term is not identified).
+    rng = np.random.default_rng(16)
+    proba = np.where(rng.random(100) < 0.5, 0.2, 0.7)
+    y = (rng.random(100) < proba).astype(int)
+    low, high = y[proba == 0.2].mean(), y[proba == 0.7].mean()
+
+    def logit(p):
+        return np.log(p) - np.log1p(-p)
+
+    slope = (logit(high) - logit(low)) / (logit(0.7) - logit(0.2))
+    expected = [low, high, 1 / (1 + np.exp(-(logit(low) + slope * (logit(0.9) - logit(0.2)))))]
+    for seed in range(6):
+        order = np.random.default_rng(seed).permutation(100)
+        fitted = QuadraticScaling(input="probabilities").fit(proba[order], y[order])
+        assert fitted.coef_[0, 1] == 0.0
+        np.testing.assert_allclose(
+            fitted.predict_proba(np.array([0.2, 0.7, 0.9]))[:, 1], expected, rtol=1e-8
+        )
+
+
+@pytest.mark.parametrize("calibrator", [QuadraticScaling(), BetaCalibration()], ids=repr)
+def test_confident_scores_that_do_not_separate_give_no_warning(calibrator):
+    # Many rows fitted within 1e-6 of their labels, but no direction that fits them better
+    # and leaves the others alone: a finite minimum.
+    rng = np.random.default_rng(17)
+    scores = rng.normal(size=3000) * 20
+    y = (rng.random(3000) < 1 / (1 + np.exp(-scores))).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        fitted = clone(calibrator).fit(scores, y)
+    assert np.isfinite(fitted.coef_).all() and np.abs(fitted.coef_).max() < 10
 
 
 def test_vector_scaling_agrees_with_probmetrics_vector_scaling():

@@ -12,6 +12,7 @@ from sklearn_calib.metrics import (
     adaptive_calibration_error,
     adjust_pvalues,
     calibration_audit,
+    calibration_error_ci,
     calibration_report,
     calibration_test,
     classwise_calibration_error,
@@ -27,6 +28,8 @@ from sklearn_calib.metrics import (
 )
 from sklearn_calib.metrics._group_rows import encode_groups, metric_by_group
 from sklearn_calib.metrics._groups import calibrated_ece_quantiles, detectable_shift
+from sklearn_calib.metrics._kernels import KERNELS
+from sklearn_calib.metrics._predictions import check_predictions
 from sklearn_calib.scoring import get_scorer, make_worst_group_scorer
 
 
@@ -95,7 +98,8 @@ def test_bad_groups_are_named(groups, message):
 def test_per_group_values_are_the_metric_on_each_groups_rows(metric, options, weighted):
     y, proba, groups = three_classes()
     weight = np.linspace(0.2, 3.0, len(y)) if weighted else None
-    values = metric_by_group(metric, y, proba, groups, sample_weight=weight, **options)
+    data = check_predictions(y, proba, sample_weight=weight)
+    values = metric_by_group(KERNELS[metric].compute, data, groups, **options)
     assert list(values) == [0, 1, 2, 3]
     for g, value in values.items():
         rows = groups == g
@@ -146,13 +150,36 @@ def test_metric_options_pass_through_to_each_group():
 
 def test_worst_group_error_is_the_largest_group_error():
     y, p, groups = shifted_groups()
-    per_group = metric_by_group(expected_calibration_error, y, p, groups, n_bins=10)
+    per_group = expected_calibration_error(y, p, groups=groups, n_bins=10)
     worst = worst_group_calibration_error(y, p, groups=groups, n_bins=10)
     assert worst == max(per_group.values()) == per_group["y"]
     smooth = worst_group_calibration_error(y, p, groups=groups, metric=smooth_ece)
     assert smooth == max(smooth_ece(y[groups == g], p[groups == g]) for g in "xyz")
     with pytest.raises(ValueError, match="needs `groups`.*set_score_request"):
         worst_group_calibration_error(y, p)
+
+
+def test_worst_group_error_of_a_metric_of_ones_own():
+    y, p, groups = shifted_groups()
+
+    def mean_gap(y_true, y_prob, *, labels=None, sample_weight=None):
+        return abs(float(np.average(y_prob[:, 1] - (y_true == 1), weights=sample_weight)))
+
+    weight = np.linspace(0.5, 2.0, len(y))
+    worst = worst_group_calibration_error(
+        y, p, groups=groups, metric=mean_gap, sample_weight=weight
+    )
+    gaps = [
+        abs(np.average(p[groups == g] - y[groups == g], weights=weight[groups == g])) for g in "xyz"
+    ]
+    assert worst == pytest.approx(max(gaps), rel=1e-12)
+    assert max(gaps) == gaps[1] > 0.1
+
+
+def test_calibration_error_ci_points_to_the_audit_for_groups():
+    y, p, groups = shifted_groups()
+    with pytest.raises(ValueError, match="takes no `groups`; calibration_audit"):
+        calibration_error_ci(expected_calibration_error, y, p, groups=groups)
 
 
 # -------------------------------------------------------------- multiple-testing corrections

@@ -117,3 +117,26 @@ def test_bad_options_and_degenerate_scores():
         calibration_test([0, 1], [0.5, 0.5], convention="positive_class")
     with pytest.raises(ValueError, match="every weighted score is 0 or 1"):
         calibration_test([0, 1], [0.0, 1.0], method="kuiper", convention="positive_class")
+
+
+def test_undefined_statistics_say_why_and_suggest_only_a_defined_test():
+    y = np.array([0, 1, 1, 0, 1, 0])
+    with pytest.raises(ValueError, match="0, 1/2 or 1.*method='ks' or method='kuiper'"):
+        calibration_test(y, [0.5, 1.0, 0.5, 0.0, 1.0, 0.5], convention="positive_class")
+    statistic, _ = calibration_test(
+        y, [0.5, 1.0, 0.5, 0.0, 1.0, 0.5], method="ks", convention="positive_class"
+    )
+    assert statistic > 0
+    for method in ("spiegelhalter", "ks", "kuiper"):
+        with pytest.raises(ValueError, match="every weighted score is 0 or 1") as error:
+            calibration_test(y, [0.0, 1.0, 1.0, 0.0, 1.0, 0.0], method=method)
+        assert "is defined" not in str(error.value)
+    # only rows of positive weight count
+    with pytest.raises(ValueError, match="every weighted score is 0 or 1"):
+        calibration_test(
+            y,
+            [0.0, 1.0, 0.3, 0.0, 1.0, 0.0],
+            sample_weight=[1, 1, 0, 1, 1, 1],
+            method="ks",
+            convention="positive_class",
+        )

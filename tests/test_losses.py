@@ -24,13 +24,14 @@ from sklearn_calib.losses import (
     smooth_ece,
     uncertainty_weights,
 )
+from sklearn_calib.losses._calibration import soft_accuracy
 from sklearn_calib.losses._weights import WEIGHTS, brier_weight, focal_weight
 from sklearn_calib.scoring import differentiable_calibration_error, smooth_calibration_error
 
-# SPEC section 2 oracle: z = [2, 1, 0] for y = 0, 1, 2.
+# Hand-computed oracle of the losses: z = [2, 1, 0] for y = 0, 1, 2.
 Z = torch.tensor([[2.0, 1.0, 0.0]] * 3, dtype=torch.float64)
 Y = torch.tensor([0, 1, 2])
-# SPEC section 1 batch oracle.
+# Hand-computed batch oracle of the metrics.
 ZB = torch.tensor([[2, 1, 0], [0.5, 1.5, 0], [3, 0, 0], [0, 0, 0.2]], dtype=torch.float64)
 YB = torch.tensor([0, 0, 0, 2])
 
@@ -326,6 +327,69 @@ def test_sece_and_dece_oracles():
     np.testing.assert_allclose(differentiable_ece(probs, YB).item(), 0.322067, atol=1e-5)
 
 
+def _soft_sece_reference(probs, target, bandwidth, include_self, t_a):
+    """Soft SECE written out in numpy: the all-pairs accuracy smoothed by the Gaussian kernel."""
+    p_y = probs[np.arange(len(target)), target][:, None]
+    rank = 0.5 + (1.0 / (1.0 + np.exp(-t_a * (probs - p_y)))).sum(1)
+    accuracy = np.maximum(2.0 - rank, 0.0)
+    r = probs.max(1)
+    kernel = np.exp(-((r[:, None] - r[None, :]) ** 2) / (2 * bandwidth**2))
+    if not include_self:
+        np.fill_diagonal(kernel, 0.0)
+    smoothed = (kernel * accuracy).sum(1) / (kernel.sum(1) + 1e-12)
+    return np.abs(smoothed - r).mean()
+
+
+def test_soft_sece_values():
+    # SPEC batch oracle: at t_a = 10 the soft accuracies are (0.982134, 0, 0.999647,
+    # 0.330726) against the correctness (1, 0, 1, 1); every r is alone within reach of the
+    # h = 0.01 kernel, so SECE = mean |a_i - r_i| = 0.270432 (hard: mean |c_i - r_i| = 0.418082).
+    probs = torch.softmax(ZB, 1)
+    soft = smooth_ece(probs, YB, accuracy="soft", t_a=10.0)
+    np.testing.assert_allclose(soft.item(), 0.270432, atol=1e-6)
+    # leave-one-out: no neighbour, SACC = 0, whatever the accuracy: mean r_i
+    np.testing.assert_allclose(
+        smooth_ece(probs, YB, accuracy="soft", include_self=False).item(), 0.581326, atol=1e-6
+    )
+    logits, target = _random_batch(n=60, k=4, seed=5, scale=1.5)
+    probs = torch.softmax(logits, 1)
+    for bandwidth, include_self, t_a in [(0.01, True, 100.0), (0.1, False, 10.0), (0.3, True, 1.0)]:
+        np.testing.assert_allclose(
+            smooth_ece(
+                probs,
+                target,
+                bandwidth=bandwidth,
+                include_self=include_self,
+                accuracy="soft",
+                t_a=t_a,
+            ).item(),
+            _soft_sece_reference(probs.numpy(), target.numpy(), bandwidth, include_self, t_a),
+            rtol=1e-12,
+        )
+
+
+@pytest.mark.parametrize("include_self", [True, False])
+def test_soft_sece_tends_to_hard_sece_as_t_a_grows(include_self):
+    # |soft SECE - hard SECE| <= max_j |a_j - c_j| (the kernel average is a convex
+    # combination), and the soft accuracy tends to the correctness where the top
+    # probability is unique (no ties in a random batch)
+    logits, target = _random_batch(n=200, k=5, seed=4, scale=1.5)
+    probs = torch.softmax(logits, 1)
+    correct = (probs.argmax(1) == target).double()
+    hard = smooth_ece(probs, target, bandwidth=0.05, include_self=include_self).item()
+    gaps, bounds = [], []
+    for t_a in (10.0, 100.0, 1e3, 1e4, 1e6):
+        soft = smooth_ece(
+            probs, target, bandwidth=0.05, include_self=include_self, accuracy="soft", t_a=t_a
+        )
+        gaps.append(abs(soft.item() - hard))
+        bounds.append((soft_accuracy(probs, target, t_a) - correct).abs().max().item())
+    assert gaps[0] > 1e-2  # at a low temperature the soft accuracy is another quantity
+    assert all(gap <= bound + 1e-15 for gap, bound in zip(gaps, bounds, strict=True))
+    assert all(later < earlier for earlier, later in zip(bounds[:-2], bounds[1:-1], strict=True))
+    assert bounds[-2] < 1e-3 and gaps[-1] < 1e-12
+
+
 @pytest.mark.parametrize("n, k, seed", [(1, 3, 0), (7, 2, 1), (60, 3, 2), (200, 10, 3)])
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 def test_torch_sece_and_dece_agree_with_numpy_metrics(n, k, seed, dtype):
@@ -354,6 +418,7 @@ def test_torch_sece_and_dece_agree_with_numpy_metrics(n, k, seed, dtype):
     [
         smooth_ece,
         functools.partial(smooth_ece, bandwidth=0.2, include_self=False),
+        functools.partial(smooth_ece, bandwidth=0.2, accuracy="soft", t_a=5.0),
         differentiable_ece,
         functools.partial(differentiable_ece, n_bins=5, t_a=10.0, t_b=0.1),
         mmce_weighted,
@@ -369,7 +434,15 @@ def test_torch_calibration_measures_are_differentiable(metric):
     assert logits.grad.abs().sum() > 0
 
 
-@pytest.mark.parametrize("metric", [smooth_ece, differentiable_ece, mmce_weighted])
+@pytest.mark.parametrize(
+    "metric",
+    [
+        smooth_ece,
+        functools.partial(smooth_ece, accuracy="soft", t_a=10.0),
+        differentiable_ece,
+        mmce_weighted,
+    ],
+)
 def test_torch_calibration_measures_under_bf16_autocast(metric):
     probs = torch.softmax(ZB.float(), 1)
     with torch.autocast("cpu", dtype=torch.bfloat16):
@@ -398,6 +471,14 @@ def test_torch_calibration_measures_under_bf16_autocast(metric):
         (
             lambda: smooth_ece(torch.ones(3, 2) / 2, torch.zeros(3).long(), bandwidth=np.inf),
             "`bandwidth` to be a finite number",
+        ),
+        (
+            lambda: smooth_ece(torch.ones(3, 2) / 2, torch.zeros(3).long(), accuracy="binary"),
+            "`accuracy` to be 'hard' or 'soft', got 'binary'",
+        ),
+        (
+            lambda: smooth_ece(torch.ones(3, 2) / 2, torch.zeros(3).long(), t_a=0.0),
+            "`t_a`",
         ),
         (
             lambda: mmce_weighted(torch.ones(3, 2) / 2, torch.zeros(3).long(), normalization="x"),

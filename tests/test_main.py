@@ -14,26 +14,48 @@ from sklearn.preprocessing import StandardScaler
 from sklearn_calib.__main__ import FIGURE_FILE, REPORT_FILE, main
 from sklearn_calib._experiment import default_n_train
 from sklearn_calib.calibrators import HistogramBinning, TemperatureScaling
-from sklearn_calib.evaluation import TEMPERATURE_COLUMN, Prediction, evaluation_table, format_table
+from sklearn_calib.evaluation import (
+    TEMPERATURE_COLUMN,
+    Prediction,
+    evaluation_table,
+    format_table,
+    interval_column,
+)
 from sklearn_calib.metrics import REPORT_METRICS
 from sklearn_calib.scoring import expected_calibration_error, smooth_calibration_error
 
-COLUMNS = [metric.label for metric in REPORT_METRICS] + [TEMPERATURE_COLUMN]
+COLUMNS = [
+    name
+    for metric in REPORT_METRICS
+    for name in (
+        [metric.label, interval_column(metric.label)]
+        if metric.name in ("nll", "ece")
+        else [metric.label]
+    )
+] + [TEMPERATURE_COLUMN]
 CALIBRATIONS = ("", "+TS", "+HB")
 
 
 def read_table(text):
-    """Parse the report table: row name to column to value (None for "-")."""
+    """Parse the report table: row name to column to value (None for "-", a tuple for an
+    interval "[low, high]"); columns are separated by two spaces or more."""
+
+    def cell(text):
+        if text == "-":
+            return None
+        if text.startswith("["):
+            return tuple(float(value) for value in text.strip("[]").split(", "))
+        return float(text)
+
     lines = text.strip().splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("model"))
-    columns = lines[start].split()[1:]
+    columns = re.split(r"\s{2,}", lines[start].strip())[1:]
     rows = {}
     for line in lines[start + 2 :]:
         if not line.strip():
             break
-        name, *values = line.split()
-        cells = [None if value == "-" else float(value) for value in values]
-        rows[name] = dict(zip(columns, cells, strict=True))
+        name, *values = re.split(r"\s{2,}", line.strip())
+        rows[name] = dict(zip(columns, map(cell, values), strict=True))
     return rows
 
 
@@ -53,6 +75,9 @@ def check_rows(rows, models):
             assert list(row) == COLUMNS
             assert all(row[name] is not None for name in COLUMNS[:-1])
             assert 0 <= row["ECE"] <= row["MCE"] <= 1
+            for metric in ("NLL", "ECE"):
+                low, high = row[interval_column(metric)]
+                assert 0 <= low < high and low <= 1.05 * row[metric] and row[metric] <= high
             assert (row["T"] is not None) == (suffix == "+TS")
         assert rows[model + "+TS"]["T"] > 0
         # TS divides the logits by one T > 0 and top-label HB keeps each row's top class:
@@ -70,6 +95,7 @@ def test_main_job_on_digits_prints_and_writes_the_report_and_the_diagrams(tmp_pa
     written = (out / REPORT_FILE).read_text()
     assert read_table(printed) == read_table(written)
     assert "train 808, calibration 270, test 719 (seed 3)" in written
+    assert "NLL 95% CI and ECE 95% CI: percentile bootstrap intervals over the 719 test" in written
     rows = read_table(written)
     models = ["LogisticRegression", "GaussianNB", "mlp-CE", "mlp-focal3"]
     check_rows(rows, models)
@@ -206,7 +232,7 @@ def test_report_shows_the_temperature_of_temperature_scaled_rows_only():
         "model": Prediction([0.2, 0.7, 0.4]),
         "model+TS": Prediction([0.3, 0.6, 0.45], temperature=1.75),
     }
-    table = evaluation_table(predictions, [0, 1, 1])
+    table = evaluation_table(predictions, [0, 1, 1], intervals=["nll", "ece"], random_state=0)
     assert list(table["model+TS"]) == COLUMNS and table["model+TS"]["T"] == 1.75
     assert TEMPERATURE_COLUMN not in table["model"]
     rows = read_table(format_table(table))

@@ -3,6 +3,7 @@
 import itertools
 import pickle
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,7 @@ from sklearn_calib.calibrators import (
     CalibratorSelector,
     MulticalibrationBoosting,
     TemperatureScaling,
+    fit_calibrator,
 )
 from sklearn_calib.calibrators._histogram_tree import fit_tree
 from sklearn_calib.datasets import make_miscalibrated_groups
@@ -363,6 +365,19 @@ def test_a_failed_fit_leaves_the_fitted_calibrator_unchanged():
     np.testing.assert_array_equal(mcb.predict_proba(scores, groups=features), before)
 
 
+def test_a_fit_with_groups_warns_once_at_its_caller():
+    # probabilities declared as logits: the warning names the line that called fit
+    rng = np.random.default_rng(3)
+    proba = softmax(3 * rng.normal(size=(400, 3)), axis=1)
+    y, groups = proba.argmax(axis=1), rng.integers(0, 2, 400)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        MulticalibrationBoosting(max_rounds=3, random_state=0).fit(proba, y, groups=groups)
+    declared = [w for w in caught if "declared as logits" in str(w.message)]
+    assert len(declared) == 1
+    assert declared[0].filename == __file__
+
+
 def test_pickle_and_skops_round_trips_and_metadata_requests(tmp_path):
     scores, features, y = weighted_problem()
     mcb = MulticalibrationBoosting(random_state=0).fit(scores, y, groups=features)
@@ -458,6 +473,27 @@ def test_selector_gives_groups_to_the_candidates_that_take_them():
         selector.predict_proba(scores, groups=groups),
         selector.best_calibrator_.predict_proba(two_columns, groups=groups),
     )
+
+
+def test_fit_calibrator_passes_groups_to_a_calibrator_that_takes_them():
+    scores, groups, y, _ = make_miscalibrated_groups(2000, random_state=2)
+    fitted = fit_calibrator(
+        MulticalibrationBoosting(random_state=0),
+        scores,
+        y,
+        input="probabilities",
+        classes=np.array([0, 1]),
+        groups=groups,
+    )
+    by_hand = MulticalibrationBoosting(input="probabilities", random_state=0).fit(
+        scores, y, groups=groups
+    )
+    np.testing.assert_array_equal(
+        fitted.predict_proba(scores, groups=groups), by_hand.predict_proba(scores, groups=groups)
+    )
+    assert fitted.n_group_features_ == 1
+    with pytest.raises(ValueError, match="`groups` needs a calibrator that takes group features"):
+        fit_calibrator(TemperatureScaling(), scores, y, input="probabilities", groups=groups)
 
 
 def test_readme_recipe_for_groups_runs(capsys):

@@ -2,6 +2,7 @@
 
 import io
 import pickle
+import re
 import warnings
 
 import joblib
@@ -35,8 +36,8 @@ from sklearn_calib.estimators import (
     _training,
 )
 from sklearn_calib.estimators._augment import mixup, random_crop, random_flip
-from sklearn_calib.estimators._training import needs_live_batches
-from sklearn_calib.estimators.networks import NETWORKS
+from sklearn_calib.estimators._run import needs_live_batches
+from sklearn_calib.estimators.networks import MLP, NETWORKS
 from sklearn_calib.scoring import expected_calibration_error, get_scorer, smooth_calibration_error
 
 
@@ -323,26 +324,26 @@ def test_callbacks_monitoring_validation_scores_need_a_split(digits):
 
 def test_recipes_give_documented_learning_rates(digits):
     X_train, _, y_train, _ = digits
-    net = small_net(recipe="seed001", max_epochs=8, lr=None).fit(X_train[:300], y_train[:300])
+    net = small_net(recipe="wang2021", max_epochs=8, lr=None).fit(X_train[:300], y_train[:300])
     np.testing.assert_allclose(net.history[:, "lr"], [0.1] * 4 + [0.01] * 2 + [0.001] * 2)
     assert isinstance(net.optimizer_, torch.optim.SGD)
     group = net.optimizer_.param_groups[0]
     assert (group["momentum"], group["weight_decay"]) == (0.9, 1e-4)
-    net = small_net(recipe="seed002", max_epochs=7, lr=None).fit(X_train[:300], y_train[:300])
+    net = small_net(recipe="mukhoti2020", max_epochs=7, lr=None).fit(X_train[:300], y_train[:300])
     np.testing.assert_allclose(net.history[:, "lr"], [0.1] * 3 + [0.01] * 2 + [0.001] * 2)
     assert net.optimizer_.param_groups[0]["weight_decay"] == 5e-4
-    # 350 epochs: x0.1 at epochs 150 and 250, as in seed 002's reference code.
-    factors = [RECIPES["seed002"].factor(e, 0, 350, 1) for e in (149, 150, 249, 250)]
+    # 350 epochs: x0.1 at epochs 150 and 250, as in Mukhoti et al.'s (2020) reference code.
+    factors = [RECIPES["mukhoti2020"].factor(e, 0, 350, 1) for e in (149, 150, 249, 250)]
     np.testing.assert_allclose(factors, [1, 0.1, 0.1, 0.01])
 
 
-@pytest.mark.parametrize("recipe", ["seed001", "seed002"])
+@pytest.mark.parametrize("recipe", ["wang2021", "mukhoti2020"])
 def test_recipe_milestones_never_fall_on_the_first_epoch(digits, recipe):
     X, y = digits[0][:300], digits[2][:300]
     net = small_net(recipe=recipe, lr=None, max_epochs=1).fit(X, y)
     assert net.history[:, "lr"] == [pytest.approx(0.1)]
     factors = [RECIPES[recipe].factor(e, 0, 2, 1) for e in (0, 1)]
-    expected = [1, 0.1] if recipe == "seed001" else [1, 0.01]  # round(150/350 * 2) == 1
+    expected = [1, 0.1] if recipe == "wang2021" else [1, 0.01]  # round(150/350 * 2) == 1
     np.testing.assert_allclose(factors, expected)
 
 
@@ -367,7 +368,7 @@ def test_continued_fits_restart_the_recipe_schedule(digits):
     assert not any(
         torch.equal(a, b) for a, b in zip(weights, net.module_.parameters(), strict=True)
     )
-    net = small_net(recipe="seed001", lr=None, max_epochs=4).fit(X, y)
+    net = small_net(recipe="wang2021", lr=None, max_epochs=4).fit(X, y)
     net.set_params(warm_start=True).fit(X, y)
     np.testing.assert_allclose(net.history[:, "lr"], [0.1, 0.1, 0.01, 0.001] * 2)
     # A learning rate set in between is the continued schedule's base, as without a recipe.
@@ -782,7 +783,7 @@ def test_epoch_callbacks_keep_the_fast_path():
 )
 @pytest.mark.parametrize("path", ["fit", "partial_fit", "warm_start", "fit_loop"])
 def test_routed_optimizer_values_are_checked_on_every_path(digits, params, path):
-    """Issue 17: a bad value set on a fitted net never reaches its optimiser."""
+    """A bad value set on a fitted net never reaches its optimiser."""
     X, y = digits[0][:200], digits[2][:200]
     net = small_net(max_epochs=1, optimizer="sgd", lr=0.05)
     if path != "fit":
@@ -820,10 +821,136 @@ def test_a_negative_learning_rate_in_a_param_group_is_rejected_at_fit(digits):
 # ----------------------------------------------------------------- one training loop
 
 
+@pytest.mark.parametrize("cls", [NetClassifier, MetaNetClassifier])
+def test_skorch_hooks_work_on_a_fitted_net_outside_fit(digits, cls):
+    """get_iterator, train_step, validation_step, infer and run_single_epoch without a run."""
+    X_train, X_test, y_train, _ = digits
+    X, y = X_train[:200], y_train[:200]
+    net = cls(module__hidden_units=(16,), lr=0.05, max_epochs=1, batch_size=64, random_state=0)
+    net.fit(X, y)
+    epochs = len(net.history)
+    batches = list(net.get_iterator(Dataset(X, y), training=True))
+    assert [len(b[0]) for b in batches] == [64, 64, 64, 8]
+    X_seen = torch.cat([b[0] for b in batches]).numpy()
+    order = np.lexsort(X_seen.T[::-1])
+    np.testing.assert_array_equal(X_seen[order], X[np.lexsort(X.T[::-1])])  # a permutation
+    assert not np.array_equal(X_seen, X)
+    for b_X, b_y in batches:  # the targets are each row's class index
+        rows = [np.flatnonzero((X == row).all(1))[0] for row in b_X.numpy()]
+        np.testing.assert_array_equal(b_y.numpy(), y[rows])
+
+    # infer is the network's forward pass on the device; validation_step its loss
+    logits = net.infer(X_test[:5].astype(np.float64))
+    np.testing.assert_allclose(
+        logits.detach().numpy(), net.decision_function(X_test[:5]), atol=1e-6
+    )
+    batch = (torch.from_numpy(X[:64]), torch.from_numpy(y[:64]))
+    step = net.validation_step(batch)
+    expected = torch.nn.functional.cross_entropy(net.infer(X[:64]), batch[1])
+    if cls is NetClassifier:  # the criterion is cross-entropy
+        torch.testing.assert_close(step["loss"], expected)
+    assert not net.module_.training and not step["loss"].requires_grad
+
+    # train_step makes one optimiser step from the current weights, in training mode
+    before = [p.detach().clone() for p in net.module_.parameters()]
+    if cls is NetClassifier:
+        loss = net.get_loss(net.infer(X[:64]), batch[1], training=True).detach()
+    else:  # the loss with the learned per-sample gamma; no meta step without a run
+        regularizer = net.meta_regularizer_
+        gamma_net = [p.detach().clone() for p in regularizer.parameters()]
+        features, head = net.module_.features(batch[0]), net.module_.head
+        loss = regularizer.regularized_loss(
+            net._training_loss,
+            head(features),
+            batch[1],
+            features.detach(),
+            head.weight,
+            head.bias,
+            learn=False,
+        ).detach()
+    step = net.train_step(batch)
+    assert net.module_.training
+    torch.testing.assert_close(step["loss"], loss)
+    after = list(net.module_.parameters())
+    assert not all(torch.equal(a, b) for a, b in zip(before, after, strict=True))
+    if cls is MetaNetClassifier:
+        for a, b in zip(gamma_net, regularizer.parameters(), strict=True):
+            assert torch.equal(a, b)
+
+    # run_single_epoch runs skorch's per-batch protocol
+    net.history.new_epoch()
+    net.run_single_epoch(batches, training=True, prefix="train", step_fn=net.train_step)
+    assert net.history[-1, "train_batch_count"] == 4
+    assert net.history[-1, "batches", :, "train_batch_size"] == [64, 64, 64, 8]
+    assert np.isfinite(net.history[-1, "batches", :, "train_loss"]).all()
+    assert len(net.history) == epochs + 1
+
+
+def test_a_train_step_single_written_for_skorch_trains(digits):
+    """A subclass step as skorch's documentation writes it passes its ``fit_params`` (the
+    run among them) to ``infer``; it trains as NetClassifier's own step does."""
+    X, y = digits[0][:300], digits[2][:300]
+
+    class SkorchStyle(NetClassifier):
+        def train_step_single(self, batch, **fit_params):
+            Xi, yi = batch
+            y_pred = self.infer(Xi, **fit_params)
+            loss = self.get_loss(y_pred, yi, X=Xi, training=True)
+            loss.backward()
+            return {"loss": loss.detach(), "y_pred": y_pred}
+
+    params = {"module__hidden_units": (16,), "lr": 0.05, "max_epochs": 2, "random_state": 0}
+    custom = SkorchStyle(**params).fit(X, y)
+    own = NetClassifier(**params).fit(X, y)
+    assert custom.history[:, "train_loss"] == pytest.approx(own.history[:, "train_loss"])
+    np.testing.assert_allclose(custom.predict_proba(X), own.predict_proba(X), atol=1e-6)
+
+
+def test_a_finished_training_run_is_freed_at_once(digits, monkeypatch):
+    """Nothing keeps a run (its device data, its CUDA graph) alive after the training call,
+    not even a reference cycle waiting for the garbage collector."""
+    import gc
+    import weakref
+
+    from sklearn_calib.estimators._run import TrainingRun
+
+    runs, original = [], TrainingRun.__init__
+
+    def recording(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        runs.append(weakref.ref(self))
+
+    monkeypatch.setattr(TrainingRun, "__init__", recording)
+    X, y = digits[0][:200], digits[2][:200]
+    gc.disable()
+    try:
+        small_net(max_epochs=1, train_split=0.2).fit(X, y).partial_fit(X, y)
+        MetaNetClassifier(module__hidden_units=(16,), max_epochs=1).fit(X, y)
+        alive = [ref() is not None for ref in runs]
+    finally:
+        gc.enable()
+    assert alive == [False, False, False]
+
+
+def test_no_attribute_exists_only_during_a_training_run(digits):
+    X, y = digits[0][:200], digits[2][:200]
+
+    class Attributes(Callback):
+        def on_epoch_end(self, net, **kwargs):
+            self.names = set(vars(net))
+
+    attributes = Attributes()
+    net = small_net(max_epochs=1, callbacks=[attributes]).fit(X, y)
+    assert attributes.names == set(vars(net))
+    meta = MetaNetClassifier(module__hidden_units=(16,), max_epochs=1, callbacks=[attributes])
+    meta.fit(X, y)
+    assert attributes.names == set(vars(meta))
+
+
 def test_fit_loop_trains_as_partial_fit_does(digits):
     """skorch's fit_loop runs the one loop: schedule, mixup, seeded generators."""
     X, y = digits[0][:300].reshape(-1, 1, 8, 8), digits[2][:300]
-    params = {"recipe": "seed001", "lr": None, "mixup_alpha": 0.2, "augment": "flip"}
+    params = {"recipe": "wang2021", "lr": None, "mixup_alpha": 0.2, "augment": "flip"}
     looped = small_net(max_epochs=4, **params).fit(X, y)
     partial = small_net(max_epochs=4, **params).fit(X, y)
     looped.fit_loop(X, y, epochs=2)
@@ -901,7 +1028,7 @@ def test_no_public_method_still_inherited_from_skorch_trains(cls):
         if not name.startswith("_") and owner.__module__.startswith("skorch."):
             if inspect.isfunction(function):
                 inherited[name] = calls(function)
-    assert {"evaluation_step", "get_split_datasets", "notify"} <= set(inherited)
+    assert {"evaluation_step", "notify"} <= set(inherited)
     assert not {"fit", "partial_fit", "fit_loop", "run_single_epoch"} & set(inherited)
     assert {name: sorted(c & training) for name, c in inherited.items() if c & training} == {}
 
@@ -999,6 +1126,51 @@ def test_custom_module_width_mismatches_name_both_numbers(digits):
     assert net.fit(X[:, :32], y).predict_proba(X[:5, :32]).shape == (5, 10)
 
 
+class SqueezedScores(nn.Module):
+    """Squeezes its scores: a batch of one sample loses its batch dimension."""
+
+    def __init__(self, n_outputs):
+        super().__init__()
+        self.linear = nn.Linear(64, n_outputs)
+
+    def forward(self, x):
+        return self.linear(x).squeeze()
+
+
+@pytest.mark.parametrize("n_outputs, classes", [(10, 10), (1, 2)])
+def test_a_network_that_squeezes_the_batch_dimension_is_named(digits, n_outputs, classes):
+    X, y = digits[0][:200], digits[2][:200] % classes
+    shape = "(10,)" if n_outputs == 10 else "()"
+    with pytest.raises(ValueError, match=rf"shape {re.escape(shape)} for a batch of one sample"):
+        NetClassifier(SqueezedScores(n_outputs), max_epochs=1).fit(X, y)
+    with pytest.raises(ValueError, match=r"a `\.squeeze\(\)` without a dimension drops it"):
+        NetClassifier(SqueezedScores, module__n_outputs=n_outputs, max_epochs=1).fit(X, y)
+
+
+def test_a_network_instance_is_copied_refits_alike_and_stays_unchanged(digits):
+    X_train, X_test, y_train, _ = digits
+    module = MLP(input_shape=(64,), n_classes=10, hidden_units=(16,), dropout=0.2)
+    initial = {name: value.clone() for name, value in module.state_dict().items()}
+    net = NetClassifier(module=module, lr=0.01, max_epochs=2, random_state=0)
+    first = net.fit(X_train, y_train).predict_proba(X_test)
+    fitted = net.module_
+    second = net.fit(X_train, y_train).predict_proba(X_test)
+    cloned = clone(net).fit(X_train, y_train).predict_proba(X_test)
+    np.testing.assert_array_equal(second, first)
+    np.testing.assert_array_equal(cloned, first)
+    assert net.module_ is not module and net.module_ is not fitted
+    for name, value in module.state_dict().items():
+        assert torch.equal(value, initial[name]), name
+    # training starts from the instance's weights (as for a pretrained network)
+    barely = NetClassifier(module=module, optimizer="sgd", lr=1e-9, max_epochs=1).fit(
+        X_train, y_train
+    )
+    for name, value in barely.module_.state_dict().items():
+        torch.testing.assert_close(value, initial[name], rtol=0, atol=1e-6)
+    trained = fitted.state_dict()
+    assert not all(torch.equal(trained[name], initial[name]) for name in initial)
+
+
 # ----------------------------------------------------------------- defaults
 
 
@@ -1013,5 +1185,5 @@ def test_defaults_train_well_and_each_optimizer_has_its_learning_rate(digits):
     for name, cls in (("sgd", torch.optim.SGD), ("adam", torch.optim.Adam)):
         fitted = small_net(optimizer=name, lr=None, max_epochs=1).fit(X_train[:100], y_train[:100])
         assert fitted.optimizer_.param_groups[0]["lr"] == DEFAULT_LRS[cls]
-    recipe = small_net(optimizer="sgd", recipe="seed001", lr=None, max_epochs=1)
+    recipe = small_net(optimizer="sgd", recipe="wang2021", lr=None, max_epochs=1)
     assert recipe.fit(X_train[:100], y_train[:100]).history[0, "lr"] == 0.1  # the recipe's

@@ -54,7 +54,7 @@ def test_graph_reaches_eager_accuracy(images):
 @pytest.mark.parametrize(
     "options",
     [
-        {"recipe": "seed001"},
+        {"recipe": "wang2021"},
         {"recipe": "onecycle", "grad_clip": 2.0, "loss_reduction": "sum"},
         {"optimizer": "adamw", "mixup_alpha": 0.4},
         {"optimizer": "adam", "train_split": 0.2},

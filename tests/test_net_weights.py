@@ -239,7 +239,15 @@ def test_meta_step_with_weights_equals_repeated_rows(regularizer, loss_reduction
     with net._current_init_context("criterion"):
         net.criterion_ = get_loss(net.criterion)
     objective = lambda logits, target: meta_objective(  # noqa: E731
-        logits, target, "sece", bandwidth=0.1, include_self=True, n_bins=15, t_a=100.0, t_b=0.01
+        logits,
+        target,
+        "sece",
+        bandwidth=0.1,
+        include_self=True,
+        accuracy="soft",
+        n_bins=15,
+        t_a=100.0,
+        t_b=0.01,
     )
     results = []
     for batch in (

@@ -145,10 +145,12 @@ def test_backward_reaches_every_parameter(name):
 
 @pytest.mark.parametrize("name", IMAGE_NETWORKS)
 def test_channels_last_and_bf16_autocast(name):
-    # Eval mode: batch-norm statistics of a batch of 2 at 1x1 are ill-conditioned, and
-    # untrained deep nets have large logits in eval mode, hence tolerances relative to them.
-    net = _build(name, (3, 9, 6)).eval()
-    x = _images((3, 9, 6))
+    # Untrained deep nets have large logits in eval mode, hence tolerances relative to them.
+    # 16x16 images: on CPUs with AMX (Sapphire Rapids and later), oneDNN's bf16 kernels
+    # are 13-19 % off for ResNet-18/50 on 9x6 images, whose last stages run at 1x1, and
+    # return NaN about once in four runs (torch 2.13); at 16x16 they are within 2 %.
+    net = _build(name, (3, 16, 16)).eval()
+    x = _images((3, 16, 16))
     # bf16 runs in the contiguous layout, as the training engine does on a CPU (it uses
     # channels_last on CUDA only): oneDNN's bf16 kernels on AVX-512 CPUs return NaN for
     # ResNet-18/50 in channels_last (seen with torch 2.11 on the H100 host's CPU).

@@ -22,7 +22,7 @@ from skorch.callbacks import Callback, EarlyStopping, EpochScoring, ProgressBar
 from skorch.dataset import ValidSplit
 from skorch.exceptions import DeviceWarning
 
-from sklearn_calib import persistence
+from sklearn_calib import calibrators, persistence
 from sklearn_calib.calibrators import (
     BetaCalibration,
     CalibratedClassifier,
@@ -52,6 +52,11 @@ _spec = importlib.util.spec_from_file_location(
 )
 make_gpu_fixtures = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(make_gpu_fixtures)
+_spec = importlib.util.spec_from_file_location(
+    "make_calibrator_fixtures", GPU_FIXTURES / "make_calibrator_fixtures.py"
+)
+make_calibrator_fixtures = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(make_calibrator_fixtures)
 
 
 def readme_snippet(section):
@@ -67,7 +72,7 @@ def small_net(cls=NetClassifier, **params):
         "max_epochs": 3,
         "batch_size": 64,
         "random_state": 0,
-        "recipe": "seed001",
+        "recipe": "wang2021",
         "mixup_alpha": 0.2,
     }
     return cls(**{**defaults, **params})
@@ -499,6 +504,63 @@ def test_models_fitted_on_a_gpu_predict_on_this_machine(name, how):
     np.testing.assert_allclose(proba, expected, atol=2e-3)
     assert (proba.argmax(1) == expected.argmax(1)).mean() > 0.99
     assert (net.predict(X) == y).mean() > 0.5  # a few epochs; chance is 0.1
+
+
+#: MetaNetClassifier's meta step before the whole-network virtual step became the default.
+EARLIER_META_STEP = {
+    "sece_accuracy": "hard",
+    "virtual_step": "head",
+    "virtual_lr_scale": 1.0,
+    "meta_batch_size": None,
+}
+
+
+@pytest.mark.parametrize("name", ["net", "meta"])
+@pytest.mark.parametrize("how", ["pickle", "skops"])
+def test_models_saved_by_an_earlier_version_load_and_predict_exactly_alike(name, how):
+    """Files written on the CPU by an earlier version (``tests/data/make_cpu_fixtures.py``).
+
+    They load with the current code and predict the stored probabilities bit for bit, and
+    the same fit run again trains to the same probabilities.
+    """
+    path = GPU_FIXTURES / f"cpu_{name}.{'pkl' if how == 'pickle' else 'skops'}"
+    assert how == "pickle" or persistence.untrusted_types(path) == []
+    net = pickle.loads(path.read_bytes()) if how == "pickle" else persistence.load(path)
+    X, y = make_gpu_fixtures.digits()
+    n_train = make_gpu_fixtures.N_TRAIN
+    expected = np.load(GPU_FIXTURES / f"cpu_{name}_proba.npy")
+    assert net.device_ == torch.device("cpu")
+    assert list(net.classes_) == sorted(make_gpu_fixtures.NAMES)
+    np.testing.assert_array_equal(net.predict_proba(X[n_train:]), expected)
+    np.testing.assert_array_equal(net.predict(X[n_train:]), net.classes_[expected.argmax(1)])
+    refit = clone(net)
+    if name == "meta":  # the meta step the earlier version made (its defaults changed since)
+        refit.set_params(**EARLIER_META_STEP)
+    refit.fit(X[:n_train], y[:n_train])
+    np.testing.assert_allclose(refit.predict_proba(X[n_train:]), expected, rtol=0, atol=1e-6)
+
+
+#: Calibrators added after the files of version 0.1.0 were written.
+CALIBRATORS_AFTER_0_1_0 = {"MulticalibrationBoosting"}
+
+
+@pytest.mark.parametrize("how", ["pickle", "skops"])
+def test_calibrators_of_version_0_1_0_load_and_predict_alike(how):
+    """Files written by version 0.1.0 (``tests/data/make_calibrator_fixtures.py``) load."""
+    stem = GPU_FIXTURES / make_calibrator_fixtures.STEM
+    if how == "pickle":
+        models = pickle.loads(stem.with_suffix(".pkl").read_bytes())
+    else:
+        assert persistence.untrusted_types(stem.with_suffix(".skops")) == []
+        models = persistence.load(stem.with_suffix(".skops"))
+    expected = np.load(stem.with_name(f"{stem.name}_proba.npz"))
+    logits, _ = make_calibrator_fixtures.scores()
+    classes = [name for name in calibrators.__all__ if isinstance(getattr(calibrators, name), type)]
+    assert sorted(models) == sorted(expected.files)
+    assert sorted(models) == sorted(set(classes) - CALIBRATORS_AFTER_0_1_0)
+    for name, model in models.items():
+        assert type(model) is getattr(calibrators, name)
+        np.testing.assert_array_equal(model.predict_proba(logits), expected[name], err_msg=name)
 
 
 def test_state_trees_round_trip_bfloat16_and_rebuild_containers():

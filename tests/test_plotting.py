@@ -78,14 +78,85 @@ def test_two_diagrams_on_one_axes_share_the_diagonal_and_differ_in_colour():
     first = ReliabilityDisplay.from_predictions(y, proba, ax=ax, name="A")
     second = ReliabilityDisplay.from_predictions(y, proba**2, ax=ax, name="B")
     legend = [text.get_text() for text in ax.get_legend().get_texts()]
-    assert legend[0] == "Perfectly calibrated" and legend.count("Gap to confidence") == 1
-    assert [entry.split(" ")[0] for entry in legend[1:] if "ECE" in entry] == ["A", "B"]
+    assert legend == [
+        f"A (ECE = {100 * first.ece:.2f} %)",
+        "Gap to confidence",
+        f"B (ECE = {100 * second.ece:.2f} %)",
+        "Perfectly calibrated",
+    ]
     assert len(ax.lines) == 1 and second.line_ is None
     first_colour = first.bars_.patches[0].get_facecolor()
     second_colour = second.bars_.patches[0].get_facecolor()
     assert first_colour == matplotlib.colors.to_rgba("C0")
     assert second_colour == matplotlib.colors.to_rgba("C1", alpha=0.5)
     plt.close(figure)
+
+
+def test_the_legend_sits_above_the_axes_and_names_every_element(fitted):
+    """The legend hides no bar, and a figure made by the display has no empty margin."""
+    estimator, X, y = fitted
+    display = ReliabilityDisplay.from_estimator(
+        estimator, X, y, n_bins=10, confidence_level=0.9, smooth=True, random_state=0
+    )
+    figure = display.figure_
+    assert isinstance(figure.get_layout_engine(), matplotlib.layout_engine.ConstrainedLayoutEngine)
+    figure.canvas.draw()
+    legend = display.ax_.get_legend()
+    box = legend.get_window_extent()
+    axes_box = display.ax_.get_window_extent()
+    assert box.y0 >= axes_box.y1  # above the axes, so over no bar
+    assert figure.bbox.height - box.y1 < 0.03 * figure.bbox.height  # no strip above it
+    labels = [text.get_text() for text in legend.get_texts()]
+    assert labels == [
+        f"GaussianNB (ECE = {100 * display.ece:.2f} %)",
+        "Gap to confidence",
+        "90 % Clopper-Pearson interval",
+        f"Smoothed (h = {display.smooth.bandwidth:.3g})",
+        "Perfectly calibrated",
+        "90 % bootstrap band",
+    ]
+    # the bars let the band show through; the curve and band are drawn over them
+    assert display.bars_.patches[0].get_alpha() == 0.5
+    assert display.smooth_band_.get_zorder() > display.bars_.patches[0].get_zorder()
+    assert display.smooth_line_.get_zorder() > display.smooth_band_.get_zorder()
+    plain = ReliabilityDisplay.from_estimator(estimator, X, y, n_bins=10)
+    assert plain.bars_.patches[0].get_alpha() == 1.0
+
+
+def test_the_smooth_top_label_curve_starts_at_one_over_k_and_only_where_there_is_data():
+    """No top-label confidence of K classes lies below 1/K, and the curve is not drawn
+    where no sample lies within a bandwidth (there it would be the kernel's guess)."""
+    rng = np.random.default_rng(0)
+    n, k = 2000, 10
+    logits = rng.normal(size=(n, k)) * 4
+    proba = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    y = (proba.cumsum(axis=1) < rng.random((n, 1))).sum(axis=1)
+    diagram = smooth_reliability_diagram(y, proba, confidence_level=0.9, random_state=0)
+    assert diagram.mesh[0] == pytest.approx(1 / k) and diagram.mesh[-1] == 1.0
+    assert np.isfinite(diagram.low).all() and np.isfinite(diagram.accuracy).all()
+    binary = smooth_reliability_diagram(y == 0, proba[:, 0])
+    assert binary.mesh[0] == 0.5  # the top-label confidence of two classes
+    positive = smooth_reliability_diagram(y == 0, proba[:, 0], convention="positive_class")
+    assert positive.mesh[0] == 0.0
+
+    display = ReliabilityDisplay.from_predictions(
+        y, proba, confidence_level=0.9, smooth=True, random_state=0
+    )
+    x = display.smooth_line_.get_xdata()
+    drawn = np.isfinite(display.smooth_line_.get_ydata())
+    confidence = proba.max(axis=1)
+    assert x[0] >= 1 / k and x[drawn].min() >= 1 / k
+    # drawn exactly where at least one sample is expected within a bandwidth
+    density = diagram.density / (1 - 1 / k)
+    expected = n * density * 2 * diagram.bandwidth >= 1
+    np.testing.assert_array_equal(drawn, expected)
+    assert x[drawn].min() < np.quantile(confidence, 0.01)  # the data's range is drawn
+    assert not drawn[0] and drawn[-1]  # no confidence near 1/K = 0.1 here
+    assert confidence.min() > x[np.argmax(drawn)] - 2 * diagram.bandwidth
+    np.testing.assert_allclose(display.smooth_line_.get_ydata()[drawn], diagram.accuracy[drawn])
+    band = display.smooth_band_.get_paths()
+    assert len(band) >= 1
+    assert min(path.vertices[:, 0].min() for path in band) >= x[drawn].min() - 1e-12
 
 
 def test_a_histogram_axes_alone_is_rejected():
@@ -111,7 +182,7 @@ def test_missing_matplotlib_gives_a_clear_import_error(monkeypatch):
 
 
 def test_unknown_keywords_are_rejected_with_the_valid_names():
-    # issue 17, item 12: unknown names reached matplotlib's bars and failed deep inside
+    # Unknown names reached matplotlib's bars and failed deep inside
     with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\) \['marker'\].*'color'"):
         ReliabilityDisplay.from_predictions([0, 1, 1], [0.2, 0.7, 0.6], marker="o")
     with pytest.raises(TypeError, match=r"\['width'\]"):

@@ -2,8 +2,10 @@ import functools
 
 import numpy as np
 import pytest
+import sklearn
 from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer, load_digits
+from sklearn.exceptions import UnsetMetadataPassedError
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import make_scorer
 from sklearn.model_selection import (
@@ -110,6 +112,41 @@ def test_cross_val_score_with_neg_sece_on_a_binary_problem(cancer):
     scores = cross_val_score(logistic(), X, y, scoring=get_scorer("neg_sece"), cv=cv)
     np.testing.assert_allclose(scores, manual_cv(logistic(), X, y, cv, smooth_calibration_error))
     assert np.all(scores < 0)
+
+
+def test_routed_sample_weights_reach_the_scorer_that_requests_them(cancer):
+    """With metadata routing, a scorer takes the fold's weights once it requests them; one
+    that has not said raises, as scikit-learn's own scorers and estimators do."""
+    X, y = cancer
+    weight = np.where(y == 0, 3.0, 1.0)
+    cv = StratifiedKFold(3)
+    with sklearn.config_context(enable_metadata_routing=True):
+        model = GaussianNB().set_fit_request(sample_weight=True)
+        for scoring in (get_scorer("neg_ece"), "neg_log_loss"):
+            with pytest.raises(UnsetMetadataPassedError, match="set_score_request"):
+                cross_val_score(
+                    model, X, y, params={"sample_weight": weight}, scoring=scoring, cv=cv
+                )
+        scorer = get_scorer("neg_ece").set_score_request(sample_weight=True)
+        scores = cross_val_score(
+            model, X, y, params={"sample_weight": weight}, scoring=scorer, cv=cv
+        )
+    expected = []
+    for train, test in cv.split(X, y):
+        fitted = GaussianNB().fit(X[train], y[train], sample_weight=weight[train])
+        proba = fitted.predict_proba(X[test])[:, 1]
+        expected.append(-expected_calibration_error(y[test], proba, sample_weight=weight[test]))
+    np.testing.assert_allclose(scores, expected, rtol=1e-12)
+    unweighted_scoring = [
+        -expected_calibration_error(
+            y[test],
+            GaussianNB()
+            .fit(X[train], y[train], sample_weight=weight[train])
+            .predict_proba(X[test])[:, 1],
+        )
+        for train, test in cv.split(X, y)
+    ]
+    assert not np.allclose(scores, unweighted_scoring)
 
 
 def test_multi_metric_cross_validate(digits_450):

@@ -6,7 +6,7 @@ import torch
 from sklearn.metrics import brier_score_loss, log_loss
 from torchmetrics.functional.classification import multiclass_calibration_error
 
-from sklearn_calib.metrics import _metrics, _smooth
+from sklearn_calib.metrics import _metrics, _predictions, _smooth
 from sklearn_calib.scoring import (
     adaptive_calibration_error,
     brier_score,
@@ -20,7 +20,7 @@ from sklearn_calib.scoring import (
     top_label_accuracy,
 )
 
-# SPEC §1 batch oracle
+# Hand-computed batch oracle of the metrics
 Z = np.array([[2, 1, 0], [0.5, 1.5, 0], [3, 0, 0], [0, 0, 0.2]])
 Y = np.array([0, 0, 0, 2])
 
@@ -83,9 +83,33 @@ def test_brier_and_nll_match_spec_losses_and_scikit_learn():
     )
 
 
-def test_nll_clips_a_zero_probability_at_the_documented_eps():
-    loss = negative_log_likelihood([1, 0], np.array([[1.0, 0.0], [1.0, 0.0]]))
-    assert loss == pytest.approx(-np.log(_metrics.NLL_EPS) / 2)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_nll_clips_at_the_dtype_epsilon_as_scikit_learn(dtype):
+    # a zero probability costs -log(eps) of the input's dtype; a certain one costs eps
+    eps = float(np.finfo(dtype).eps)
+    loss = negative_log_likelihood([1, 0], np.array([[1.0, 0.0], [1.0, 0.0]], dtype=dtype))
+    assert loss == pytest.approx((-np.log(eps) - np.log1p(-eps)) / 2, rel=1e-12)
+    # float32 softmax output whose true class underflowed to 0 (network output): the
+    # clip decides the loss, and it matches scikit-learn's log_loss
+    rng = np.random.default_rng(7)
+    logits = rng.normal(size=(2000, 10)) * 12
+    proba = np.exp(logits - logits.max(axis=1, keepdims=True))
+    proba = (proba / proba.sum(axis=1, keepdims=True)).astype(dtype)
+    y = rng.integers(0, 10, 2000)
+    assert (proba[np.arange(2000), y] < eps).any()
+    weight = rng.random(2000)
+    for kwargs in ({}, {"sample_weight": weight}):
+        ours = negative_log_likelihood(y, proba, **kwargs)
+        theirs = log_loss(y, proba, labels=np.arange(10), **kwargs)
+        assert ours == pytest.approx(theirs, rel=1e-6 if dtype == np.float32 else 1e-12)
+
+
+def test_nll_constant_is_deprecated():
+    from sklearn_calib import metrics, scoring
+
+    for module in (metrics, scoring):
+        with pytest.warns(FutureWarning, match="NLL_EPS"):
+            assert module.NLL_EPS == 1e-15
 
 
 def edge_free_inputs(n, k, n_bins, seed):
@@ -321,7 +345,7 @@ def test_dece_matches_the_formula_in_small_blocks(monkeypatch):
     proba, y = random_proba(300, 5, 10)
     expected = brute_dece(y, proba)
     assert differentiable_calibration_error(y, proba) == pytest.approx(expected, abs=1e-12)
-    monkeypatch.setattr(_metrics, "_BLOCK_ELEMENTS", 64)
+    monkeypatch.setattr(_predictions, "_BLOCK_ELEMENTS", 64)
     assert differentiable_calibration_error(y, proba) == pytest.approx(expected, abs=1e-12)
     assert differentiable_calibration_error(y, proba, n_bins=5, t_a=10.0, t_b=0.1) == (
         pytest.approx(brute_dece(y, proba, 5, 10.0, 0.1), abs=1e-12)
@@ -342,7 +366,7 @@ def test_blocked_computations_match_one_block(monkeypatch):
         ]
 
     expected = values()
-    monkeypatch.setattr(_metrics, "_BLOCK_ELEMENTS", 50)
+    monkeypatch.setattr(_predictions, "_BLOCK_ELEMENTS", 50)
     monkeypatch.setattr(_metrics, "_TOP_LABEL_ROWS", 37)
     got = values()
     np.testing.assert_allclose(got, expected, rtol=1e-12)

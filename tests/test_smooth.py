@@ -79,8 +79,8 @@ def test_smooth_ece_bad_options():
         smooth_ece(y, p, convention="positive")
 
 
-def test_sece_item_17_3_weights_scale_does_not_change_the_value():
-    # issue 17, item 3: an absolute 1e-12 was added to a weighted kernel sum
+def test_sece_weights_scale_does_not_change_the_value():
+    # An absolute 1e-12 was added to a weighted kernel sum
     y = [0, 1, 1]
     p = [[0.9, 0.1], [0.2, 0.8], [0.35, 0.65]]
     unweighted = smooth_calibration_error(y, p)
@@ -195,3 +195,14 @@ def test_smooth_reliability_diagram_bad_options():
         smooth_reliability_diagram(y, p, bandwidth="silverman")
     diagram = smooth_reliability_diagram(y, p, bandwidth=0.1)
     assert diagram.bandwidth == 0.1 and "low" not in diagram
+
+
+@pytest.mark.parametrize("n_points, bandwidth", [(1001, 0.1), (1000, 0.05), (1201, 0.03)])
+def test_mesh_operator_is_the_smoothing_then_the_interpolation(n_points, bandwidth):
+    mesh = _smooth._smece_mesh(bandwidth)
+    operator = _smooth.mesh_operator(n_points, bandwidth, mesh)
+    grid = np.random.default_rng(0).random((3, n_points))
+    expected = _smooth.interpolate_on_mesh(_smooth.reflected_smoothing(grid, bandwidth), mesh)
+    np.testing.assert_allclose(grid @ operator, expected, rtol=1e-12, atol=1e-12)
+    # a mesh as fine as the grid: no operator (the replicates are smoothed one by one)
+    assert _smooth.mesh_operator(1001, 0.01, _smooth._smece_mesh(0.01)) is None

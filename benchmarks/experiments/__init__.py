@@ -1,9 +1,9 @@
 """The experiments, by command-line name, in the order a full sweep runs them.
 
-The order is the priority of ``run all``: the seed 001 family first (``regularizers``
+The order is the priority of ``run all``: the ``wang2021`` family first (``regularizers``
 trains the runs that ``calibratable``, ``dynamics`` and ``validation_size`` reuse), then
-the seed 002 family (``focal``, ``gra``, ``meta``; ``bins`` reuses ``meta``'s runs), then
-the toy study.
+the ``mukhoti2020`` family (``focal``, ``gra``, ``meta``; ``bins`` reuses ``meta``'s runs),
+then the toy study.
 """
 
 from .bins import Bins

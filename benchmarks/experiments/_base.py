@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
 from .._posthoc import (
     METRICS,
@@ -21,12 +20,25 @@ from .._posthoc import (
     evaluate,
     histogram_binning,
     nll_temperature,
+    resampled_metric,
     scaled_probabilities,
 )
 from .._presets import OVERCONFIDENT_T
 from .._report import finite_mean, format_duration, mean_std
 from .._store import run_key
-from .._train import GRIDS, make_spec, meta_estimator
+from .._train import GRIDS, make_spec
+from .._uncertainty import CONFIDENCE, N_RESAMPLES, over_seeds
+
+#: Columns of a run that do not depend on the test rows (chosen on validation data).
+VALIDATION_COLUMNS = ("temperature", "nll_temperature", "val_ece")
+#: What the tables' intervals are (the Setup says it).
+INTERVALS = (
+    f"Tables give the mean over seeds and its {CONFIDENCE:.0%} interval [low, high]: seeds "
+    "and test rows resampled together, t quantile with Satterthwaite's degrees of freedom "
+    '(benchmarks/EXPERIMENTS.md, "How sure the numbers are").'
+)
+#: The test probabilities a column is computed from, by its prefix.
+PHASES = ("test", "ts", "tsnll", "hb")
 
 
 @dataclass(frozen=True)
@@ -74,6 +86,8 @@ class Context:
     command: str
     device: object = None
     premise: str = ""
+    n_resamples: int = N_RESAMPLES
+    _estimates: dict = field(default_factory=dict, repr=False)
 
     def record(self, run):
         return self.records[run.key]
@@ -82,19 +96,67 @@ class Context:
         """The cached :class:`RunEvaluation` of ``run`` with the temperature grid ``grid``."""
         return _evaluation(self.record(run), grid, str(self.device))
 
-    def by_method(self):
-        """Runs grouped by method label, in the order of first appearance."""
-        groups = {}
-        for run in self.runs:
-            groups.setdefault(run.method.label, []).append(run)
-        return groups
+    def runs_of(self, label):
+        """The runs of the method ``label``, in seed order."""
+        return sorted((run for run in self.runs if run.method.label == label), key=_seed)
+
+    def estimate(self, label, column, grid, *, n_bins=15):
+        """The mean over seeds of a CSV column of the method ``label``, with its replicates.
+
+        Parameters
+        ----------
+        label : str
+            Method label.
+        column : str
+            ``"temperature"``, ``"nll_temperature"``, ``"val_ece"`` (chosen on validation
+            data: the seeds vary, not the test rows) or ``PHASE_METRIC`` with a phase of
+            :data:`PHASES` and a metric of :data:`~benchmarks._posthoc.METRICS` ("ts_ece").
+        grid : str
+            Temperature grid of the "ts" phase.
+        n_bins : int, default=15
+            Bins of a binned metric.
+
+        Returns
+        -------
+        Estimate
+        """
+        key = (label, column, grid, n_bins)
+        if key not in self._estimates:
+            evaluations = [self.evaluation(run, grid) for run in self.runs_of(label)]
+            if column in VALIDATION_COLUMNS:
+                values = [getattr(ev, column) for ev in evaluations]
+                estimate = over_seeds(label, values, n_resamples=self.n_resamples)
+            else:
+                pairs = [ev.resampled(column, n_bins, self.n_resamples) for ev in evaluations]
+                estimate = over_seeds(label, [p for p, _ in pairs], np.array([r for _, r in pairs]))
+            self._estimates[key] = estimate
+        return self._estimates[key]
+
+    def over_seeds(self, label, values, replicates=None):
+        """The mean over seeds of per-run numbers of the method ``label`` computed by the
+        experiment (one per seed; with ``replicates``, their values on the resamples of
+        the test rows), as an estimate (:func:`~benchmarks._uncertainty.over_seeds`)."""
+        return over_seeds(label, values, replicates, n_resamples=self.n_resamples)
+
+    def cell(self, label, column, grid, scale=100.0, digits=2):
+        """``"mean [low, high]"`` of :meth:`estimate`, times ``scale``."""
+        return self.estimate(label, column, grid).text(scale, digits)
+
+
+def _seed(run):
+    return run.seed
+
+
+#: The metrics of histogram-binned probabilities (a binned map gives probabilities of 0:
+#: no NLL or Brier score).
+HB_METRICS = ("accuracy", "ece", "mce", "ada_ece")
 
 
 class RunEvaluation:
     """Metrics of one stored run on the test set: before and after post-hoc calibration.
 
     Temperatures are chosen on the validation set (never on test data): by ECE over
-    ``grid`` (the seeds' way) or by NLL (exact). Histogram binning (15 equal-size bins on
+    ``grid`` (the papers' way) or by NLL (exact). Histogram binning (15 equal-size bins on
     the top-1 confidence) is fitted on the validation set. A run whose logits are not all
     finite (a diverged training) gets NaN everywhere; tables show it as "–" and the
     report's setup names it.
@@ -103,7 +165,7 @@ class RunEvaluation:
     ----------
     record : Record
     grid : str
-        Name of the temperature grid ("seed001" or "seed002").
+        Name of the temperature grid ("wang2021" or "mukhoti2020").
     device : str
     """
 
@@ -116,6 +178,7 @@ class RunEvaluation:
         self.finite = bool(
             np.isfinite(self.val_logits).all() and np.isfinite(self.test_logits).all()
         )
+        self._resampled = {}
 
     def _metrics(self, compute, names=tuple(METRICS)):
         return compute() if self.finite else dict.fromkeys(names, math.nan)
@@ -160,15 +223,53 @@ class RunEvaluation:
         )
 
     @functools.cached_property
+    def hb_probabilities(self):
+        """Test probabilities after histogram binning fitted on the validation set."""
+        return histogram_binning(self.val_logits, self.val_y, self.test_logits)
+
+    @functools.cached_property
     def hb(self):
         """Test metrics after histogram binning fitted on the validation set."""
-        names = ("accuracy", "ece", "mce", "ada_ece")
+        names = HB_METRICS
+        return self._metrics(lambda: evaluate(self.test_y, self.hb_probabilities, names), names)
 
-        def compute():
-            proba = histogram_binning(self.val_logits, self.val_y, self.test_logits)
-            return evaluate(self.test_y, proba, names)
+    def probabilities(self, phase):
+        """Test probabilities of a phase of :data:`PHASES`: raw, after TS with the
+        ECE-chosen or the NLL-optimal temperature, after histogram binning."""
+        if phase == "hb":
+            return self.hb_probabilities
+        temperature = {"test": 1.0, "ts": self.temperature, "tsnll": self.nll_temperature}
+        return scaled_probabilities(self.test_logits, temperature[phase])
 
-        return self._metrics(compute, names)
+    def resampled(self, column, n_bins, n_resamples):
+        """A test metric ``PHASE_METRIC`` and its values on bootstrap resamples of the test
+        rows (the same resamples for every run: see :mod:`benchmarks._uncertainty`).
+
+        Returns
+        -------
+        value : float
+        replicates : ndarray of shape (n_resamples,)
+        """
+        key = (column, n_bins, n_resamples)
+        if key not in self._resampled:
+            phase, metric = column.split("_", 1)
+            if phase not in PHASES or metric not in METRICS:
+                raise ValueError(
+                    f"Expected a column PHASE_METRIC with a phase in {PHASES} and a metric in "
+                    f"{METRICS}, got {column!r}."
+                )
+            if phase == "hb" and metric not in HB_METRICS:
+                raise ValueError(
+                    f"Expected a metric of {HB_METRICS} after binning, got {metric!r}."
+                )
+            if self.finite:
+                value, replicates = resampled_metric(
+                    metric, self.test_y, self.probabilities(phase), n_bins, n_resamples
+                )
+            else:
+                value, replicates = math.nan, np.full(n_resamples, math.nan)
+            self._resampled[key] = (value, replicates)
+        return self._resampled[key]
 
 
 @functools.lru_cache(maxsize=1024)
@@ -193,24 +294,14 @@ class Experiment:
         """Every method the experiment reports, meta-learned ones included."""
         raise NotImplementedError
 
-    def available(self, method):
-        """Whether ``method`` can be trained in this checkout."""
-        return method.estimator != "meta" or meta_estimator() is not None
-
     def describe_runs(self, config):
         """What the runs train on, for the plan line: data set, seeds and epochs."""
         return f"{config.data.name}, {len(config.seeds)} seeds, {config.epochs} epochs"
 
-    def pending(self, config):
-        """Methods listed by the experiment that this checkout cannot train yet."""
-        return [m for m in self.methods(config) if not self.available(m)]
-
     def runs(self, config):
-        """The runs to train: every available method with every seed."""
+        """The runs to train: every method with every seed."""
         runs = []
         for method in self.methods(config):
-            if not self.available(method):
-                continue
             for seed in config.seeds:
                 spec = make_spec(config, method, seed)
                 runs.append(Run(method, seed, spec, run_key(spec)))
@@ -309,11 +400,6 @@ def std_of(rows, method, name):
     return float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
 
 
-def cell(rows, method, name, scale=100.0, digits=2):
-    """``mean ± std`` of a column for one method."""
-    return mean_std(column(rows, method, name), scale, digits)
-
-
 def choose_coefficients(rows, groups, by="val_ece"):
     """For each group, the method with the lowest mean ``by`` over seeds.
 
@@ -339,42 +425,13 @@ def _nan_last(value):
     return math.inf if not math.isfinite(value) else value
 
 
-def ttest(values, reference):
-    """Two-sample t-test (``scipy.stats.ttest_ind``) p-value.
-
-    NaN with fewer than two finite values on a side or with no variance on either side
-    (the test is undefined there).
-    """
-    values = [v for v in values if math.isfinite(v)]
-    reference = [v for v in reference if math.isfinite(v)]
-    if len(values) < 2 or len(reference) < 2:
-        return math.nan
-    if np.ptp(values) == 0 and np.ptp(reference) == 0:
-        return math.nan
-    return float(stats.ttest_ind(values, reference).pvalue)
-
-
-def significantly(values, reference, higher, alpha=0.05):
-    """Whether ``values`` are higher (``higher=True``) or lower than ``reference`` on
-    average, with a two-sample t-test p-value below ``alpha`` (:func:`ttest`; an undefined
-    test is not significant)."""
-    difference = finite_mean(values) - finite_mean(reference)
-    return (difference > 0 if higher else difference < 0) and ttest(values, reference) < alpha
-
-
-def mark(values, reference, alpha=0.05):
-    """Seed 001's marks against CE: ▲/▼ significantly higher/lower, △/▽ not significant."""
-    p = ttest(values, reference)
-    higher = finite_mean(values) > finite_mean(reference)
-    if not math.isfinite(p):
-        return ("△" if higher else "▽") + " (n/a)"
-    symbol = ("▲" if higher else "▼") if p < alpha else ("△" if higher else "▽")
-    return f"{symbol} (p={p:.2g})"
-
-
-def pct(value, digits=2):
-    """A fraction as a percentage string."""
-    return "–" if not math.isfinite(value) else f"{100 * value:.{digits}f}"
+def mark(difference):
+    """A mark of a difference to a reference: ▲/▼ when its interval lies above/below zero,
+    △/▽ (the sign of the difference) when the interval holds zero."""
+    low, high = difference.interval()
+    if low > 0 or high < 0:
+        return "▲" if low > 0 else "▼"
+    return "△" if difference.point > 0 else "▽"
 
 
 def setup_text(context, families, extra=(), *, own_setup=None):
@@ -418,8 +475,7 @@ def setup_text(context, families, extra=(), *, own_setup=None):
     if own_setup is None:
         lines.append(
             f"- Seeds: {', '.join(map(str, config.seeds))} (weight initialisation and batch "
-            "order; the data split is the same for all seeds). Tables give mean ± std over "
-            "seeds (sample std)."
+            "order; the data split is the same for all seeds). " + INTERVALS
         )
         lines += regime_lines(context, families)
     lines += [
@@ -494,16 +550,3 @@ def regime_lines(context, families):
             )
         lines.append(text)
     return lines
-
-
-def pending_note(experiment, config):
-    """A note on the methods that await MetaNetClassifier, or None."""
-    pending = experiment.pending(config)
-    if not pending:
-        return None
-    names = ", ".join(m.label for m in pending)
-    return (
-        f"{names}: pending. These meta-learned methods need `MetaNetClassifier` "
-        "(issue 6), which this checkout does not have; they are trained and reported "
-        "automatically once it is merged. No numbers are shown for them."
-    )

@@ -1,17 +1,23 @@
-"""``dynamics``: seed 001 Figures 4-5 and seed 002 Figure 2 (calibration during training).
+"""``dynamics``: Wang et al. (2021), Figures 4-5, and Mukhoti et al. (2020), Figure 2
+(calibration during training).
 
-Uses the tracked runs of the ``seed001`` family (the runs of ``regularizers``): after
+Uses the tracked runs of the ``wang2021`` family (the runs of ``regularizers``): after
 every epoch each run evaluated the test set and a fixed subset of its training samples.
 
-- Seed 001, Figure 4 (and Appendix Figure A): the "optimal ECE" per epoch, the test ECE at
-  the temperature of seed 001's pool that minimises it on the test set itself (a lower
+- Wang et al., Figure 4 (and Appendix Figure A): the "optimal ECE" per epoch, the test ECE
+  at the temperature of their pool that minimises it on the test set itself (a lower
   bound of the ECE after temperature scaling), for every coefficient of every grid.
-- Seed 001, Figure 5: histograms of the final maximum logit of the followed training
+- Wang et al., Figure 5: histograms of the final maximum logit of the followed training
   samples, split by the epoch since which each sample stays correctly classified
   ("learned epoch"), for CE and each regulariser at its validation-chosen coefficient.
-- Seed 002, Figure 2: test NLL, NLL and entropy of correctly and wrongly classified test
-  samples and the norm of the last linear layer per epoch, CE against focal loss
-  γ = 1, 2, 3 (here seed 001's detached-weight focal loss).
+- Mukhoti et al., Figure 2: test NLL, NLL and entropy of correctly and wrongly classified
+  test samples and the norm of the last linear layer per epoch, CE against focal loss
+  γ = 1, 2, 3 (here Wang et al.'s detached-weight focal loss).
+
+The tracker keeps per-epoch numbers, not per-row values: the intervals of per-epoch
+numbers and of the followed training samples' statistics vary the seeds only; the final
+epoch's test ECE and NLL are recomputed from the stored final logits with the test rows
+resampled too.
 """
 
 import math
@@ -20,12 +26,14 @@ import numpy as np
 from scipy import stats
 
 from .._methods import focal_gra, regularizer_methods
-from .._posthoc import learned_epochs
-from .._report import Report, at_least, finite_mean, mean_std, pyplot, verdict
+from .._posthoc import learned_epochs, resampled_metric, scaled_probabilities
+from .._report import Report, pyplot
 from .._tracking import EPOCH_METRICS
+from .._uncertainty import above, below, increasing
 from ._base import Experiment, choose_coefficients, metric_rows, run_row, setup_text
 from .regularizers import groups_of
 
+GRID = "wang2021"
 FIG2 = ["CE", "Focal γ=1", "Focal γ=2", "Focal γ=3"]
 FIG2_METRICS = [
     ("test_nll", "test NLL"),
@@ -51,8 +59,13 @@ def learned_groups(n_epochs):
 
 class Dynamics(Experiment):
     name = "dynamics"
-    title = "Calibration during training (seed 001 Figures 4-5, seed 002 Figure 2)"
-    reproduces = "seed 001 Figs 4-5, seed 002 Fig. 2: optimal ECE, max logits, NLL per epoch"
+    title = (
+        "Calibration during training (Wang et al. 2021, Figures 4-5; Mukhoti et al. 2020, Figure 2)"
+    )
+    reproduces = (
+        "Wang et al. (2021), Figs 4-5, Mukhoti et al. (2020), Fig. 2: optimal ECE, max logits, "
+        "NLL per epoch"
+    )
     premise = (
         "The per-epoch claims (the optimal ECE and the test NLL growing late in training, the "
         "focal loss holding them down) describe a CE that overfits the NLL"
@@ -61,12 +74,28 @@ class Dynamics(Experiment):
     def methods(self, config):
         return regularizer_methods() + [focal_gra(2)]
 
-    def _curves(self, context):
-        curves = {}
-        for run in context.runs:
-            history = context.record(run).history
-            curves.setdefault(run.method.label, []).append(history)
-        return curves
+    @staticmethod
+    def _curves(context):
+        """The per-epoch histories of each method's runs, in seed order."""
+        labels = dict.fromkeys(run.method.label for run in context.runs)
+        return {
+            label: [context.record(run).history for run in context.runs_of(label)]
+            for label in labels
+        }
+
+    @staticmethod
+    def _final_ece(context, label):
+        """The last epoch's optimal ECE from the stored logits, at the tracker's last
+        test-optimal temperature, with the test rows resampled."""
+        values, replicates = [], []
+        for run in context.runs_of(label):
+            ev = context.evaluation(run, GRID)
+            temperature = context.record(run).history["opt_temperature"][-1]
+            proba = scaled_probabilities(ev.test_logits, temperature)
+            value, resampled = resampled_metric("ece", ev.test_y, proba, 15, context.n_resamples)
+            values.append(value)
+            replicates.append(resampled)
+        return context.over_seeds(label, values, np.array(replicates))
 
     def analyze(self, context):
         curves = self._curves(context)
@@ -83,7 +112,7 @@ class Dynamics(Experiment):
                 rows.append(run_row(run, **values))
         report = Report(context.folder, self.title)
         report.csv(rows)
-        metric = metric_rows(context, "seed001")
+        metric = metric_rows(context, GRID)
         chosen = choose_coefficients(metric, groups_of(metric))
         groups = groups_of(metric)
         report.figure(
@@ -98,12 +127,13 @@ class Dynamics(Experiment):
                 [
                     label,
                     self._lowest(curves[label]),
-                    mean_std(_final(curves[label], "opt_ece"), 100),
-                    mean_std(_final(curves[label], "opt_temperature"), 1.0),
+                    self._final_ece(context, label).text(100.0),
+                    context.over_seeds(label, _final(curves[label], "opt_temperature")).text(),
                 ]
                 for label in ["CE", *[lab for labs in groups.values() for lab in labs]]
             ],
-            "**Optimal ECE.** Lowest over epochs (mean curve) and at the last epoch.",
+            "**Optimal ECE.** Lowest over epochs (mean curve) and at the last epoch (test rows "
+            "resampled at the final test-optimal T, which is held).",
         )
         histogram_methods = ["CE", *chosen.values()]
         first = context.config.seeds[0]
@@ -122,37 +152,50 @@ class Dynamics(Experiment):
         spread = self._spread_table(context, histogram_methods)
         report.table(
             ["method", "std of max logit", "Spearman ρ (learned epoch, max logit)"],
-            [[label, mean_std(s, 1.0), mean_std(r, 1.0, 3)] for label, (s, r) in spread.items()],
+            [
+                [
+                    label,
+                    context.over_seeds(label, s).text(),
+                    context.over_seeds(label, r).text(digits=3),
+                ]
+                for label, (s, r) in spread.items()
+            ],
             "**Max-logit spread and hardness information** (all seeds; learned epoch of wrongly "
             "classified samples = last epoch + 1).",
         )
         report.figure(
             self._fig2(curves),
             "nll_entropy.png",
-            "Seed 002 Figure 2: test NLL, NLL and entropy of correct and wrong test "
-            "samples and last-layer weight norm per epoch (means over seeds).",
+            "Mukhoti et al. (2020), Figure 2: test NLL, NLL and entropy of correct and wrong "
+            "test samples and last-layer weight norm per epoch (means over seeds).",
         )
         report.table(
             ["method"] + [title for _, title in FIG2_METRICS],
             [
                 [label]
-                + [mean_std(_final(curves[label], name), 1.0, 3) for name, _ in FIG2_METRICS]
+                + [
+                    context.over_seeds(label, _final(curves[label], name)).text(digits=3)
+                    for name, _ in FIG2_METRICS
+                ]
                 for label in FIG2
             ],
-            "**Seed 002 Figure 2 at the last epoch.**",
+            "**Mukhoti et al. (2020), Figure 2, at the last epoch.**",
         )
-        self._claims(report, curves, groups, spread, chosen)
+        self._claims(report, context, curves, groups, spread)
         notes = [
-            "The optimal ECE fits T on the test set at every epoch, as seed 001 does; it is a "
+            "The optimal ECE fits T on the test set at every epoch, as Wang et al. do; it is a "
             "diagnostic lower bound, not a result of validation-based calibration.",
             "Followed training samples: the first "
             f"{len(tracked['CE']['track_y'])} training samples, evaluated in evaluation mode "
-            "after every epoch (seed 001 uses the whole training set).",
-            "Seed 002's Figure 2 trains focal loss with a differentiated weight; here the "
-            "focal runs are seed 001's detached-weight variant (`focal_gra`), shared with "
+            "after every epoch (Wang et al. use the whole training set).",
+            "Mukhoti et al.'s Figure 2 trains focal loss with a differentiated weight; here the "
+            "focal runs are Wang et al.'s detached-weight variant (`focal_gra`), shared with "
             "`regularizers`.",
+            'A rise "late in training" is measured per run from the epoch where the other '
+            "seeds' mean curve is lowest to the last epoch (leave one seed out: the epoch is "
+            "not chosen on the run's own noise, which would make any noisy curve rise).",
         ]
-        return report.write(setup_text(context, ["seed001"]), notes)
+        return report.write(setup_text(context, [GRID]), notes)
 
     @staticmethod
     def _lowest(histories):
@@ -241,98 +284,121 @@ class Dynamics(Experiment):
         axes[0].legend(fontsize=7)
         return fig
 
-    def _claims(self, report, curves, groups, spread, chosen):
+    def _claims(self, report, context, curves, groups, spread):
         ls = groups["LS"]
-        rises = 0
-        for label in ls:
-            mean = np.nanmean([h["opt_ece"] for h in curves[label]], axis=0)
-            rises += mean[-1] > np.nanmin(mean) + 1e-3
+        rises = {
+            label: context.over_seeds(label, late_rise(curves[label], "opt_ece")) for label in ls
+        }
         report.claim(
-            "With label smoothing the optimal ECE rises after some epochs (seed 001, Fig. 4).",
-            f"Final optimal ECE above the lowest of its mean curve by more than 0.1 point for "
-            f"{rises}/{len(ls)} smoothing strengths.",
-            verdict(rises / len(ls)),
+            "With label smoothing the optimal ECE rises after some epochs (Wang et al. 2021, "
+            "Fig. 4).",
+            "Rise of the optimal ECE to the last epoch (points): "
+            + ", ".join(f"{label} {rise.text(100.0)}" for label, rise in rises.items())
+            + ".",
+            [above(rise) for rise in rises.values()],
         )
         strengths = [float(label.split("=")[1]) for label in ls]
-        final = [finite_mean(_final(curves[label], "opt_ece")) for label in ls]
-        rho = stats.spearmanr(strengths, final).statistic
+        final = [self._final_ece(context, label) for label in ls]
+        trend, slope = increasing(final, strengths)
         report.claim(
-            "Larger smoothing strengths give a worse optimal ECE (seed 001, Fig. 4).",
+            "Larger smoothing strengths give a worse optimal ECE (Wang et al. 2021, Fig. 4).",
             "Final optimal ECE (%) for ε = "
-            + ", ".join(f"{s:g}: {100 * f:.2f}" for s, f in zip(strengths, final, strict=True))
-            + f"; Spearman ρ(ε, ECE) = {rho:.2f} (agrees: ρ ≥ 0.8; partly: ρ > 0).",
-            "agrees" if at_least(rho, 0.8, 2) else ("partly" if round(rho, 2) > 0 else "disagrees"),
+            + ", ".join(f"{s:g}: {f.text(100.0)}" for s, f in zip(strengths, final, strict=True))
+            + f"; slope {slope.text(1.0)} (ECE per unit of ε; the check also needs no step "
+            "between neighbours significantly down).",
+            [trend],
         )
-        ce_std, ce_rho = finite_mean(spread["CE"][0]), finite_mean(spread["CE"][1])
         regs = [label for label in spread if label != "CE"]
-        narrower = sum(finite_mean(spread[label][0]) < ce_std for label in regs)
+
+        def spread_of(label, index):
+            return context.over_seeds(label, spread[label][index])
+
+        differences = {label: spread_of(label, 0) - spread_of("CE", 0) for label in regs}
         report.claim(
             "Regularisers compress the maximum logits; CE's cover a much larger range "
-            "(seed 001, Fig. 5).",
-            f"Std of the max logit: CE {ce_std:.2f}; "
-            + ", ".join(f"{label} {finite_mean(spread[label][0]):.2f}" for label in regs)
-            + f": {narrower}/{len(regs)} narrower than CE.",
-            verdict(narrower / len(regs)),
+            "(Wang et al. 2021, Fig. 5).",
+            f"Std of the max logit: CE {spread_of('CE', 0).text()}; each regulariser's minus "
+            "CE's: " + ", ".join(f"{label} {d.text()}" for label, d in differences.items()) + ".",
+            [below(d) for d in differences.values()],
         )
-        weaker = sum(abs(finite_mean(spread[label][1])) < abs(ce_rho) for label in regs)
+        differences = {label: abs(spread_of(label, 1)) - abs(spread_of("CE", 1)) for label in regs}
         report.claim(
             "CE keeps the hardness of samples (learned epoch) visible in its logits; the "
-            "regularisers lose it (seed 001, Fig. 5).",
-            f"|Spearman ρ| between learned epoch and max logit: CE {abs(ce_rho):.3f}; "
-            + ", ".join(f"{label} {abs(finite_mean(spread[label][1])):.3f}" for label in regs)
-            + f": {weaker}/{len(regs)} weaker than CE.",
-            verdict(weaker / len(regs)),
+            "regularisers lose it (Wang et al. 2021, Fig. 5).",
+            f"|Spearman ρ| between learned epoch and max logit: CE "
+            f"{abs(spread_of('CE', 1)).text(digits=3)}; each regulariser's minus CE's: "
+            + ", ".join(f"{label} {d.text(digits=3)}" for label, d in differences.items())
+            + ".",
+            [below(d) for d in differences.values()],
         )
-        ce_nll = np.nanmean([h["test_nll"] for h in curves["CE"]], axis=0)
+        rise = context.over_seeds("CE", late_rise(curves["CE"], "test_nll"))
         focal = FIG2[1:]
-        focal_final = [finite_mean(_final(curves[label], "test_nll")) for label in focal]
-        rise = ce_nll[-1] > 1.05 * np.nanmin(ce_nll)
-        lower = sum(f < ce_nll[-1] for f in focal_final)
+        lower = {
+            label: context.estimate(label, "test_nll", GRID)
+            - context.estimate("CE", "test_nll", GRID)
+            for label in focal
+        }
         report.claim(
             "The test NLL of CE rises late in training (NLL overfitting) while focal loss keeps "
-            "it lower (seed 002, Fig. 2a).",
-            f"CE test NLL: lowest {np.nanmin(ce_nll):.3f}, final {ce_nll[-1]:.3f}; focal final "
-            + ", ".join(f"{v:.3f}" for v in focal_final)
-            + f": CE rises (final > 1.05 x lowest) {'yes' if rise else 'no'}, focal lower than "
-            f"CE {lower}/3.",
-            verdict((rise + lower / 3) / 2),
+            "it lower (Mukhoti et al. 2020, Fig. 2a).",
+            f"Rise of CE's test NLL to the last epoch: {rise.text(digits=3)}; final NLL of "
+            "focal minus CE's: "
+            + ", ".join(f"{label} {d.text(digits=3)}" for label, d in lower.items())
+            + ".",
+            [above(rise)] + [below(d) for d in lower.values()],
         )
         for name, direction, text in [
             (
                 "nll_correct",
                 1,
                 "The NLL of correctly classified test samples is higher with "
-                "focal loss than with CE (seed 002, Fig. 2b).",
+                "focal loss than with CE (Mukhoti et al. 2020, Fig. 2b).",
             ),
             (
                 "nll_wrong",
                 -1,
                 "The NLL of misclassified test samples is lower with focal loss "
-                "(seed 002, Fig. 2c).",
+                "(Mukhoti et al. 2020, Fig. 2c).",
             ),
             (
                 "entropy_wrong",
                 1,
                 "The entropy of misclassified test samples is higher with "
-                "focal loss (seed 002, Fig. 2d).",
+                "focal loss (Mukhoti et al. 2020, Fig. 2d).",
             ),
             (
                 "head_norm",
                 -1,
                 "The last-layer weight norm ends lower with focal loss than with "
-                "CE (seed 002, Fig. 2e).",
+                "CE (Mukhoti et al. 2020, Fig. 2e).",
             ),
         ]:
-            ce_value = finite_mean(_final(curves["CE"], name))
-            values = [finite_mean(_final(curves[label], name)) for label in focal]
-            hits = sum((v - ce_value) * direction > 0 for v in values)
+            ce = context.over_seeds("CE", _final(curves["CE"], name))
+            differences = {
+                label: context.over_seeds(label, _final(curves[label], name)) - ce
+                for label in focal
+            }
+            check = above if direction > 0 else below
             report.claim(
                 text,
-                f"Last epoch: CE {ce_value:.3f}; focal γ=1,2,3: "
-                + ", ".join(f"{v:.3f}" for v in values)
-                + f": {hits}/3 as claimed.",
-                verdict(hits / 3),
+                f"Last epoch: CE {ce.text(digits=3)}; focal γ=1,2,3 minus CE: "
+                + ", ".join(d.text(digits=3) for d in differences.values())
+                + ".",
+                [check(d) for d in differences.values()],
             )
+
+
+def late_rise(histories, name):
+    """Per run, how much ``name`` rises from the epoch where the other runs' mean curve is
+    lowest to the last epoch (leave one seed out, so the epoch is not chosen on the run's
+    own noise; a single run is measured from its own lowest epoch)."""
+    curves = np.array([h[name] for h in histories], dtype=np.float64)
+    rises = []
+    for index, curve in enumerate(curves):
+        others = np.delete(curves, index, axis=0) if len(curves) > 1 else curves
+        epoch = int(np.nanargmin(np.nanmean(others, axis=0)))
+        rises.append(float(curve[-1] - curve[epoch]))
+    return rises
 
 
 def _final(histories, name):

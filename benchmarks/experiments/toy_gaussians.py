@@ -1,4 +1,5 @@
-"""``toy_gaussians``: seed 004's toy study of uncertainty weights against the true error.
+"""``toy_gaussians``: Lin et al. (2025)'s toy study of uncertainty weights against the true
+error.
 
 Five two-dimensional Gaussians N(mu_k, I) with means uniform in [-10, 10]^2 (new means
 for every run), 10,000 training and 1,000 test points per class (``quick``: 2,000
@@ -8,8 +9,10 @@ On the test points the true per-sample calibration error ``c(x) = ||eta(x) - p(x
 (``eta`` the true posterior) is correlated (Pearson) with the weights of focal loss
 ``(1 - p_y)^gamma``, dual focal loss ``(1 - p_y + p_j)^gamma`` and the generalised Brier
 score ``||e_y - p||_beta^gamma``, each at the hyperparameter that correlates best on the
-validation points (seed 004 grid-searches them). Paper: gBS 0.664, DFL 0.638, FL 0.550.
-The data are fixed by the experiment (``--dataset`` and ``--epochs`` do not apply).
+validation points (Lin et al. grid-search them). Paper: gBS 0.664, DFL 0.638, FL 0.550.
+The data are fixed by the experiment (``--dataset`` and ``--epochs`` do not apply). Each
+run draws new data, so the runs' spread holds the data's sampling noise: the intervals
+resample runs (the three weights of a run together).
 """
 
 import itertools
@@ -21,14 +24,15 @@ from sklearn_calib.losses import uncertainty_weights
 from .._data import DataSpec, load_split
 from .._methods import Method
 from .._posthoc import scaled_probabilities
-from .._report import Report, finite_mean, mean_std, pyplot, verdict
+from .._report import Report, pyplot
 from .._store import run_key
 from .._train import build_spec
+from .._uncertainty import above
 from ._base import Experiment, Run, run_row, setup_text
 
 PAPER = {"FL": 0.550, "DFL": 0.638, "gBS": 0.664}
 GAMMAS = (0.25, 0.5, 1.0, 2.0, 3.0, 5.0)
-#: Weight name -> (parameter grid, the default parameters of the seeds' training losses).
+#: Weight name -> (parameter grid, the default parameters of the papers' training losses).
 WEIGHTS = {
     "FL": ([{"gamma": g} for g in GAMMAS], {"gamma": 3.0}),
     "DFL": ([{"gamma": g} for g in GAMMAS], {"gamma": 5.0}),
@@ -64,8 +68,8 @@ def describe(params):
 
 class ToyGaussians(Experiment):
     name = "toy_gaussians"
-    title = "Uncertainty weights against the true calibration error (seed 004, toy study)"
-    reproduces = "seed 004 toy study: Pearson r of FL, DFL, gBS weights with ||eta - p||"
+    title = "Uncertainty weights against the true calibration error (Lin et al. 2025, toy study)"
+    reproduces = "Lin et al. (2025), toy study: Pearson r of FL, DFL, gBS weights with ||eta - p||"
 
     def methods(self, config):
         return [METHOD]
@@ -150,23 +154,23 @@ class ToyGaussians(Experiment):
                 [
                     name,
                     "; ".join(r[f"{name}_params"] for r in rows),
-                    mean_std([r[f"{name}_r_val"] for r in rows], 1.0, 3),
-                    mean_std([r[f"{name}_r_test"] for r in rows], 1.0, 3),
-                    mean_std([r[f"{name}_r_test_default"] for r in rows], 1.0, 3)
+                    over_runs(context, rows, f"{name}_r_val").text(digits=3),
+                    over_runs(context, rows, f"{name}_r_test").text(digits=3),
+                    over_runs(context, rows, f"{name}_r_test_default").text(digits=3)
                     + f" ({describe(WEIGHTS[name][1])})",
                     f"{PAPER[name]:.3f}",
                 ]
                 for name in WEIGHTS
             ],
             "**Pearson correlation** between the true per-sample calibration error "
-            "||η(x) − p(x)||₂ and each weight on the test points, mean ± std over runs. "
+            "||η(x) − p(x)||₂ and each weight on the test points, mean over runs [interval]. "
             "Hyperparameters are chosen per run by the correlation on the validation points "
             f"(γ in {list(GAMMAS)}, β in [1, 2] for gBS); the loss defaults are focal γ = 3, "
             "dual focal γ = 5 and the Brier score (β = γ = 2).",
         )
         report.text(
             "Test accuracy of the network: "
-            + mean_std([r["accuracy"] for r in rows], 100.0)
+            + over_runs(context, rows, "accuracy").text(100.0)
             + " %."
         )
         report.figure(
@@ -175,11 +179,11 @@ class ToyGaussians(Experiment):
             f"Test points of run {context.runs[0].seed}: weight against the true "
             "calibration error.",
         )
-        self._claims(report, rows)
+        self._claims(report, context, rows)
         notes = [
             "Weights use the true label y of each test point (as in training); η comes "
             "from the known densities (`make_gaussian_blobs`).",
-            'Seed 004 says "two layer CNN" for two-dimensional inputs; we read it as two '
+            'Lin et al. say "two layer CNN" for two-dimensional inputs; we read it as two '
             "linear layers (one hidden layer of 64 ReLU units).",
             "With β = 1 the gBS weight ||e_y - p||_1^γ = (2 (1 - p_y))^γ is the focal weight "
             "times a constant, so its correlation equals focal loss's at the same γ.",
@@ -195,7 +199,8 @@ class ToyGaussians(Experiment):
             f"batch 128, {EPOCHS} epochs; bf16 autocast on CUDA, float32 on the CPU (the "
             "device is named below).",
             f"- Runs: {len(context.runs)}, run i with data and network seed i (new means every "
-            "run). Tables give mean ± std over runs (sample std).",
+            "run). Tables give the mean over runs and its 95% interval [low, high] (the runs "
+            'resampled; benchmarks/EXPERIMENTS.md, "How sure the numbers are").',
         ]
         return report.write(setup_text(context, [], own_setup=own_setup), notes)
 
@@ -212,24 +217,27 @@ class ToyGaussians(Experiment):
             ax.set_title(f"{name}: r = {pearson(weight, scatter['error']):.3f}")
         return fig
 
-    def _claims(self, report, rows):
-        r = {name: finite_mean([row[f"{name}_r_test"] for row in rows]) for name in WEIGHTS}
-        positive = sum(value > 0 for value in r.values())
+    def _claims(self, report, context, rows):
+        r = {name: over_runs(context, rows, f"{name}_r_test") for name in WEIGHTS}
         report.claim(
-            "All three weights correlate positively with the true calibration error (seed 004).",
-            "Mean test r: "
-            + ", ".join(f"{k} {v:.3f}" for k, v in r.items())
-            + f"; {positive}/3 positive.",
-            verdict(positive / 3),
+            "All three weights correlate positively with the true calibration error (Lin et "
+            "al. 2025).",
+            "Mean test r: " + ", ".join(f"{k} {v.text(digits=3)}" for k, v in r.items()) + ".",
+            [above(value) for value in r.values()],
         )
         pairs = [("gBS", "DFL"), ("gBS", "FL"), ("DFL", "FL")]
-        # Correlations equal to the printed 3 decimals are tied, not ordered (with beta = 1
-        # the gBS weight is the focal weight times a constant: the same r up to rounding).
-        ordered = sum(round(r[a], 3) > round(r[b], 3) for a, b in pairs)
+        differences = {f"{a} − {b}": r[a] - r[b] for a, b in pairs}
         report.claim(
             "The generalised Brier score correlates best, then dual focal, then focal "
-            "(0.664 > 0.638 > 0.550, seed 004).",
-            f"gBS {r['gBS']:.3f}, DFL {r['DFL']:.3f}, FL {r['FL']:.3f}: {ordered}/3 pairs in "
-            "the paper's order (equal to 3 decimals counts as tied).",
-            verdict(ordered / 3),
+            "(0.664 > 0.638 > 0.550, Lin et al. 2025).",
+            "Differences of the mean test r: "
+            + ", ".join(f"{pair} {d.text(digits=3)}" for pair, d in differences.items())
+            + ".",
+            [above(d) for d in differences.values()],
         )
+
+
+def over_runs(context, rows, column):
+    """The mean of a column over the runs, as an estimate that resamples the runs (every
+    column of the experiment with the same draws, so differences are paired by run)."""
+    return context.over_seeds(METHOD.label, [row[column] for row in rows])

@@ -1,24 +1,36 @@
-"""``validation_size``: seed 001 Figure 3 (post-hoc calibration against validation size).
+"""``validation_size``: Wang et al. (2021), Figure 3 (post-hoc calibration against
+validation size).
 
 The runs of ``regularizers`` (CE and each regulariser at its validation-chosen
 coefficient): the stored validation logits are subsampled (uniformly, several seeded draws
-per size) and temperature scaling (seed 001's
-pool by ECE) and histogram binning (15 equal-size bins) are fitted on each draw; the test
-ECE is averaged over the draws of a run, then reported as mean ± std over seeds.
+per size) and temperature scaling (Wang et al.'s pool by ECE) and histogram binning (15
+equal-size bins) are fitted on each draw; the test ECE is averaged over the draws of a run
+(on every bootstrap resample of the test rows too), then over seeds.
 """
 
 import numpy as np
 
 from .._methods import regularizer_methods
-from .._posthoc import ece_temperature, evaluate, histogram_binning, scaled_probabilities
-from .._report import Report, at_most, finite_mean, mean_std, pyplot, verdict
+from .._posthoc import (
+    ece_temperature,
+    histogram_binning,
+    resampled_metric,
+    scaled_probabilities,
+)
+from .._report import Report, finite_mean, pyplot
 from .._train import GRIDS
+from .._uncertainty import above, below, minimum
 from ._base import Experiment, metric_rows, run_row, setup_text
 from .regularizers import chosen_methods
 
 SIZES = (100, 200, 500, 1000, 2000, 5000)
 #: Seeded subsamples per run and size.
 DRAWS = 3
+#: "A low ECE with a small validation set": the ECE with the smallest size at most this
+#: many times the ECE with the whole validation set.
+LOW_RATIO = 1.5
+GRID = "wang2021"
+CALIBRATORS = (("ts_ece", "temperature scaling"), ("hb_ece", "histogram binning"))
 
 
 def sizes_for(n_val):
@@ -28,8 +40,8 @@ def sizes_for(n_val):
 
 class ValidationSize(Experiment):
     name = "validation_size"
-    title = "Post-hoc calibration against validation-set size (seed 001, Figure 3)"
-    reproduces = "seed 001 Fig. 3: ECE after TS and HB against the validation-set size"
+    title = "Post-hoc calibration against validation-set size (Wang et al. 2021, Figure 3)"
+    reproduces = "Wang et al. (2021), Fig. 3: ECE after TS and HB against the validation-set size"
     premise = (
         "The comparison of CE's and the regularisers' ECE after TS and HB over validation sizes"
         " rests on CE being overconfident"
@@ -39,51 +51,48 @@ class ValidationSize(Experiment):
         return regularizer_methods()
 
     def analyze(self, context):
-        metric = metric_rows(context, "seed001")
+        metric = metric_rows(context, GRID)
         labels = ["CE", *chosen_methods(metric).values()]
-        rows = []
+        rows, series = [], {}
         for run in context.runs:
             if run.method.label not in labels:
                 continue
-            ev = context.evaluation(run, "seed001")
+            ev = context.evaluation(run, GRID)
             if not ev.finite:
                 continue
-            n_val = len(ev.val_y)
-            for size in sizes_for(n_val):
-                draws = 1 if size == n_val else DRAWS
-                ts, hb, temps = [], [], []
-                for draw in range(draws):
-                    rng = np.random.default_rng([run.seed, size, draw])
-                    index = rng.choice(n_val, size, replace=False) if size < n_val else slice(None)
-                    z, y = ev.val_logits[index], ev.val_y[index]
-                    t = ece_temperature(z, y, GRIDS["seed001"], device=ev.device)
-                    temps.append(t)
-                    proba = scaled_probabilities(ev.test_logits, t)
-                    ts.append(evaluate(ev.test_y, proba, ("ece",))["ece"])
-                    proba = histogram_binning(z, y, ev.test_logits)
-                    hb.append(evaluate(ev.test_y, proba, ("ece",))["ece"])
+            for size in sizes_for(len(ev.val_y)):
+                values, temperature = _fitted(ev, run.seed, size, context.n_resamples)
+                series[run.method.label, size, run.seed] = values
                 rows.append(
                     run_row(
                         run,
                         val_size=size,
-                        draws=draws,
-                        ts_ece=float(np.mean(ts)),
-                        hb_ece=float(np.mean(hb)),
-                        temperature=float(np.mean(temps)),
+                        draws=1 if size == len(ev.val_y) else DRAWS,
+                        ts_ece=values["ts_ece"][0],
+                        hb_ece=values["hb_ece"][0],
+                        temperature=temperature,
                     )
                 )
         report = Report(context.folder, self.title)
         report.csv(rows)
         sizes = sorted({row["val_size"] for row in rows})
-        for name, title in (("ts_ece", "temperature scaling"), ("hb_ece", "histogram binning")):
+
+        def estimate(label, size, name):
+            seeds = sorted(seed for lab, n, seed in series if (lab, n) == (label, size))
+            pairs = [series[label, size, seed][name] for seed in seeds]
+            return context.over_seeds(
+                label, [value for value, _ in pairs], np.array([r for _, r in pairs])
+            )
+
+        for name, title in CALIBRATORS:
             report.table(
                 ["method"] + [f"n={size}" for size in sizes],
                 [
-                    [label] + [mean_std(_values(rows, label, size, name), 100.0) for size in sizes]
+                    [label] + [estimate(label, size, name).text(100.0) for size in sizes]
                     for label in labels
                 ],
                 f"**Test ECE (%) with {title}** fitted on a validation subset of n samples "
-                f"(mean over {DRAWS} draws per run, then mean ± std over seeds).",
+                f"(mean over {DRAWS} draws per run, then over seeds).",
             )
         report.figure(
             self._figure(rows, labels, sizes),
@@ -91,12 +100,12 @@ class ValidationSize(Experiment):
             "Figure 3: test ECE after TS (left) and HB (right) against the validation "
             "size (mean ± std over seeds).",
         )
-        self._claims(report, rows, labels, sizes)
+        self._claims(report, estimate, labels, sizes)
         notes = [
             "Coefficients are those of `regularizers` (chosen on the full validation set). "
             "Subsamples are uniform without replacement, seeded by (seed, size, draw).",
         ]
-        return report.write(setup_text(context, ["seed001"]), notes)
+        return report.write(setup_text(context, [GRID]), notes)
 
     def _figure(self, rows, labels, sizes):
         plt = pyplot()
@@ -114,45 +123,72 @@ class ValidationSize(Experiment):
         axes[0].legend(fontsize=8)
         return fig
 
-    def _claims(self, report, rows, labels, sizes):
+    def _claims(self, report, estimate, labels, sizes):
         small, full = sizes[0], sizes[-1]
 
-        def mean(label, size, name):
-            return finite_mean(_values(rows, label, size, name))
+        def ratio(label, name):
+            return estimate(label, small, name) / estimate(label, full, name)
 
-        ratio_ts = mean("CE", small, "ts_ece") / mean("CE", full, "ts_ece")
+        ce_ratio = ratio("CE", "ts_ece")
         report.claim(
-            "Temperature scaling reaches a low ECE with a small validation set (seed 001).",
-            f"CE with TS: ECE {100 * mean('CE', small, 'ts_ece'):.2f} % with n={small} vs "
-            f"{100 * mean('CE', full, 'ts_ece'):.2f} % with n={full} (ratio {ratio_ts:.2f}; "
-            "low means a ratio ≤ 1.5).",
-            "agrees" if at_most(ratio_ts, 1.5, 2) else "disagrees",
+            "Temperature scaling reaches a low ECE with a small validation set (Wang et al. 2021).",
+            f"CE with TS: ECE with n={small} over ECE with n={full}: {ce_ratio.text()} (low: "
+            f"below {LOW_RATIO:g}).",
+            [below(ce_ratio, LOW_RATIO)],
         )
-        needs_more = 0
-        parts = []
+        outcomes, parts = [], []
         for label in labels:
-            r_ts = mean(label, small, "ts_ece") / mean(label, full, "ts_ece")
-            r_hb = mean(label, small, "hb_ece") / mean(label, full, "hb_ece")
-            needs_more += r_hb > r_ts
-            parts.append(f"{label} {r_ts:.2f}/{r_hb:.2f}")
+            difference = ratio(label, "hb_ece") - ratio(label, "ts_ece")
+            outcomes.append(above(difference))
+            parts.append(f"{label} {difference.text()}")
         report.claim(
-            "Histogram binning needs more validation samples than temperature scaling (seed 001).",
-            f"ECE(n={small}) / ECE(n={full}), TS/HB: "
+            "Histogram binning needs more validation samples than temperature scaling (Wang "
+            "et al. 2021).",
+            f"ECE(n={small}) / ECE(n={full}) with HB minus the same with TS: "
             + ", ".join(parts)
-            + f": HB degrades more for {needs_more}/{len(labels)}.",
-            verdict(needs_more / len(labels)),
+            + ".",
+            outcomes,
         )
-        best, total = 0, 0
-        for name in ("ts_ece", "hb_ece"):
+        outcomes = []
+        for name, _ in CALIBRATORS:
             for size in sizes:
-                lowest = min(labels, key=lambda label: mean(label, size, name))
-                best += lowest == "CE"
-                total += 1
+                others = minimum(estimate(label, size, name) for label in labels[1:])
+                outcomes.append(below(estimate("CE", size, name) - others))
         report.claim(
-            "CE stays the best calibrated across validation sizes, with TS and with HB (seed 001).",
-            f"CE has the lowest ECE in {best}/{total} (size, calibrator) cases.",
-            "agrees" if best >= 0.8 * total else verdict(best / total),
+            "CE stays the best calibrated across validation sizes, with TS and with HB (Wang "
+            "et al. 2021).",
+            f"CE's ECE below the lowest regulariser's in each of the {len(outcomes)} (size, "
+            "calibrator) cases.",
+            outcomes,
         )
+
+
+def _fitted(ev, seed, size, n_resamples):
+    """Test ECE with TS and HB fitted on ``size`` validation samples (mean over the draws),
+    each as ``(value, replicates)``, and the mean temperature."""
+    n_val = len(ev.val_y)
+    draws = 1 if size == n_val else DRAWS
+    fitted = {"ts_ece": [], "hb_ece": []}
+    temperatures = []
+    for draw in range(draws):
+        rng = np.random.default_rng([seed, size, draw])
+        index = rng.choice(n_val, size, replace=False) if size < n_val else slice(None)
+        z, y = ev.val_logits[index], ev.val_y[index]
+        temperature = ece_temperature(z, y, GRIDS[GRID], device=ev.device)
+        temperatures.append(temperature)
+        for name, proba in (
+            ("ts_ece", scaled_probabilities(ev.test_logits, temperature)),
+            ("hb_ece", histogram_binning(z, y, ev.test_logits)),
+        ):
+            fitted[name].append(resampled_metric("ece", ev.test_y, proba, 15, n_resamples))
+    values = {
+        name: (
+            float(np.mean([value for value, _ in pairs])),
+            np.mean([replicates for _, replicates in pairs], axis=0),
+        )
+        for name, pairs in fitted.items()
+    }
+    return values, float(np.mean(temperatures))
 
 
 def _values(rows, label, size, name):

@@ -2,7 +2,7 @@
 
 Two suites:
 
-``--suite frontier`` (default; issue 15): each calibrator of ours against its counterpart
+``--suite frontier`` (default): each calibrator of ours against its counterpart
 in probmetrics (betacal for beta calibration) on the same input, as a user calls them:
 
 - temperature scaling: ``TemperatureScaling()`` vs ``get_calibrator("temp-scaling")``;
@@ -28,7 +28,7 @@ fit of every method on a small input; the ratio is their time over ours (> 1: ou
 faster). Both sides run with ``--threads`` threads (torch and BLAS). A smoke check:
 ``PYTHONPATH=. python benchmarks/speed/bench_calibrators.py --sizes 2000x10 --repeat 1``.
 
-``--suite temperature`` (issue 4): temperature-scaling fit time against scikit-learn and
+``--suite temperature``: temperature-scaling fit time against scikit-learn and
 netcal on the same logits (``--n`` x ``--k``, the NLL measured on the fit data):
 
 - ours: ``TemperatureScaling().fit(logits, y)``;

@@ -8,20 +8,24 @@ The same network, data, batch size, optimiser and seed for both trainers:
   and the SECE meta loss, split 8:1:1 into train / validation / meta-validation.
 
 Both train on 80 % of the ``--n-train`` samples, so an epoch has the same number of steps;
-each step of FLgamma-SECE adds a no-grad forward pass of the backbone on a meta batch (of
-the batch size), a virtual step of the head with second-order gradients, SECE and two Adam
-steps of the gamma-Net. SGD (momentum 0.9, weight decay 5e-4), the "onecycle" learning
-rate schedule (peak ``--lr``), bf16 autocast and CUDA graphs on CUDA (NetClassifier's
-defaults). The script prints each trainer's per-epoch times (the history's ``dur``, which
-includes the validation pass and, for FLgamma-SECE, the gamma statistics), the mean over the
-epochs after the first (which holds the CUDA-graph capture), their ratio, and the test
-accuracy and ECE (15 bins) of both, and FLgamma-SECE's per-epoch gamma mean and standard
-deviation (validation part) and mean meta loss (SECE on the meta batches).
+each step of FLgamma-SECE adds a virtual SGD step with second-order gradients and the
+forward pass of a meta batch through the virtually updated network (``--virtual-step
+network``, the estimator's default, meta batches of 512), or a no-grad forward pass of the
+backbone on a meta batch of the batch size and a virtual step of the head (``--virtual-step
+head``), then SECE and two Adam steps of the gamma-Net. SGD (momentum 0.9, weight decay
+5e-4), the "onecycle" learning rate schedule (peak ``--lr``), bf16 autocast and CUDA graphs
+on CUDA (NetClassifier's defaults). The script prints each trainer's per-epoch times (the
+history's ``dur``, which includes the validation pass and, for FLgamma-SECE, the gamma
+statistics), the mean over the epochs after the first (which holds the CUDA-graph capture),
+their ratio, and the test accuracy and ECE (15 bins) of both, and FLgamma-SECE's per-epoch
+gamma mean and standard deviation (validation part) and mean meta loss (SECE on the meta
+batches).
 
 Usage (from the repository root)::
 
     PYTHONPATH=. python benchmarks/speed/bench_meta.py [--device auto] [--module resnet20] \\
-        [--dataset fashion_mnist] [--epochs 5] [--n-train 55000] [--meta-lr 1e-2]
+        [--dataset fashion_mnist] [--epochs 5] [--n-train 55000] [--meta-lr 1e-2] \\
+        [--virtual-step network]
 
 Small on a CPU: ``--dataset digits --module mlp --epochs 3`` or ``--n-train 1000 --n-test
 500 --epochs 2``.
@@ -82,8 +86,11 @@ def build(kind, args, device):
     params = common_params(args, device)
     if kind == "focal":
         return NetClassifier(criterion="focal", criterion__gamma=1.0, train_split=0.2, **params)
+    step = {"virtual_step": args.virtual_step}
+    if args.virtual_step == "head":  # Bohdal et al.'s step: the network's lr, meta batch = batch
+        step.update(virtual_lr_scale=1.0, meta_batch_size=None)
     return MetaNetClassifier(
-        regularizer="gamma_net", meta_loss="sece", meta_lr=args.meta_lr, **params
+        regularizer="gamma_net", meta_loss="sece", meta_lr=args.meta_lr, **step, **params
     )
 
 
@@ -106,6 +113,9 @@ def main():
     parser.add_argument(
         "--meta-lr", type=float, default=None, help="gamma-Net step in units of gamma (1e-2)"
     )
+    parser.add_argument(
+        "--virtual-step", choices=["network", "head"], default="network", help="what steps"
+    )
     parser.add_argument("--data-home", default=None, help="folder of the Fashion-MNIST files")
     args = parser.parse_args()
     device = resolve_device(args.device)
@@ -114,7 +124,7 @@ def main():
     print(
         f"{args.module} on {args.dataset}: {len(X_train)} samples (80 % trained on per epoch), "
         f"{len(X_test)} test, batch {args.batch_size}, {args.epochs} epochs, seed {args.seed}, "
-        f"device {device} ({name}), torch {torch.__version__}"
+        f"virtual step {args.virtual_step}, device {device} ({name}), torch {torch.__version__}"
     )
     results = {}
     for kind in ("focal", "FLgamma-SECE"):

@@ -18,7 +18,8 @@ half the logits' scale), in one run:
   ``model-diagnostics``' ``decompose`` (both on the top-label confidences and
   correctness), and the temperature split of the log loss against ``probmetrics``
   (on the probabilities);
-- one ``calibration_report`` (``--resamples`` replicates per interval) against one ECE.
+- one ``calibration_report`` (``--resamples`` replicates per interval) against one ECE,
+  the faster of the ECE timed first and again just before the report (target: at most 30x).
 
 Every timing is the best of ``--repeat`` runs (wall clock); ratios are against the
 baseline named in the same row, measured in the same run.
@@ -117,7 +118,7 @@ def main(argv=None):
             labels,
             proba,
             n_resamples=args.resamples,
-            method="bca",
+            ci_method="bca",
             random_state=0,
         ),
         args.repeat,
@@ -292,14 +293,24 @@ def main(argv=None):
             ),
         ]
     )
+    print("\n-- calibration report (ratio: / one ECE call, the best of the run's ECE timings)")
+    again_time, _ = best_time(lambda: expected_calibration_error(labels, proba), args.repeat)
     report_time, _ = best_time(
-        lambda: calibration_report(labels, proba, n_resamples=args.resamples, random_state=0), 1
+        lambda: calibration_report(labels, proba, n_resamples=args.resamples, random_state=0),
+        args.repeat,
     )
-    show([(f"calibration_report, x{args.resamples}", report_time, ece_time, "ratio: / one ECE")])
+    best_ece_time = min(ece_time, again_time)
+    show(
+        [
+            ("expected_calibration_error (timed again)", again_time, None, ""),
+            (f"calibration_report, x{args.resamples}", report_time, best_ece_time, ""),
+        ]
+    )
 
     print(
-        f"\ntargets: CI <= 20x one ECE: {ci_time / ece_time:.1f}x; smECE no slower than "
-        f"relplot: {ours_time / relplot_time:.2f}x; smECE equal to relplot: "
+        f"\ntargets: CI <= 20x one ECE: {ci_time / ece_time:.1f}x; report <= 30x one ECE: "
+        f"{report_time / best_ece_time:.1f}x; smECE no slower than relplot: "
+        f"{ours_time / relplot_time:.2f}x; smECE equal to relplot: "
         f"|diff| = {abs(value - relplot_value):.1e}; SECE at {args.n} rows: {binned_time:.2f} s"
     )
 

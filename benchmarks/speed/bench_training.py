@@ -1,7 +1,7 @@
 """Per-epoch training time of NetClassifier against plain skorch and a hand-written loop.
 
 ResNet-20 on Fashion-MNIST (the first ``--n-train`` of the 60,000 training images, 55,000
-by default as in the seeds' 55k/5k split), batch 128, cross-entropy, SGD (momentum 0.9,
+by default as in the papers' 55k/5k split), batch 128, cross-entropy, SGD (momentum 0.9,
 weight decay 5e-4, lr 0.05 divided by 10 at 50 % and 75 % of the epochs, so that the final
 accuracies are comparable), the same epochs and seed for the three trainers:
 

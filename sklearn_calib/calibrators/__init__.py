@@ -16,7 +16,10 @@ their values:
 Labels ``y`` are either one distinct label per score column (the sorted labels give the
 column order) or integer column indices that include 0; ``fit(..., classes=...)`` names the
 label of each column, so a calibration set may lack any class.
-:class:`CalibratedClassifier` fits a classifier and a calibrator together.
+:class:`CalibratedClassifier` fits a classifier and a calibrator together;
+:func:`classifier_scores` and :func:`fit_calibrator` are its two steps on their own (the
+scores of a fitted classifier, and a calibrator fitted on them), which
+:mod:`sklearn_calib.evaluation` uses too.
 :class:`MulticalibrationBoosting` also takes group features (``groups=``) and corrects the
 scores within every group.
 :func:`grid_ece` is the vectorised search behind ``TemperatureScaling(objective="ece")``:
@@ -27,7 +30,7 @@ grid, on the CPU or a GPU.
 from ._temperature_grid import grid_ece
 from .binary import BetaCalibration, QuadraticScaling
 from .binning import HistogramBinning, ScalingBinning
-from .calibrated_classifier import CalibratedClassifier
+from .calibrated_classifier import CalibratedClassifier, classifier_scores, fit_calibrator
 from .dirichlet import DirichletCalibration
 from .isotonic import IsotonicCalibration
 from .linear import MatrixScaling, VectorScaling
@@ -54,5 +57,7 @@ __all__ = [
     "StructuredVectorScaling",
     "TemperatureScaling",
     "VectorScaling",
+    "classifier_scores",
+    "fit_calibrator",
     "grid_ece",
 ]

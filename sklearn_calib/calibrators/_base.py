@@ -15,9 +15,10 @@ A calibrator maps the scores of a fitted classifier to calibrated probabilities.
 The kind of scores is never guessed from their values.
 """
 
+import contextlib
 import inspect
 import warnings
-from abc import abstractmethod
+from abc import ABCMeta, abstractmethod
 
 import numpy as np
 import torch
@@ -33,6 +34,7 @@ from .._validation import (
     encode_labels,
     resolve_classes,
 )
+from ._repeated_fits import distinct_warnings
 
 #: Smallest probability used when probabilities are turned into log-probabilities.
 PROBABILITY_FLOOR = 1e-12
@@ -187,26 +189,33 @@ def renormalize(proba):
     return proba
 
 
-def _check_two_classes(y):
-    """Raise a ValueError when every label of ``y`` is the same."""
+def _check_two_classes(y, sample_weight):
+    """Raise a ValueError when every label of ``y`` of positive weight is the same.
+
+    The labels of rows of zero weight name classes, but do not make a class present.
+    """
+    among = ""
+    if sample_weight is not None and not (sample_weight > 0).all():
+        y, among = y[sample_weight > 0], " among the samples of positive weight"
     if y.dtype.kind in "biuf":
         single = y.min() == y.max()
     else:
         single = len(np.unique(y)) < 2
     if single:
         raise ValueError(
-            f"Expected `y` to hold at least 2 classes, got 1 class ({y[0]!r}); pass "
+            f"Expected `y` to hold at least 2 classes{among}, got 1 class ({y[0]!r}); pass "
             "`classes=` to calibrate on a set that holds one class of several."
         )
 
 
-class BaseCalibrator(TransformerMixin, BaseEstimator):
+class BaseCalibrator(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
     """Base class of the post-hoc calibrators.
 
     Subclasses implement ``_fit(scores, y_index, sample_weight)`` and
-    ``_predict_proba(scores)``; both receive 2-D scores of the kind named by ``input``
-    (1-D binary scores already turned into two columns as described in the module
-    docstring). ``fit`` leaves a fitted calibrator unchanged when it raises.
+    ``_predict_proba(scores)`` (a subclass lacking either cannot be instantiated); both
+    receive 2-D scores of the kind named by ``input`` (1-D binary scores already turned
+    into two columns as described in the module docstring). ``fit`` leaves a fitted
+    calibrator unchanged when it raises, and issues each distinct warning once.
     """
 
     _parameter_constraints: dict = {"input": [StrOptions({"logits", "probabilities"})]}
@@ -236,26 +245,31 @@ class BaseCalibrator(TransformerMixin, BaseEstimator):
         self : object
             Fitted calibrator.
         """
-        return self._fit_or_keep(scores, y, sample_weight, classes)
-
-    def _fit_or_keep(self, scores, y, sample_weight, classes, **metadata):
-        """Validate and ``_fit``; leave the calibrator as it was when either raises.
-
-        ``metadata`` holds the per-sample arguments beyond the weights (``groups``),
-        passed on to ``_fit``.
-        """
-        saved = dict(self.__dict__)
-        try:
+        with self._fitting():
             scores, y_index, sample_weight = self._validate_fit_data(
                 scores, y, sample_weight, classes
             )
             with single_threaded_blas():
-                self._fit(scores, y_index, sample_weight, **metadata)
+                self._fit(scores, y_index, sample_weight)
+        return self
+
+    @contextlib.contextmanager
+    def _fitting(self):
+        """The block of a fit: each distinct warning issued once, and the calibrator left
+        as it was when the block raises.
+
+        A context manager rather than a shared fit body, so that the warnings of the
+        validation and of ``_fit`` are as many frames below the caller of ``fit`` for
+        every calibrator (their ``stacklevel`` points at the caller).
+        """
+        saved = dict(self.__dict__)
+        try:
+            with distinct_warnings():
+                yield
         except BaseException:
             self.__dict__.clear()
             self.__dict__.update(saved)
             raise
-        return self
 
     def predict_proba(self, scores):
         """Return calibrated probabilities.
@@ -355,10 +369,10 @@ class BaseCalibrator(TransformerMixin, BaseEstimator):
             del self.n_features_in_
         check_class_labels(y)
         n_classes = 2 if scores.ndim == 1 else scores.shape[1]
-        if classes is None:
-            _check_two_classes(y)
-        classes = resolve_classes(y, classes, n_classes, names=("y", "classes", "scores"))
         sample_weight = check_sample_weight(sample_weight, scores.shape[0])
+        if classes is None:
+            _check_two_classes(y, sample_weight)
+        classes = resolve_classes(y, classes, n_classes, names=("y", "classes", "scores"))
         two_dimensional = self._as_two_dimensional(scores)
         self._scores_ndim = scores.ndim
         self.classes_ = classes
@@ -407,6 +421,15 @@ def takes_groups(calibrator):
     return "groups" in inspect.signature(calibrator.fit).parameters
 
 
+def check_takes_groups(calibrator, argument):
+    """Raise a ValueError naming ``argument`` when ``calibrator`` takes no group features."""
+    if not takes_groups(calibrator):
+        raise ValueError(
+            f"`{argument}` needs a calibrator that takes group features (`groups=`), such "
+            f"as MulticalibrationBoosting; {type(calibrator).__name__} does not."
+        )
+
+
 class GroupsMixin:
     """Calibrators that also take group features: ``groups=`` in fit and predict.
 
@@ -441,7 +464,13 @@ default=None
         self : object
             Fitted calibrator.
         """
-        return self._fit_or_keep(scores, y, sample_weight, classes, groups=groups)
+        with self._fitting():
+            scores, y_index, sample_weight = self._validate_fit_data(
+                scores, y, sample_weight, classes
+            )
+            with single_threaded_blas():
+                self._fit(scores, y_index, sample_weight, groups=groups)
+        return self
 
     def predict_proba(self, scores, groups=None):
         """Return calibrated probabilities.

@@ -7,9 +7,18 @@ targets in [0, 1]. The fit is Newton's method with the analytic gradient and Hes
 backtracking line search, in float64, on standardised features (each centred and divided by
 its weighted standard deviation, so that a large offset or scale of the scores does not
 make the Hessian singular; the fit is affine invariant, so the coefficients follow from the
-standardised solution exactly). Large inputs start from the minimum on an evenly spaced
-subsample. Coefficients may be constrained to be non-negative: the exact constrained
-minimum is the best feasible minimum over the faces of the constraint set.
+standardised solution exactly). A feature that is constant, or an affine function of the
+features before it, on the rows of positive weight (scores that take one or two distinct
+values) gets the coefficient 0: the design is rank-deficient there, and standardising
+would blow its rounding noise up to a full-scale feature. Large inputs start from the
+minimum on an evenly spaced subsample. Coefficients may be constrained to be non-negative:
+the exact constrained minimum is the best feasible minimum over the faces of the
+constraint set.
+
+A fit with hard 0/1 targets has no minimum when the scores separate the class, or part of
+it, from the rest (Albert and Anderson 1984): a direction of the parameters then fits the
+separated rows ever better and leaves the others unchanged. The fit stops where those rows
+are saturated and raises a ``ConvergenceWarning``.
 
 :class:`OneVsRestLogisticBase` is the calibrator built on it: a binary problem fits one
 model, on the positive class, and sets ``p_0 = 1 - p_1``; a multiclass problem fits one
@@ -21,6 +30,7 @@ import warnings
 
 import numpy as np
 import torch
+from scipy.optimize import linprog
 from scipy.special import expit, log_expit
 from sklearn.exceptions import ConvergenceWarning
 
@@ -32,8 +42,11 @@ from ._base import PROBABILITY_FLOOR, BaseCalibrator, renormalize, weighted_subs
 #: the optimum.
 _TOL = 1e-10
 _MAX_ITER = 100
-#: A fit whose probabilities are all this close to their targets separates the classes.
+#: A row whose probability is this close to its hard 0/1 target is saturated.
 _SATURATED = 1e-6
+#: A feature (or direction) whose weighted spread is at most this fraction of its size,
+#: after the constant and the features before it are taken out, is dependent on them.
+_RANK_RTOL = 1e-10
 #: Below this predicted decrease, steps are taken in full, without a line search.
 _FULL_STEP = 1e-6
 #: Inputs of more than 4 times this many rows start from the minimum on a subsample.
@@ -110,7 +123,11 @@ def _solve(hess, rhs):
 
 
 def _design(features, weight):
-    """Standardised features with a last column of ones, and their centres and spreads."""
+    """Standardised features with a last column of ones, and their centres and spreads.
+
+    The spreads are the features' weighted standard deviations (0 for a feature constant
+    on the rows of positive weight, which is only centred).
+    """
     n_samples, n_features = features.shape
     centre = weight @ features
     design = np.empty((n_samples, n_features + 1), order="F")
@@ -120,10 +137,37 @@ def _design(features, weight):
     safe = np.where(largest > 0, largest, 1.0)
     # the weighted standard deviation, computed without squaring huge deviations
     spread = safe * np.sqrt(weight @ (deviation / safe) ** 2)
-    spread = np.where(spread > 0, spread, 1.0)
-    deviation /= spread
+    deviation /= np.where(spread > 0, spread, 1.0)
     design[:, n_features] = 1.0
     return design, centre, spread
+
+
+def _independent_features(design, centre, spread, weight):
+    """The features kept: neither constant nor an affine function of the kept ones before.
+
+    On the rows of positive weight, a feature is constant when its weighted standard
+    deviation is at most _RANK_RTOL of its root mean square, and dependent when its
+    standardised column, less its weighted least-squares fit by the kept standardised
+    columns before it, has a weighted root mean square of at most _RANK_RTOL.
+
+    Returns
+    -------
+    kept : list of int
+    """
+    kept = []
+    for j in range(len(centre)):
+        if not spread[j] > _RANK_RTOL * np.hypot(centre[j], spread[j]):
+            continue
+        if kept:
+            # the columns are centred, so the fit needs no intercept
+            basis = design[:, kept]
+            weighted = basis.T * weight
+            coef = np.linalg.solve(weighted @ basis, weighted @ design[:, j])
+            residual = design[:, j] - basis @ coef
+            if not np.sqrt(weight @ (residual * residual)) > _RANK_RTOL:
+                continue
+        kept.append(j)
+    return kept
 
 
 def _newton(design, target, weight, name, start=None):
@@ -148,14 +192,7 @@ def _newton(design, target, weight, name, start=None):
         hess = (design.T * curvature) @ design
         step = _solve(hess, -grad)
         if -(grad @ step) / 2 <= _TOL or np.all(params + step == params):
-            if _saturated(proba, target, weight):
-                warnings.warn(
-                    f"{name}: the scores separate the class from the rest (or the class is "
-                    "absent), so the fit has no minimum; its probabilities are saturated, "
-                    f"within {_SATURATED:g} of the labels.",
-                    ConvergenceWarning,
-                    stacklevel=6,
-                )
+            _warn_if_separated(design, proba, target, weight, hess, name)
             return params + step, iteration
         slope = grad @ step
         direction = design @ step
@@ -175,6 +212,7 @@ def _newton(design, target, weight, name, start=None):
             size /= 2
         if size < 1e-10:
             # No step decreases the loss beyond rounding: the minimum is reached.
+            _warn_if_separated(design, proba, target, weight, hess, name)
             return params, iteration
         params, logit, loss = params + size * step, candidate, new_loss
     warnings.warn(
@@ -186,17 +224,70 @@ def _newton(design, target, weight, name, start=None):
     return params, _MAX_ITER
 
 
-def _saturated(proba, target, weight):
-    """Whether hard 0/1 targets are all fitted within _SATURATED: no finite minimum."""
-    positive = weight > 0
-    return bool(
-        np.all((target[positive] == 0) | (target[positive] == 1))
-        and np.all(np.abs(proba - target)[positive] < _SATURATED)
+def _warn_if_separated(design, proba, target, weight, hess, name):
+    """Raise a ConvergenceWarning when the fit stopped without a minimum (see module doc)."""
+    if _separated(design, proba, target, weight, hess):
+        warnings.warn(
+            f"{name}: the scores separate the class from the rest (or some of its scores from "
+            "the others, or the class is absent), so the fit has no minimum; the "
+            f"probabilities of the separated scores are saturated, within {_SATURATED:g} of "
+            "the labels.",
+            ConvergenceWarning,
+            stacklevel=7,
+        )
+
+
+def _separated(design, proba, target, weight, hess):
+    """Whether a direction of the parameters fits the saturated rows better and the others alike.
+
+    The rows of positive weight fitted within _SATURATED of a hard 0/1 target are the
+    saturated ones. The directions that leave the other rows' logits unchanged are the
+    null space of their design; along such a direction ``v`` the fit has no minimum when
+    every saturated row's logit moves towards its target, ``(2 t - 1) x v >= 0``, and some
+    does (a small linear program on that null space). Such a direction has a curvature
+    ``v' hess v`` below ``_SATURATED`` times the design's spread along it, at most
+    ``n_params`` for a unit ``v`` (standardised columns and ones): a Hessian whose
+    eigenvalues all exceed ``n_params * _SATURATED`` rules the search out.
+    """
+    if np.linalg.eigvalsh(hess)[0] > len(hess) * _SATURATED:
+        return False
+    rows = weight > 0
+    design, proba, target = design[rows], proba[rows], target[rows]
+    saturated = ((target == 0) | (target == 1)) & (np.abs(proba - target) < _SATURATED)
+    if not saturated.any():
+        return False
+    free = _null_space(design[~saturated])
+    if free.shape[1] == 0:
+        return False
+    towards = (2 * target[saturated] - 1)[:, None] * (design[saturated] @ free)
+    towards /= np.abs(towards).max()
+    # maximise the total move towards the targets, every row moving towards its own
+    result = linprog(
+        -towards.sum(axis=0),
+        A_ub=-towards,
+        b_ub=np.zeros(len(towards)),
+        bounds=[(-1.0, 1.0)] * free.shape[1],
+        method="highs",
     )
+    return bool(result.status == 0 and -result.fun > _RANK_RTOL * len(towards))
+
+
+def _null_space(design):
+    """An orthonormal basis (columns) of the directions ``v`` with ``design @ v = 0``."""
+    n_params = design.shape[1]
+    if design.shape[0] == 0:
+        return np.eye(n_params)
+    triangle = np.linalg.qr(design, mode="r")
+    _, singular, right = np.linalg.svd(triangle)
+    rank = int(np.sum(singular > _RANK_RTOL * singular[0])) if singular[0] > 0 else 0
+    return right[rank:].T
 
 
 def fit_logistic(features, target, weight, *, nonnegative=(), name="calibrator"):
     """Fit ``sigmoid(intercept + features @ coef)`` by weighted cross-entropy.
+
+    Features that are constant or affine functions of the features before them (on the
+    rows of positive weight) get the coefficient 0 (see the module docstring).
 
     Parameters
     ----------
@@ -220,16 +311,20 @@ def fit_logistic(features, target, weight, *, nonnegative=(), name="calibrator")
     """
     full_design, centre, spread = _design(features, weight)
     n_features = features.shape[1]
+    kept = _independent_features(full_design, centre, spread, weight)
     best = None
-    for fixed in _faces(nonnegative):
-        free = [j for j in range(n_features) if j not in fixed]
-        design = full_design if not fixed else full_design[:, [*free, n_features]]
+    for fixed in _faces([j for j in nonnegative if j in kept]):
+        free = [j for j in kept if j not in fixed]
+        if len(free) == n_features:
+            design = full_design
+        else:
+            design = full_design[:, [*free, n_features]]
         start = _subsample_minimum(design, target, weight, name)
         params, n_iter = _newton(design, target, weight, name, start)
         if (params[: len(free)][np.isin(free, nonnegative)] < 0).any():
             continue
         coef = np.zeros(n_features)
-        coef[free] = params[: len(free)]
+        coef[free] = params[: len(free)] / spread[free]
         if not fixed:
             best = (coef, 0.0, params[-1], n_iter)
             break
@@ -237,7 +332,7 @@ def fit_logistic(features, target, weight, *, nonnegative=(), name="calibrator")
         if best is None or loss < best[1]:
             best = (coef, loss, params[-1], n_iter)
     coef, _, intercept, n_iter = best
-    return coef / spread, intercept - (coef / spread) @ centre, n_iter
+    return coef, intercept - coef @ centre, n_iter
 
 
 def _subsample_minimum(design, target, weight, name):

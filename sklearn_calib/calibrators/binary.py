@@ -15,6 +15,8 @@ import numpy as np
 
 from ._binary_logistic import OneVsRestLogisticBase, one_vs_rest_log_probabilities
 
+__all__ = ["BetaCalibration", "QuadraticScaling"]
+
 _INPUT_DOC = """input : {"logits", "probabilities"}, default="logits"
         What the scores are. See :mod:`sklearn_calib.calibrators` for 1-D binary scores;
         probabilities are floored at 1e-12 (and below 1 - 1e-12) in the log-odds."""

@@ -28,6 +28,8 @@ from ..metrics._binning import assign_bins, bin_sums, quantile_bin_edges, unifor
 from ._base import BaseCalibrator, renormalize, softmax
 from ._temperature_solver import fit_inverse_temperature
 
+__all__ = ["HistogramBinning", "ScalingBinning"]
+
 
 def _fit_bin_map(values, targets, n_bins, strategy, sample_weight):
     """Return edges, per-bin mean of ``targets`` (centre if empty) and per-bin weight."""

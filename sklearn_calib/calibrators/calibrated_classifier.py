@@ -1,4 +1,10 @@
-"""A classifier and a post-hoc calibrator fitted together as one scikit-learn classifier."""
+"""A classifier and a post-hoc calibrator fitted together as one scikit-learn classifier.
+
+The rule that connects them is shared with :mod:`sklearn_calib.evaluation`:
+:func:`classifier_scores` takes a fitted classifier's scores (``decision_function`` as
+logits, else ``predict_proba`` as probabilities) and :func:`fit_calibrator` fits a clone
+of a calibrator on them, told what they are and the label of each column.
+"""
 
 import inspect
 import math
@@ -25,15 +31,127 @@ from sklearn.utils.validation import (
 )
 
 from .._validation import check_class_labels, check_sample_weight, encode_labels, select_columns
-from ._base import takes_groups
+from ._base import check_takes_groups
+from ._repeated_fits import (
+    call_recording_warnings,
+    check_part_weight,
+    distinct_warnings,
+    reissue_warnings,
+)
 from .temperature import TemperatureScaling
 
+__all__ = ["CalibratedClassifier", "classifier_scores", "fit_calibrator"]
 
-def _scores(estimator, X):
-    """Return the scores fed to the calibrator and the method that gave them."""
+#: The estimator method that gives each kind of scores.
+_SCORE_METHODS = {"logits": "decision_function", "probabilities": "predict_proba"}
+
+
+def classifier_scores(estimator, X):
+    """Return the scores a post-hoc calibrator takes from a fitted classifier, and their kind.
+
+    ``decision_function(X)`` as logits when the estimator has it (a 1-D binary decision
+    function is the positive-class log-odds), else ``predict_proba(X)`` as probabilities:
+    the rule of :class:`CalibratedClassifier` and of :mod:`sklearn_calib.evaluation`.
+
+    Parameters
+    ----------
+    estimator : fitted classifier
+        With ``decision_function`` or ``predict_proba``.
+    X : array-like
+        Data, in whatever form the estimator takes.
+
+    Returns
+    -------
+    scores : ndarray of shape (n_samples, n_classes) or (n_samples,)
+        ``decision_function(X)`` when the estimator has it, else ``predict_proba(X)``.
+    input : {"logits", "probabilities"}
+        What the scores are: the value of a calibrator's ``input`` parameter.
+
+    See Also
+    --------
+    fit_calibrator : Fit a calibrator on these scores.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn_calib.calibrators import classifier_scores
+    >>> X, y = load_iris(return_X_y=True)
+    >>> scores, kind = classifier_scores(LogisticRegression(max_iter=1000).fit(X, y), X)
+    >>> scores.shape, kind
+    ((150, 3), 'logits')
+    """
     if hasattr(estimator, "decision_function"):
-        return estimator.decision_function(X), "decision_function"
-    return estimator.predict_proba(X), "predict_proba"
+        return estimator.decision_function(X), "logits"
+    return estimator.predict_proba(X), "probabilities"
+
+
+def fit_calibrator(
+    calibrator, scores, y, *, input=None, classes=None, sample_weight=None, groups=None
+):
+    """Fit a clone of ``calibrator`` on a classifier's scores.
+
+    The clone is told what the scores are (its ``input`` parameter, when it has one) and
+    the label of each score column: ``classes`` goes to a ``fit`` that takes it; a
+    calibrator whose ``fit`` does not (any estimator with ``fit(scores, y,
+    sample_weight)`` and ``predict_proba``) is fitted on the column index of each label.
+    Group features (``groups``) go to a calibrator whose ``fit`` takes them, such as
+    :class:`MulticalibrationBoosting`.
+
+    Parameters
+    ----------
+    calibrator : calibrator
+        A calibrator of :mod:`sklearn_calib.calibrators`, or any estimator with
+        ``fit(scores, y, sample_weight)`` and ``predict_proba(scores)``; never changed.
+    scores : array-like of shape (n_samples, n_classes) or (n_samples,)
+        Scores of a fitted classifier, as :func:`classifier_scores` returns them.
+    y : array-like of shape (n_samples,)
+        True labels.
+    input : {"logits", "probabilities"}, default=None
+        What the scores are; None keeps the calibrator's ``input``.
+    classes : array-like of shape (n_classes,), default=None
+        The label of each score column (the classifier's ``classes_``); None for the
+        sorted labels of ``y`` or column indices, see :mod:`sklearn_calib.calibrators`.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Non-negative sample weights.
+    groups : array-like of shape (n_samples,) or (n_samples, n_group_features), \
+default=None
+        Group features of each row, for a calibrator whose ``fit`` takes ``groups``
+        (a ValueError for any other).
+
+    Returns
+    -------
+    fitted : calibrator
+        The fitted clone.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.naive_bayes import GaussianNB
+    >>> from sklearn_calib.calibrators import (
+    ...     TemperatureScaling, classifier_scores, fit_calibrator)
+    >>> X, y = load_iris(return_X_y=True)
+    >>> model = GaussianNB().fit(X[::2], y[::2])
+    >>> scores, kind = classifier_scores(model, X[1::2])
+    >>> fitted = fit_calibrator(TemperatureScaling(), scores, y[1::2], input=kind,
+    ...                         classes=model.classes_)
+    >>> fitted.input, fitted.predict_proba(scores).shape
+    ('probabilities', (75, 3))
+    """
+    fitted = clone(calibrator)
+    if input is not None and "input" in fitted.get_params(deep=False):
+        fitted.set_params(input=input)
+    options = {"sample_weight": sample_weight}
+    if groups is not None:
+        check_takes_groups(fitted, "groups")
+        options["groups"] = groups
+    if classes is None:
+        fitted.fit(scores, y, **options)
+    elif "classes" in inspect.signature(fitted.fit).parameters:
+        fitted.fit(scores, y, classes=classes, **options)
+    else:
+        fitted.fit(scores, encode_labels(y, np.asarray(classes)), **options)
+    return fitted
 
 
 def _fit_on_part(estimator, X, y, train, sample_weight, classes, part):
@@ -53,13 +171,11 @@ def _fit_on_part(estimator, X, y, train, sample_weight, classes, part):
 def _fit_fold(estimator, X, y, train, test, sample_weight, classes, part):
     """Fit a clone on a fold's training rows and score its held-out rows."""
     fitted = _fit_on_part(estimator, X, y, train, sample_weight, classes, part)
-    scores, method = _scores(fitted, _safe_indexing(X, test))
-    return fitted, scores, method
+    scores, kind = classifier_scores(fitted, _safe_indexing(X, test))
+    return fitted, scores, kind
 
 
-def _fit_calibrator(
-    calibrator, estimator, scores, score_method, y, sample_weight, part, groups=None
-):
+def _fit_calibrator(calibrator, estimator, scores, kind, y, sample_weight, part, groups=None):
     """Fit a clone of ``calibrator`` on the estimator's scores of ``part`` (and on their
     group features, ``groups``, when given).
 
@@ -67,21 +183,16 @@ def _fit_calibrator(
     class, which the calibrator is told is one of several) raises a ValueError naming the
     part and the fix; other errors (such as scores out of range) pass unchanged.
     """
-    fitted = clone(calibrator)
-    if "input" in fitted.get_params():
-        fitted.set_params(
-            input="logits" if score_method == "decision_function" else "probabilities"
-        )
     try:
-        if groups is not None:
-            fitted.fit(
-                scores, y, sample_weight=sample_weight, classes=estimator.classes_, groups=groups
-            )
-        elif "classes" in inspect.signature(fitted.fit).parameters:
-            fitted.fit(scores, y, sample_weight=sample_weight, classes=estimator.classes_)
-        else:
-            y_index = encode_labels(y, estimator.classes_)
-            fitted.fit(scores, y_index, sample_weight=sample_weight)
+        return fit_calibrator(
+            calibrator,
+            scores,
+            y,
+            input=kind,
+            classes=estimator.classes_,
+            sample_weight=sample_weight,
+            groups=groups,
+        )
     except ValueError as exc:
         present = np.unique(y).tolist()
         if len(present) == len(estimator.classes_):
@@ -92,7 +203,15 @@ def _fit_calibrator(
             "StratifiedKFold), fewer folds, or ensemble=False (one calibrator on the "
             "held-out scores of all folds)."
         ) from exc
-    return fitted
+
+
+_UNFITTED_PREFIT = (
+    "This %(name)s instance is not fitted yet, and method='prefit' calibrates a fitted "
+    "estimator. scikit-learn's clone (used by GridSearchCV, cross_validate and the like) "
+    "returns an unfitted copy of it: wrap the fitted estimator in "
+    "sklearn.frozen.FrozenEstimator, which clone keeps fitted, as in "
+    "CalibratedClassifier(FrozenEstimator(fitted_estimator), calibrator)."
+)
 
 
 def _one_of_each_class(train, calibration, y, classes, random_state):
@@ -138,7 +257,10 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         estimator is already fitted; it is wrapped in
         :class:`~sklearn.frozen.FrozenEstimator` and all of ``X`` calibrates. An
         estimator that is a ``FrozenEstimator`` is treated as ``"prefit"`` whatever
-        ``method`` says, since it cannot learn from a training part.
+        ``method`` says, since it cannot learn from a training part. Model selection
+        (``GridSearchCV``, ``cross_validate``) fits clones, and a clone of a fitted
+        estimator is unfitted: to tune the calibrator of a fitted estimator, pass
+        ``FrozenEstimator(estimator)``, which clone keeps fitted.
     calibration_size : float or int, default=0.1
         For ``"holdout"``: the fraction (float in (0, 1)) or number (int) of samples that
         calibrate, raised where needed to one per class: after the stratified split, one
@@ -266,27 +388,11 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             raise ValueError(
                 f"Expected `y` to hold at least 2 classes, got 1 class ({classes[0]!r})."
             )
-        if self.method == "prefit" or isinstance(self.estimator, FrozenEstimator):
-            parts = self._prefit_parts(X, y)
-        elif self.method == "holdout":
-            parts = self._holdout_parts(X, y, classes, sample_weight)
-        else:
-            parts = self._cv_parts(X, y, classes, sample_weight)
-        calibrator = TemperatureScaling() if self.calibrator is None else self.calibrator
-        features = self._group_features(X, calibrator)
-        estimators, calibrators = [], []
-        for estimator, scores, score_method, rows, part in parts:
-            weight = None if sample_weight is None else sample_weight[rows]
-            groups = None if features is None else _safe_indexing(features, rows)
-            calibrators.append(
-                _fit_calibrator(
-                    calibrator, estimator, scores, score_method, y[rows], weight, part, groups
-                )
-            )
-            estimators.append(estimator)
+        with distinct_warnings():
+            estimators, calibrators, kind = self._fit_parts(X, y, classes, sample_weight)
         self.estimators_ = estimators
         self.calibrators_ = calibrators
-        self.score_method_ = parts[0][2]
+        self.score_method_ = _SCORE_METHODS[kind]
         self.classes_ = np.asarray(estimators[0].classes_)
         for name in ("n_features_in_", "feature_names_in_"):
             # copied from the estimator, or dropped when a refit's estimator lacks them
@@ -296,22 +402,38 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                 delattr(self, name)
         return self
 
+    def _fit_parts(self, X, y, classes, sample_weight):
+        """The fitted estimators, their fitted calibrators and the kind of scores."""
+        calibrator = TemperatureScaling() if self.calibrator is None else self.calibrator
+        features = self._group_features(X, calibrator)
+        if self.method == "prefit" or isinstance(self.estimator, FrozenEstimator):
+            parts = self._prefit_parts(X, y)
+        elif self.method == "holdout":
+            parts = self._holdout_parts(X, y, classes, sample_weight)
+        else:
+            parts = self._cv_parts(X, y, classes, sample_weight)
+        estimators, calibrators = [], []
+        for estimator, scores, kind, rows, part in parts:
+            weight = None if sample_weight is None else sample_weight[rows]
+            groups = None if features is None else _safe_indexing(features, rows)
+            calibrators.append(
+                _fit_calibrator(calibrator, estimator, scores, kind, y[rows], weight, part, groups)
+            )
+            estimators.append(estimator)
+        return estimators, calibrators, parts[0][2]
+
     def _group_features(self, X, calibrator):
         """The columns of ``X`` named by ``group_features`` (None without them)."""
         if self.group_features is None:
             return None
-        if not takes_groups(calibrator):
-            raise ValueError(
-                f"`group_features` needs a calibrator that takes group features (`groups=`), "
-                f"such as MulticalibrationBoosting; {type(calibrator).__name__} does not."
-            )
+        check_takes_groups(calibrator, "group_features")
         return select_columns(X, self.group_features)
 
     def _prefit_parts(self, X, y):
         """The frozen fitted estimator, scoring all rows for calibration."""
         estimator = self.estimator
         if not isinstance(estimator, FrozenEstimator):
-            check_is_fitted(estimator)
+            check_is_fitted(estimator, msg=_UNFITTED_PREFIT)
             estimator = FrozenEstimator(estimator)
         unknown = np.setdiff1d(np.unique(y), estimator.classes_)
         if unknown.size:
@@ -319,8 +441,8 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                 f"`y` holds labels the prefit estimator does not know: {unknown.tolist()}; "
                 f"its classes are {list(estimator.classes_)}."
             )
-        scores, method = _scores(estimator, X)
-        return [(estimator, scores, method, np.arange(len(y)), "all the data")]
+        scores, kind = classifier_scores(estimator, X)
+        return [(estimator, scores, kind, np.arange(len(y)), "all the data")]
 
     def _estimator_weights(self, sample_weight):
         """The weights the estimator is fitted with (None when its fit does not take any)."""
@@ -330,7 +452,7 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                 f"{type(self.estimator).__name__}.fit does not take sample_weight; the "
                 "weights are used by the calibrator only.",
                 UserWarning,
-                stacklevel=4,
+                stacklevel=6,
             )
         return sample_weight if supports_weight else None
 
@@ -349,10 +471,12 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         )
         train, calibration = _one_of_each_class(train, calibration, y, classes, random_state)
         weight = self._estimator_weights(sample_weight)
-        fitted, scores, method = _fit_fold(
+        check_part_weight(weight, train, "the training part")
+        check_part_weight(sample_weight, calibration, "the calibration part")
+        fitted, scores, kind = _fit_fold(
             self.estimator, X, y, train, calibration, weight, classes, "the training part"
         )
-        return [(fitted, scores, method, calibration, "the calibration part")]
+        return [(fitted, scores, kind, calibration, "the calibration part")]
 
     def _cv_parts(self, X, y, classes, sample_weight):
         """Estimators fitted on the training folds, with their held-out scores.
@@ -362,8 +486,13 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         """
         folds = list(check_cv(self.cv, y, classifier=True).split(X, y))
         weight = self._estimator_weights(sample_weight)
+        for i, (train, test) in enumerate(folds, 1):
+            check_part_weight(weight, train, f"the training part of fold {i} of {len(folds)}")
+            if self.ensemble:
+                check_part_weight(sample_weight, test, f"held-out fold {i} of {len(folds)}")
         jobs = [
-            delayed(_fit_fold)(
+            delayed(call_recording_warnings)(
+                _fit_fold,
                 self.estimator,
                 X,
                 y,
@@ -378,13 +507,17 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         if not self.ensemble:
             every = np.arange(len(y))
             jobs.append(
-                delayed(_fit_on_part)(self.estimator, X, y, every, weight, classes, "all the data")
+                delayed(call_recording_warnings)(
+                    _fit_on_part, self.estimator, X, y, every, weight, classes, "all the data"
+                )
             )
-        fitted = Parallel(n_jobs=self.n_jobs)(jobs)
+        results = Parallel(n_jobs=self.n_jobs)(jobs)
+        reissue_warnings([record for _, records in results for record in records])
+        fitted = [result for result, _ in results]
         if self.ensemble:
             return [
-                (estimator, scores, method, test, f"held-out fold {i} of {len(folds)}")
-                for i, ((estimator, scores, method), (_, test)) in enumerate(
+                (estimator, scores, kind, test, f"held-out fold {i} of {len(folds)}")
+                for i, ((estimator, scores, kind), (_, test)) in enumerate(
                     zip(fitted, folds, strict=True), 1
                 )
             ]
@@ -419,7 +552,7 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             options["groups"] = select_columns(X, self.group_features)
         proba = None
         for estimator, calibrator in zip(self.estimators_, self.calibrators_, strict=True):
-            calibrated = calibrator.predict_proba(_scores(estimator, X)[0], **options)
+            calibrated = calibrator.predict_proba(classifier_scores(estimator, X)[0], **options)
             proba = calibrated if proba is None else proba + calibrated
         return proba / len(self.estimators_)
 
@@ -437,6 +570,10 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         """
         proba = self.predict_proba(X)
         return self.classes_[np.argmax(proba, axis=1)]
+
+    def __setstate__(self, state):
+        """Restore a saved state; one saved before ``group_features`` existed gets None."""
+        super().__setstate__({"group_features": None, **state})
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

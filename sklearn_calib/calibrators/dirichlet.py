@@ -6,7 +6,10 @@ from sklearn.model_selection import check_cv
 
 from ._affine_solver import MatrixMap, fit_affine
 from ._base import PROBABILITY_FLOOR, softmax
+from ._repeated_fits import check_fold_weights, rank_scores
 from .linear import MatrixScalingBase, odir_penalty
+
+__all__ = ["DirichletCalibration"]
 
 #: Default grid of both penalty weights.
 DEFAULT_GRID = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5)
@@ -24,12 +27,11 @@ def _check_grid(values, name):
 
 
 def _weighted_nll(proba, y_index, weight):
-    """Weighted mean negative log-likelihood of the true classes (0 for a zero-weight fold)."""
+    """Weighted mean negative log-likelihood of the true classes (weights of positive sum)."""
     true = np.maximum(proba[np.arange(len(y_index)), y_index], np.finfo(np.float64).tiny)
     if weight is None:
         return float(-np.log(true).mean())
-    total = weight.sum()
-    return float(-(weight @ np.log(true)) / total) if total > 0 else 0.0
+    return float(-(weight @ np.log(true)) / weight.sum())
 
 
 class DirichletCalibration(MatrixScalingBase):
@@ -73,7 +75,9 @@ class DirichletCalibration(MatrixScalingBase):
     cv_results_ : dict of ndarrays
         One entry per pair: ``off_diagonal_l2``, ``intercept_l2``, ``split<i>_test_nll``
         (the weighted mean NLL of held-out fold ``i``), ``mean_test_nll``,
-        ``std_test_nll`` and ``rank_test_nll``; ``pandas.DataFrame(cv_results_)`` shows it.
+        ``std_test_nll`` and ``rank_test_nll`` (1 is the lowest NLL; tied pairs share a
+        rank, as in scikit-learn's ``GridSearchCV``); ``pandas.DataFrame(cv_results_)``
+        shows it.
     n_iter_ : int
         Solver steps of the final fit.
     classes_ : ndarray of shape (n_classes,)
@@ -144,6 +148,7 @@ class DirichletCalibration(MatrixScalingBase):
             for mu in _check_grid(self.intercept_l2_grid, "intercept_l2_grid")
         ]
         folds = list(check_cv(self.cv, y_index, classifier=True).split(features, y_index))
+        check_fold_weights(folds, sample_weight)
         scores_by_fold = np.array(
             [self._fold_scores(features, y_index, sample_weight, fold, pairs) for fold in folds]
         )
@@ -160,7 +165,7 @@ class DirichletCalibration(MatrixScalingBase):
             **{f"split{i}_test_nll": row for i, row in enumerate(scores_by_fold)},
             "mean_test_nll": mean,
             "std_test_nll": spread,
-            "rank_test_nll": np.argsort(np.argsort(mean, kind="stable"), kind="stable") + 1,
+            "rank_test_nll": rank_scores(-mean),
         }
         return features
 

@@ -5,6 +5,8 @@ from sklearn.isotonic import IsotonicRegression
 
 from ._base import BaseCalibrator, renormalize
 
+__all__ = ["IsotonicCalibration"]
+
 
 class IsotonicCalibration(BaseCalibrator):
     """Isotonic regression of each class probability on its one-vs-rest indicator.
@@ -14,6 +16,10 @@ class IsotonicCalibration(BaseCalibrator):
     [0, 1], inputs outside the fit range clipped to it); each output row is then divided
     by its sum (an all-zero row becomes uniform). A binary problem fits one function, on
     the positive class, and sets ``p_0 = 1 - p_1``. The predicted class can change.
+    scikit-learn's ``CalibratedClassifierCV(method="isotonic")`` regresses on each class's
+    column of the decision function instead, where the classifier has one: on a binary
+    problem that gives the same values at the fit scores (interpolated in the decision
+    function between them), beyond two classes a different map.
 
     Parameters
     ----------

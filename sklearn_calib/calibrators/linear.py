@@ -19,6 +19,8 @@ from ._affine_solver import HESSIAN_ROWS, MatrixMap, VectorMap, fit_affine
 from ._base import BaseCalibrator, softmax, weighted_count, weighted_subsample
 from ._temperature_solver import fit_inverse_temperature
 
+__all__ = ["MatrixScaling", "VectorScaling"]
+
 
 class AffineScalingBase(BaseCalibrator):
     """Fit ``softmax(affine(features))`` with :func:`fit_affine`.

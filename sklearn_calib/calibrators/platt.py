@@ -7,7 +7,10 @@ as the logits ``(0, d)``, gives ``s_1 = d``), ``log(max(p_k, 1e-12)) -
 log(max(1 - p_k, 1e-12))`` for probabilities. A binary problem fits one sigmoid, on the
 positive class, and sets ``p_0 = 1 - p_1``; a multiclass problem fits one sigmoid per
 class (one-vs-rest) and divides each row by its sum, as scikit-learn's
-``CalibratedClassifierCV(method="sigmoid")`` does.
+``CalibratedClassifierCV(method="sigmoid")`` does. That one fits each sigmoid to the
+class's column of the decision function (or of ``predict_proba``) rather than to its
+one-vs-rest log-odds: the two agree on a binary decision function, and differ beyond two
+classes.
 
 ``(a, b)`` minimise the weighted cross-entropy against Platt's smoothed targets
 ``(N+ + 1) / (N+ + 2)`` for the positives and ``1 / (N- + 2)`` for the negatives (``N+``,
@@ -20,6 +23,8 @@ scores does not make the Hessian singular).
 import numpy as np
 
 from ._binary_logistic import OneVsRestLogisticBase
+
+__all__ = ["PlattScaling"]
 
 
 class PlattScaling(OneVsRestLogisticBase):

@@ -2,6 +2,7 @@
 
 import numbers
 import time
+import warnings
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -12,10 +13,19 @@ from sklearn.utils._param_validation import HasMethods, Interval
 
 from ..scoring import get_scorer
 from ._base import BaseCalibrator, GroupsMixin, takes_groups
+from ._repeated_fits import (
+    call_recording_warnings,
+    check_fold_weights,
+    rank_scores,
+    reissue_warnings,
+)
 from .binary import BetaCalibration, QuadraticScaling
+from .calibrated_classifier import fit_calibrator
 from .platt import PlattScaling
 from .structured import StructuredMatrixScaling, StructuredVectorScaling
 from .temperature import TemperatureScaling
+
+__all__ = ["CalibratorSelector"]
 
 
 def default_candidates():
@@ -77,13 +87,16 @@ def _calibrated(calibrator, scores, groups):
 
 
 def _fit_candidate(calibrator, scores, y_index, sample_weight, n_classes, groups):
-    """Fit a calibrator on scores whose labels are column indices (and on the group
-    features when it takes them)."""
-    kwargs = {"sample_weight": sample_weight, "classes": np.arange(n_classes)}
-    if groups is not None and takes_groups(calibrator):
-        kwargs["groups"] = groups
-    calibrator.fit(scores, y_index, **kwargs)
-    return calibrator
+    """Fit a clone of a calibrator on scores whose labels are column indices (and on the
+    group features when it takes them)."""
+    return fit_calibrator(
+        calibrator,
+        scores,
+        y_index,
+        classes=np.arange(n_classes),
+        sample_weight=sample_weight,
+        groups=groups if takes_groups(calibrator) else None,
+    )
 
 
 def _score_on_fold(calibrator, scores, y_index, sample_weight, groups, fold, scorer, n_classes):
@@ -106,7 +119,8 @@ class CalibratorSelector(GroupsMixin, BaseCalibrator):
 
     For each fold of ``cv`` over the calibration scores, every candidate is fitted on the
     other folds and scored on the held-out one; the candidate with the best mean score
-    (the first on ties) is refitted on all the scores and used by ``predict_proba``. Each
+    (the first on ties; ranked as by scikit-learn's ``GridSearchCV``, tied scores sharing a
+    rank) is refitted on all the scores and used by ``predict_proba``. Each
     candidate is a clone told the selector's ``input``; candidates fit on folds that may
     lack a class (they are told every class). The selector is a calibrator itself, so it
     can be the ``calibrator`` of :class:`CalibratedClassifier`. Group features given to
@@ -123,7 +137,10 @@ class CalibratorSelector(GroupsMixin, BaseCalibrator):
     scoring : str or callable, default=None
         A scorer (greater is better) or its name for :func:`sklearn_calib.scoring.get_scorer`
         (``"neg_ece"``, ``"neg_brier"``, scikit-learn's names, ...); None means
-        ``"neg_nll"``, the negated log loss.
+        ``"neg_nll"``, the negated log loss. scikit-learn's own searches know only its
+        names: pass them ``get_scorer("neg_ece")``. A candidate whose mean score is NaN
+        (a fold it could not be scored on) ranks last and is never chosen, with a
+        warning.
     cv : int, cross-validation generator or iterable, default=5
         Folds of the calibration scores; an int means ``StratifiedKFold(cv)``.
     n_jobs : int, default=None
@@ -211,21 +228,30 @@ class CalibratorSelector(GroupsMixin, BaseCalibrator):
         scorer = get_scorer("neg_nll" if self.scoring is None else self.scoring)
         n_classes = scores.shape[1]
         folds = list(check_cv(self.cv, y_index, classifier=True).split(scores, y_index))
+        check_fold_weights(folds, sample_weight)
         results = Parallel(n_jobs=self.n_jobs)(
-            delayed(_score_on_fold)(
-                clone(candidate), scores, y_index, sample_weight, groups, fold, scorer, n_classes
+            delayed(call_recording_warnings)(
+                _score_on_fold,
+                candidate,
+                scores,
+                y_index,
+                sample_weight,
+                groups,
+                fold,
+                scorer,
+                n_classes,
             )
             for candidate in candidates
             for fold in folds
         )
-        table = np.array(results).reshape(len(candidates), len(folds), 2)
+        reissue_warnings([record for _, records in results for record in records])
+        table = np.array([result for result, _ in results]).reshape(len(candidates), len(folds), 2)
         split_scores, fit_times = table[:, :, 0], table[:, :, 1]
         mean = split_scores.mean(axis=1)
-        self.best_index_ = int(np.argmax(mean))
+        rank = rank_scores(mean)
+        self._check_scores(candidates, mean)
+        self.best_index_ = int(np.argmin(rank))
         self.best_score_ = float(mean[self.best_index_])
-        order = np.argsort(-mean, kind="stable")
-        rank = np.empty(len(candidates), dtype=np.int64)
-        rank[order] = np.arange(1, len(candidates) + 1)
         self.cv_results_ = {
             "calibrator": np.array([repr(candidate) for candidate in candidates]),
             **{f"split{i}_test_score": split_scores[:, i] for i in range(len(folds))},
@@ -235,8 +261,25 @@ class CalibratorSelector(GroupsMixin, BaseCalibrator):
             "mean_fit_time": fit_times.mean(axis=1),
         }
         self.best_calibrator_ = _fit_candidate(
-            clone(candidates[self.best_index_]), scores, y_index, sample_weight, n_classes, groups
+            candidates[self.best_index_], scores, y_index, sample_weight, n_classes, groups
         )
+
+    @staticmethod
+    def _check_scores(candidates, mean):
+        """Raise when no candidate has a mean score; warn about those without one."""
+        missing = [repr(candidates[i]) for i in np.flatnonzero(np.isnan(mean))]
+        if len(missing) == len(candidates):
+            raise ValueError(
+                "Expected at least one candidate with a held-out score, got NaN for every "
+                f"candidate ({', '.join(missing)}); check `scoring` on these scores."
+            )
+        if missing:
+            warnings.warn(
+                f"The held-out score of {', '.join(missing)} is NaN on some fold; "
+                "it ranks last and is not chosen.",
+                UserWarning,
+                stacklevel=5,
+            )
 
     def _predict_proba(self, scores, groups=None):
         return _calibrated(self.best_calibrator_, scores, groups)

@@ -25,6 +25,8 @@ from ._base import softmax, weighted_count
 from ._temperature_solver import fit_inverse_temperature
 from .linear import MatrixScalingBase, VectorScalingBase, matrix_penalty
 
+__all__ = ["StructuredMatrixScaling", "StructuredVectorScaling"]
+
 _LAMBDA = Interval(numbers.Real, 0, None, closed="left")
 
 

@@ -10,6 +10,8 @@ from ._base import BaseCalibrator, normalised_weights, softmax
 from ._temperature_grid import grid_ece
 from ._temperature_solver import fit_inverse_temperature
 
+__all__ = ["EnsembleTemperatureScaling", "TemperatureScaling"]
+
 #: Wang et al.'s (2021) pool of temperatures for the ECE objective: 0.01, 0.02, ..., 10.
 DEFAULT_ECE_GRID = np.round(np.arange(1, 1001) * 0.01, 2)
 

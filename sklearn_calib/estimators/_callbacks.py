@@ -27,3 +27,24 @@ class VerboseProgressBar(ProgressBar):
         if net.verbose:
             self.pbar_.refresh()
             super().on_epoch_end(net, **kwargs)
+
+
+def advancing_progress_bars(net):
+    """Return the net's progress bars that advance per batch (VerboseProgressBar only while
+    ``verbose``): the callbacks a training pass on the device notifies per batch.
+
+    Parameters
+    ----------
+    net : NetClassifier
+        With its callbacks initialised.
+
+    Returns
+    -------
+    bars : list of skorch.callbacks.ProgressBar
+    """
+    return [
+        callback
+        for _, callback in net.callbacks_
+        if isinstance(callback, ProgressBar)
+        and not (isinstance(callback, VerboseProgressBar) and not net.verbose)
+    ]

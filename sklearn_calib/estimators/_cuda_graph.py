@@ -43,14 +43,16 @@ class GraphedStep:
     batch : tuple
         A full batch ``(X, target)`` on the device; it fixes the static shapes. The
         capture records the step without running it; call the object to run it.
+    train_step : callable
+        ``train_step(batch) -> dict``: the net's ``train_step`` in its training run.
     """
 
-    def __init__(self, net, batch):
+    def __init__(self, net, batch, train_step):
         self.static_batch = _static_copy(batch)
         net.optimizer_.zero_grad(set_to_none=True)
         self.graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(self.graph):
-            self.static_step = net.train_step(self.static_batch)
+            self.static_step = train_step(self.static_batch)
 
     def __call__(self, batch):
         """Run the captured step on ``batch`` and return the step's static outputs."""
@@ -75,21 +77,26 @@ class GraphStepper:
     Parameters
     ----------
     net : NetClassifier
-        Initialised net; its ``train_step`` is the step.
+        Initialised net.
     live : bool
         Whether a callback does per-batch work (then every step runs eagerly).
+    train_step : callable
+        ``train_step(batch) -> dict``: the net's ``train_step`` in its training run.
+    capturable : bool
+        Whether ``train_step`` may be captured in a CUDA graph.
     """
 
-    def __init__(self, net, live):
+    def __init__(self, net, live, train_step, capturable):
         self.net = net
+        self.train_step = train_step
         self.device = net.device_
-        self.use_graph = self._graph_possible(live)
+        self.use_graph = self._graph_possible(live, capturable)
         self.graph = None
         self.graph_lrs = None
         self.side_stream = None
         self.warm_steps = 0
 
-    def _graph_possible(self, live):
+    def _graph_possible(self, live, capturable):
         """Decide whether full batches replay a CUDA graph; warn when asked but impossible."""
         net = self.net
         if net.cuda_graphs is False:
@@ -99,7 +106,7 @@ class GraphStepper:
             reasons.append("the device is not CUDA")
         if live:
             reasons.append("a callback does per-batch work")
-        if not net.train_step_is_capturable():
+        if not capturable:
             reasons.append(f"{type(net).__name__}.train_step is not marked capturable")
         if not optimizer_capturable(net.optimizer_):
             reasons.append(
@@ -127,7 +134,7 @@ class GraphStepper:
         """Run one training step on ``batch`` (``full``: a batch of ``batch_size`` samples)."""
         net = self.net
         if not (self.use_graph and full):
-            return net.train_step(batch)
+            return self.train_step(batch)
         if self.graph is not None:
             return self.graph(batch)
         current = torch.cuda.current_stream(self.device)
@@ -137,11 +144,11 @@ class GraphStepper:
                 self.side_stream = torch.cuda.Stream(self.device)
             self.side_stream.wait_stream(current)
             with torch.cuda.stream(self.side_stream):
-                step = net.train_step(batch)
+                step = self.train_step(batch)
             current.wait_stream(self.side_stream)
             return step
         try:
-            self.graph = GraphedStep(net, batch)
+            self.graph = GraphedStep(net, batch, self.train_step)
         except RuntimeError as error:
             warnings.warn(
                 f"CUDA graph capture of {type(net).__name__}.train_step failed ({error}); "
@@ -151,7 +158,7 @@ class GraphStepper:
             )
             self.use_graph = False
             net.history.record("cuda_graph", False)
-            return net.train_step(batch)
+            return self.train_step(batch)
         self.graph_lrs = [group["lr"] for group in net.optimizer_.param_groups]
         return self.graph(batch)
 

@@ -1,21 +1,24 @@
-"""The outer step of meta-regularisation: a virtual head update and a meta-loss descent.
+"""The outer step of meta-regularisation: a virtual update and a meta-loss descent.
 
-One call of :func:`meta_step` (Luketina et al. 2015; Bohdal et al. 2021; Wang and
-Golebiowski 2024):
+One call of :func:`network_meta_step` or :func:`meta_step` (Luketina et al. 2015; Bohdal
+et al. 2021; Wang and Golebiowski 2024):
 
-1. the regularised training loss of a training batch, as a function of the classifier
-   head ``(W, b)`` applied to the batch's detached penultimate features;
-2. a virtual SGD step of the head only, ``W' = W - lr * dL/dW`` (and ``b'``), kept in the
-   autograd graph (``create_graph=True``), so ``W'`` depends on the regulariser;
-3. the meta loss (SECE, DECE or CE + 0.5 DECE) of a meta-validation batch's detached
-   features through the virtual head ``(W', b')``;
+1. the regularised training loss of a training batch, as a function of the parameters
+   that take the virtual step;
+2. a virtual SGD step of these parameters, ``theta' = theta - lr * dL/dtheta``, kept in
+   the autograd graph (``create_graph=True``), so ``theta'`` depends on the regulariser;
+3. the meta loss (SECE, DECE or CE + 0.5 DECE) of a meta-validation batch through the
+   network with ``theta'``;
 4. its gradient with respect to the regulariser's parameters only, and one step of the
    regulariser's optimiser.
 
-Step 4's gradient is the exact hypergradient of ``phi -> L_meta(theta - lr grad_theta
-L_train(theta, phi))`` with theta the head (tests/test_meta.py checks it against central
-differences). Only the head takes the virtual step (see MetaNetClassifier's Notes for why
-and for how far that is from a virtual step of the whole network).
+:func:`network_meta_step` steps every parameter of the network (a functional call of the
+network with the virtual parameters; batch-norm statistics are updated on copies, so the
+network is not modified). :func:`meta_step` steps the classifier head only, on detached
+penultimate features, as Bohdal et al.'s code and Wang and Golebiowski's do (see
+MetaNetClassifier's Notes for what each measures). Step 4's gradient is the exact
+hypergradient of ``phi -> L_meta(theta - lr grad_theta L_train(theta, phi))``
+(tests/test_meta.py checks both against central differences).
 
 Everything stays on the device: no host synchronisation, static shapes, so the step can
 be captured in a CUDA graph. :class:`MetaBatches` cuts the meta-validation batches from
@@ -24,6 +27,8 @@ tensors on the device by a position counter that is itself a device tensor.
 
 import torch
 import torch.nn.functional as F
+from torch import nn
+from torch.func import functional_call
 
 from sklearn_calib.losses import differentiable_ece, smooth_ece
 from sklearn_calib.losses._calibration import full_precision
@@ -34,7 +39,9 @@ from ._training import BatchSource
 META_LOSSES = ("sece", "dece", "ce_dece")
 
 
-def meta_objective(logits, target, meta_loss, *, bandwidth, include_self, n_bins, t_a, t_b):
+def meta_objective(
+    logits, target, meta_loss, *, bandwidth, include_self, accuracy, n_bins, t_a, t_b
+):
     """Return the meta loss of a batch of logits (0-d tensor).
 
     Parameters
@@ -46,10 +53,12 @@ def meta_objective(logits, target, meta_loss, *, bandwidth, include_self, n_bins
         "sece": :func:`~sklearn_calib.losses.smooth_ece`; "dece":
         :func:`~sklearn_calib.losses.differentiable_ece`; "ce_dece": cross-entropy plus
         0.5 times DECE.
-    bandwidth, include_self : float, bool
-        SECE's kernel bandwidth and whether ``j = i`` is in its sums.
+    bandwidth, include_self, accuracy : float, bool, {"hard", "soft"}
+        SECE's kernel bandwidth, whether ``j = i`` is in its sums and which accuracy it
+        smooths (the 0/1 correctness or the all-pairs soft accuracy).
     n_bins, t_a, t_b : int, float, float
-        DECE's number of soft bins and its temperatures.
+        DECE's number of soft bins and its temperatures; ``t_a`` is also the soft
+        ranking temperature of SECE's soft accuracy.
 
     Returns
     -------
@@ -57,7 +66,14 @@ def meta_objective(logits, target, meta_loss, *, bandwidth, include_self, n_bins
     """
     probs = torch.softmax(logits, dim=1)
     if meta_loss == "sece":
-        return smooth_ece(probs, target, bandwidth=bandwidth, include_self=include_self)
+        return smooth_ece(
+            probs,
+            target,
+            bandwidth=bandwidth,
+            include_self=include_self,
+            accuracy=accuracy,
+            t_a=t_a,
+        )
     dece = differentiable_ece(probs, target, n_bins=n_bins, t_a=t_a, t_b=t_b)
     if meta_loss == "dece":
         return dece
@@ -88,7 +104,7 @@ def virtual_head(loss, weight, bias, lr):
 
 
 def meta_step(regularizer, optimizer, loss_fn, objective, batch, meta_batch, head, lr):
-    """Make one outer step: virtual head update, meta loss, regulariser update.
+    """Make one outer step with a virtual step of the head: meta loss, regulariser update.
 
     Parameters
     ----------
@@ -125,6 +141,80 @@ def meta_step(regularizer, optimizer, loss_fn, objective, batch, meta_batch, hea
         )
         weight, bias = virtual_head(inner, head.weight, head.bias, lr)
         loss = objective(F.linear(meta_features, weight, bias), meta_target)
+    return _descend(regularizer, optimizer, loss)
+
+
+class _Features(nn.Module):
+    """``network.features`` as a module's forward, for :func:`torch.func.functional_call`."""
+
+    def __init__(self, network):
+        super().__init__()
+        self.network = network
+
+    def forward(self, X):
+        return self.network.features(X)
+
+
+def network_meta_step(regularizer, optimizer, loss_fn, objective, network, batch, meta_batch, lr):
+    """Make one outer step with a virtual step of the whole network.
+
+    The forward passes run in the caller's autocast context (the training precision); the
+    losses, in the dtype of the head's weight. Batch-norm running statistics are updated
+    on copies of the network's buffers, so neither the network nor its statistics change.
+
+    Parameters
+    ----------
+    regularizer, optimizer, loss_fn, objective
+        As in :func:`meta_step`.
+    network : torch.nn.Module
+        The network, with ``features`` (the penultimate representation) and ``head`` (an
+        ``nn.Linear``) such that ``network(x) == head(features(x))``; it is not modified.
+    batch : tuple of (torch.Tensor, target)
+        Inputs of a training batch and its targets (class indices or a MixedTarget).
+    meta_batch : tuple of (torch.Tensor, torch.Tensor)
+        Inputs and class indices of a meta-validation batch.
+    lr : float or torch.Tensor
+        Learning rate of the virtual step.
+
+    Returns
+    -------
+    meta_loss : torch.Tensor
+        The detached 0-d meta loss, before the regulariser's step.
+    """
+    (X, target), (X_meta, meta_target) = batch, meta_batch
+    features_of = _Features(network)
+    params = {f"network.{name}": p for name, p in network.named_parameters()}
+    buffers = {f"network.{name}": b.clone() for name, b in network.named_buffers()}
+    weight, bias = "network.head.weight", "network.head.bias"
+    optimizer.zero_grad(set_to_none=True)
+    dtype = params[weight].dtype  # the losses' precision: autocast's half floats cast back
+    features = functional_call(features_of, {**params, **buffers}, (X,)).to(dtype)
+    with full_precision(features.device):
+        logits = F.linear(features, params[weight], params.get(bias))
+        inner = regularizer.regularized_loss(
+            loss_fn,
+            logits,
+            target,
+            features.detach(),
+            params[weight],
+            params.get(bias),
+            learn=True,
+        )
+        names = [name for name, p in params.items() if p.requires_grad]
+        grads = torch.autograd.grad(
+            inner, [params[name] for name in names], create_graph=True, allow_unused=True
+        )
+        for name, grad in zip(names, grads, strict=True):
+            if grad is not None:
+                params[name] = params[name] - lr * grad
+    meta_features = functional_call(features_of, {**params, **buffers}, (X_meta,)).to(dtype)
+    with full_precision(meta_features.device):
+        loss = objective(F.linear(meta_features, params[weight], params.get(bias)), meta_target)
+    return _descend(regularizer, optimizer, loss)
+
+
+def _descend(regularizer, optimizer, loss):
+    """Step the regulariser's parameters down the gradient of ``loss``; return it detached."""
     loss.backward(inputs=list(regularizer.parameters()))
     optimizer.step()
     regularizer.project_()
@@ -188,4 +278,15 @@ class MetaBatches:
         self.loss_sum.add_(meta_loss)
 
 
-__all__ = ["META_LOSSES", "MetaBatches", "meta_objective", "meta_step", "virtual_head"]
+#: What the virtual step updates: the whole network or the classifier head only.
+VIRTUAL_STEPS = ("network", "head")
+
+__all__ = [
+    "META_LOSSES",
+    "VIRTUAL_STEPS",
+    "MetaBatches",
+    "meta_objective",
+    "meta_step",
+    "network_meta_step",
+    "virtual_head",
+]

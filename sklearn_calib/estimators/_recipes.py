@@ -1,9 +1,10 @@
 """Optimiser and learning-rate presets: the papers' training recipes and a one-cycle.
 
-"seed001" is the recipe of D.-B. Wang, L. Feng and M.-L. Zhang, "Rethinking Calibration of
-Deep Neural Networks: Do Not Be Afraid of Overconfidence", NeurIPS 2021; "seed002" that of
-J. Mukhoti et al., "On using Focal Loss for Neural Network Calibration", 2020, and of the
-papers built on their code. The names are kept as they are.
+"wang2021" is the recipe of D.-B. Wang, L. Feng and M.-L. Zhang, "Rethinking Calibration of
+Deep Neural Networks: Do Not Be Afraid of Overconfidence", NeurIPS 2021; "mukhoti2020" that
+of J. Mukhoti et al., "On using Focal Loss for Neural Network Calibration", 2020, and of the
+papers built on their code. Their former names "seed001" and "seed002"
+(:data:`RECIPE_ALIASES`) still work and warn.
 
 A recipe fixes the optimiser, its base learning rate and hyperparameters, and a schedule:
 the factor applied to the base learning rate at each step. :class:`NetClassifier` applies
@@ -12,6 +13,7 @@ captured the optimiser step sees every change.
 """
 
 import inspect
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -116,16 +118,16 @@ class Recipe:
         return [max(round(m * max_epochs), 1) for m in self.milestones]
 
 
-RECIPES = {
-    "seed001": Recipe(
-        "seed001",
+_RECIPES = {
+    "wang2021": Recipe(
+        "wang2021",
         torch.optim.SGD,
         0.1,
         {"momentum": 0.9, "weight_decay": 1e-4},
         milestones=(0.5, 0.75),
     ),
-    "seed002": Recipe(
-        "seed002",
+    "mukhoti2020": Recipe(
+        "mukhoti2020",
         torch.optim.SGD,
         0.1,
         {"momentum": 0.9, "weight_decay": 5e-4},
@@ -139,6 +141,14 @@ RECIPES = {
         cycle=((0.0, 0.25, 1.0), (0.1, 1.0, 0.0)),
     ),
 }
+
+#: Former recipe names and the names that replace them; they still work, with a
+#: FutureWarning.
+RECIPE_ALIASES = {"seed001": "wang2021", "seed002": "mukhoti2020"}
+
+#: Recipes by name: the papers' recipes, the one-cycle, and the former names
+#: (:data:`RECIPE_ALIASES`, which warn when a recipe is resolved).
+RECIPES = {**_RECIPES, **{alias: _RECIPES[name] for alias, name in RECIPE_ALIASES.items()}}
 
 
 def resolve_recipe(recipe):
@@ -154,10 +164,17 @@ def resolve_recipe(recipe):
     """
     if recipe is None or isinstance(recipe, Recipe):
         return recipe
+    if isinstance(recipe, str) and recipe in RECIPE_ALIASES:
+        warnings.warn(
+            f"The recipe name {recipe!r} is deprecated; use {RECIPE_ALIASES[recipe]!r}, the "
+            "same recipe.",
+            FutureWarning,
+            stacklevel=2,
+        )
     if isinstance(recipe, str) and recipe in RECIPES:
         return RECIPES[recipe]
     raise ValueError(
-        f"Expected `recipe` to be None, a Recipe or one of {sorted(RECIPES)}, got {recipe!r}."
+        f"Expected `recipe` to be None, a Recipe or one of {sorted(_RECIPES)}, got {recipe!r}."
     )
 
 

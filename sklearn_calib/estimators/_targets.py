@@ -70,11 +70,37 @@ def total_weight(target):
     return len(class_indices(target)) if weight is None else weight.sum()
 
 
+def target_loss(criterion, y_pred, target, **criterion_kwargs):
+    """Return the criterion's loss of a batch's ``target``, weighted or mixed as it says.
+
+    A :class:`WeightedTarget` passes its weights as ``sample_weight``; a
+    :class:`MixedTarget` gives ``lam * L(z, y_a) + (1 - lam) * L(z, y_b)``.
+    """
+    if isinstance(target, MixedTarget):
+        return target.lam * target_loss(criterion, y_pred, target.y_a, **criterion_kwargs) + (
+            1.0 - target.lam
+        ) * target_loss(criterion, y_pred, target.y_b, **criterion_kwargs)
+    if isinstance(target, WeightedTarget):
+        return criterion(y_pred, target.y, sample_weight=target.weight, **criterion_kwargs)
+    return criterion(y_pred, target, **criterion_kwargs)
+
+
+def batch_accuracy(logits, target):
+    """Return the (weighted) accuracy of a batch's logits as a 0-d tensor."""
+    correct = (logits.argmax(1) == class_indices(target)).float()
+    weight = sample_weights(target)
+    if weight is None:
+        return correct.mean()
+    return (correct * weight).sum() / weight.sum().clamp_min(torch.finfo(torch.float32).tiny)
+
+
 __all__ = [
     "MixedTarget",
     "WeightedTarget",
+    "batch_accuracy",
     "class_indices",
     "sample_weights",
     "take",
+    "target_loss",
     "total_weight",
 ]

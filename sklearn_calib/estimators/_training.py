@@ -1,84 +1,22 @@
-"""What a training run of NetClassifier works on: device data, its batches and the run's state.
+"""What a training run of NetClassifier works on: the data on the device and its batches.
 
 A fit moves X, the class indices and the sample weights to the device once
 (:class:`BatchSource`, behind a :class:`FitDataset`), shuffles with a seeded generator on
-the device and cuts batches by indexing (:class:`TrainingBatches`, what
-``NetClassifier.get_iterator`` returns for training), so no step waits for the host.
-:class:`TrainingRun` holds what one call of ``fit``, ``partial_fit`` or ``fit_loop``
-keeps besides the net: its random generators, the recipe's schedule, the step runner
-(CUDA graphs), the non-finite guard and the checkpoint.
-
-Per-batch callbacks: when a callback overrides ``on_batch_begin``, ``on_batch_end`` or
-``on_grad_computed`` (skorch's :class:`~skorch.callbacks.ProgressBar` excepted), the
-epoch runs "live": every step eagerly, with skorch's per-batch protocol, at the cost of
-one host synchronisation per step (:func:`needs_live_batches`).
+the device and cuts batches by indexing, then augments and mixes them there
+(:class:`TrainingBatches`, what ``NetClassifier.get_iterator`` returns for training), so
+no step waits for the host. Validation and prediction batches follow the sample order
+(:class:`EvaluationBatches`).
 """
 
 import math
 
 import numpy as np
 import torch
-from skorch.callbacks import Callback, EarlyStopping, EpochScoring, LRScheduler, ProgressBar
 from skorch.dataset import Dataset
 
-from ._cuda_graph import GraphStepper
+from ._augment import augment_images, mixup
 from ._device import fits_on_device
-from ._faults import NonFiniteGuard
-from ._recipes import RecipeSchedule
 from ._targets import WeightedTarget
-
-_BATCH_HOOKS = ("on_batch_begin", "on_batch_end", "on_grad_computed")
-
-
-def needs_live_batches(callbacks):
-    """Whether a callback does per-batch work.
-
-    A ProgressBar does not count, nor does an ``LRScheduler`` that steps once per epoch
-    or an ``EpochScoring`` (their batch hooks do nothing: NetClassifier's
-    ``use_caching=False`` makes ``EpochScoring`` score the whole split at the epoch's end),
-    unless a subclass overrides a batch hook.
-
-    Parameters
-    ----------
-    callbacks : list of (str, Callback)
-        The net's initialised callbacks.
-
-    Returns
-    -------
-    live : bool
-    """
-    for _, callback in callbacks:
-        if isinstance(callback, ProgressBar):
-            continue
-        inert = [Callback]
-        if isinstance(callback, LRScheduler) and callback.step_every == "epoch":
-            inert.append(LRScheduler)
-        if isinstance(callback, EpochScoring):
-            inert.append(EpochScoring)
-        for hook in _BATCH_HOOKS:
-            if all(getattr(type(callback), hook) is not getattr(base, hook) for base in inert):
-                return True
-    return False
-
-
-def stopped_by_early_stopping(callbacks):
-    """Whether one of the callbacks is a skorch EarlyStopping that has ended training.
-
-    EarlyStopping raises ``KeyboardInterrupt`` from its ``on_epoch_end`` exactly when its
-    ``misses_`` reaches ``patience``; any other interrupt (a Ctrl-C) leaves them below.
-
-    Parameters
-    ----------
-    callbacks : list of (str, Callback)
-
-    Returns
-    -------
-    stopped : bool
-    """
-    return any(
-        isinstance(callback, EarlyStopping) and getattr(callback, "misses_", 0) >= callback.patience
-        for _, callback in callbacks
-    )
 
 
 class BatchSource:
@@ -174,31 +112,49 @@ class FitDataset(Dataset):
 
 
 class TrainingBatches:
-    """The training batches of one epoch per iteration: shuffled, then prepared by the net.
+    """The training batches of one epoch per iteration: shuffled, augmented and mixed.
 
     Parameters
     ----------
     source : BatchSource
     batch_size : int
-    generator : torch.Generator
-        Generator on the device for the order of the samples.
-    prepare : callable
-        ``prepare(X, target) -> (X, target)``: augmentation and mixup.
+    generators : RunGenerators
+        The order of the samples, augmentation and mixup pairing come from its torch
+        generator on the device, mixup's weights from its numpy generator.
+    augment : {"crop_flip", "crop", "flip"} or None, default=None
+        Image augmentation (``augment_images``).
+    mixup_alpha : float, default=0.0
+        Mixup's Beta parameter; 0 turns mixup off.
+    channels_last : bool, default=False
+        Whether image batches are made channels-last (CUDA).
     """
 
-    def __init__(self, source, batch_size, generator, prepare):
+    def __init__(
+        self, source, batch_size, generators, augment=None, mixup_alpha=0.0, channels_last=False
+    ):
         self.source = source
         self.batch_size = batch_size
-        self.generator = generator
-        self.prepare = prepare
+        self.generators = generators
+        self.augment = augment
+        self.mixup_alpha = mixup_alpha
+        self.channels_last = channels_last
 
     def __len__(self):
         return math.ceil(self.source.n_samples / self.batch_size)
 
     def __iter__(self):
-        perm = self.source.permutation(self.generator)
+        generator = self.generators.generator
+        perm = self.source.permutation(generator)
         for start in range(0, self.source.n_samples, self.batch_size):
-            yield self.prepare(*self.source.take(perm[start : start + self.batch_size]))
+            X, target = self.source.take(perm[start : start + self.batch_size])
+            if self.augment is not None:
+                X = augment_images(X, self.augment, generator)
+            if self.mixup_alpha > 0:
+                lam = float(self.generators.np_rng.beta(self.mixup_alpha, self.mixup_alpha))
+                X, target = mixup(X, target, lam, generator)
+            if self.channels_last:
+                X = X.contiguous(memory_format=torch.channels_last)
+            yield X, target
 
 
 class EvaluationBatches:
@@ -225,94 +181,6 @@ class EvaluationBatches:
             if self.channels_last:
                 X = X.contiguous(memory_format=torch.channels_last)
             yield X, target
-
-
-class TrainingRun:
-    """The state of one training run, besides the net's.
-
-    Parameters
-    ----------
-    net : NetClassifier
-        Initialised net, its data already split.
-    generators : dict
-        ``"generator"``: torch.Generator on the device (shuffling, augmentation, mixup
-        pairing); ``"numpy"``: numpy Generator (mixup weights); ``"split_seed"``: int.
-    schedule_start : int
-        Index in the history of the recipe schedule's first epoch: 0 for a fresh or
-        resumed fit, the first epoch of this run for a continued one.
-    schedule_epochs : int
-        Epochs the schedule spans.
-    steps_per_epoch : int
-        Training steps per epoch.
-    checkpoint : FitCheckpoint or None
-        Written after every epoch.
-    """
-
-    def __init__(
-        self, net, generators, schedule_start, schedule_epochs, steps_per_epoch, checkpoint
-    ):
-        self.net = net
-        self.generators = generators
-        self.generator = generators["generator"]
-        self.np_rng = generators["numpy"]
-        self.checkpoint = checkpoint
-        self.schedule_start = schedule_start
-        self.schedule = RecipeSchedule(net.recipe, net.optimizer_, schedule_epochs, steps_per_epoch)
-        self.live = needs_live_batches(net.callbacks_)
-        self.progress = [cb for _, cb in net.callbacks_ if isinstance(cb, ProgressBar)]
-        self.guard = NonFiniteGuard(net)
-        self.stepper = GraphStepper(net, self.live)
-        self.epoch = 0
-
-    def begin_epoch(self):
-        """Set the epoch's learning rate (its first step's) and record it in the history."""
-        net = self.net
-        self.epoch = len(net.history) - 1 - self.schedule_start
-        self.stepper.restore_lrs()
-        self.schedule.apply(self.epoch, 0)
-        net.history.record("lr", float(net.optimizer_.param_groups[0]["lr"]))
-        net.history.record("cuda_graph", self.stepper.use_graph)
-
-    def before_step(self, step):
-        """Set the learning rate of a step of the epoch (per-step schedules)."""
-        if step and self.schedule.per_step:
-            self.schedule.apply(self.epoch, step)
-
-    def rng_state(self):
-        """Return the generator states now (the net's ``rng_state_``)."""
-        return generator_states(
-            self.net.device_, self.generator, self.np_rng, self.generators["split_seed"]
-        )
-
-
-def generator_states(device, generator, np_rng, split_seed):
-    """The states of a run's generators now, as a net's ``rng_state_``.
-
-    Parameters
-    ----------
-    device : torch.device
-        The net's device; on CUDA, the device's generator state is recorded too.
-    generator : torch.Generator
-        The generator of the batch order.
-    np_rng : numpy.random.Generator
-        numpy's generator (augmentation, mixing).
-    split_seed : int
-        Seed of the validation split.
-
-    Returns
-    -------
-    dict
-        ``device_type``, ``torch`` (the global generator), ``cuda`` (None off CUDA),
-        ``generator``, ``numpy`` and ``split_seed``.
-    """
-    return {
-        "device_type": device.type,
-        "torch": torch.get_rng_state(),
-        "cuda": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
-        "generator": generator.get_state(),
-        "numpy": np_rng.bit_generator.state,
-        "split_seed": split_seed,
-    }
 
 
 def clip_gradient_norm(parameters, max_norm):
@@ -346,8 +214,5 @@ __all__ = [
     "EvaluationBatches",
     "FitDataset",
     "TrainingBatches",
-    "TrainingRun",
     "clip_gradient_norm",
-    "needs_live_batches",
-    "stopped_by_early_stopping",
 ]

@@ -2,11 +2,11 @@
 
 Each takes probabilities (n, K) and integer targets (n,) and returns a 0-d tensor that is
 differentiable with respect to the probabilities (through the confidence ``r = max_k p_k``
-and, for DECE, the soft accuracy). They are training objectives: inputs are checked for
-shape and dtype only (checking values would cost a device-to-host synchronisation); the
-numpy metrics of :mod:`sklearn_calib.scoring` validate their inputs fully. Computation runs
-with autocast disabled, in float32 (float64 input stays float64). Each builds an (n, n)
-matrix, so it is meant for mini-batches.
+and, for DECE and the soft SECE, the all-pairs soft accuracy). They are training
+objectives: inputs are checked for shape and dtype only (checking values would cost a
+device-to-host synchronisation); the numpy metrics of :mod:`sklearn_calib.scoring` validate
+their inputs fully. Computation runs with autocast disabled, in float32 (float64 input
+stays float64). Each builds an (n, n) matrix, so it is meant for mini-batches.
 """
 
 import contextlib
@@ -15,6 +15,9 @@ import torch
 
 from sklearn_calib._validation import check_n_bins, check_number
 from sklearn_calib.metrics._metrics import SECE_EPS
+
+#: What SECE smooths: the 0/1 correctness or the all-pairs soft accuracy.
+SECE_ACCURACIES = ("hard", "soft")
 
 
 def full_precision(device):
@@ -102,13 +105,48 @@ def _confidence_and_correct(probs, target):
     return confidence, (predicted == target).to(probs.dtype)
 
 
-def smooth_ece(probs, target, *, bandwidth=0.01, include_self=True):
+def soft_accuracy(probs, target, t_a):
+    """All-pairs soft accuracy of each sample (Qin et al. 2010; Bohdal et al. 2021).
+
+    ``acc_i = relu(2 - rank_{i,y})`` with the soft rank of the true class
+    ``rank_{i,y} = 0.5 + sum_b sigmoid(t_a (p_ib - p_iy))`` (the term ``b = y`` is 0.5).
+    As ``t_a`` grows it tends to the 0/1 correctness of the top-1 prediction wherever the
+    largest probability is unique.
+
+    Parameters
+    ----------
+    probs : torch.Tensor of shape (n_samples, n_classes)
+        Checked probabilities (see :func:`prepare_inputs`).
+    target : torch.Tensor of shape (n_samples,)
+        Class indices, int64.
+    t_a : float
+        Temperature of the soft ranking.
+
+    Returns
+    -------
+    accuracy : torch.Tensor of shape (n_samples,)
+    """
+    p_y = probs.gather(1, target.unsqueeze(1))
+    rank = 0.5 + torch.sigmoid(t_a * (probs - p_y)).sum(1)
+    return torch.relu(2.0 - rank)
+
+
+def smooth_ece(probs, target, *, bandwidth=0.01, include_self=True, accuracy="hard", t_a=100.0):
     """Smooth expected calibration error (SECE).
 
-    ``SACC_i = sum_j K(r_i, r_j) c_j / (sum_j K(r_i, r_j) + 1e-12)`` with the Gaussian kernel
+    ``SACC_i = sum_j K(r_i, r_j) a_j / (sum_j K(r_i, r_j) + 1e-12)`` with the Gaussian kernel
     ``K(u, v) = exp(-(u - v)^2 / (2 h^2))``, and ``SECE = mean_i |SACC_i - r_i|``, where
-    ``r`` is the confidence and ``c`` the 0/1 correctness of the top-1 prediction. The
-    gradient flows through ``r`` (the correctness is a step function).
+    ``r`` is the confidence and ``a`` the accuracy of each sample:
+
+    - ``accuracy="hard"``: the 0/1 correctness of the top-1 prediction, as the numpy metric
+      :func:`~sklearn_calib.metrics.smooth_calibration_error` (the two agree to 1e-6).
+      The gradient flows through ``r`` only (the correctness is a step function).
+    - ``accuracy="soft"``: the all-pairs soft accuracy of Qin et al. (2010) that DECE uses,
+      ``a_i = relu(2 - rank_{i,y})`` with ``rank_{i,y} = 0.5 + sum_b sigmoid(t_a (p_ib -
+      p_iy))``. This is the SECE that Wang and Golebiowski train with (their Section 4.2:
+      the binary accuracy replaced by the all-pairs one "results in SECE, which is
+      differentiable"): the gradient also flows through the accuracy. It tends to the hard
+      SECE as ``t_a`` grows.
 
     Parameters
     ----------
@@ -123,6 +161,10 @@ def smooth_ece(probs, target, *, bandwidth=0.01, include_self=True):
         of its Eq. 12) sums over all samples, so the default includes it; ``False`` gives a
         leave-one-out estimate of the accuracy, where a sample with no neighbour within reach
         of the kernel gets ``SACC = 0``.
+    accuracy : {"hard", "soft"}, default="hard"
+        The accuracy ``a`` smoothed by the kernel (see above).
+    t_a : float, default=100.0
+        Temperature of the soft ranking (``accuracy="soft"`` only; DECE's default).
 
     Returns
     -------
@@ -133,13 +175,23 @@ def smooth_ece(probs, target, *, bandwidth=0.01, include_self=True):
     ----------
     C. Wang and J. Golebiowski, "Towards Unbiased Calibration using
     Meta-Regularization", Transactions on Machine Learning Research, 2024.
+
+    T. Qin, T.-Y. Liu and H. Li, "A General Approximation Framework for Direct
+    Optimization of Information Retrieval Measures", Information Retrieval 13(4), 2010.
     """
     check_number("bandwidth", bandwidth, low=0, low_open=True)
     if not isinstance(include_self, bool):
         raise ValueError(f"Expected `include_self` to be a bool, got {include_self!r}.")
+    if accuracy not in SECE_ACCURACIES:
+        raise ValueError(f"Expected `accuracy` to be 'hard' or 'soft', got {accuracy!r}.")
+    check_number("t_a", t_a, low=0, low_open=True)
     probs, target = prepare_inputs(probs, target)
     with full_precision(probs.device):
-        confidence, correct = _confidence_and_correct(probs, target)
+        if accuracy == "soft":
+            confidence = probs.max(1).values
+            outcome = soft_accuracy(probs, target, t_a)
+        else:
+            confidence, outcome = _confidence_and_correct(probs, target)
         # dividing by sqrt(2) h (not multiplying by 1 / (2 h^2)) keeps a tiny bandwidth
         # from making 0 * inf on the diagonal
         scaled = (confidence.unsqueeze(1) - confidence.unsqueeze(0)) / (2.0**0.5 * bandwidth)
@@ -148,8 +200,8 @@ def smooth_ece(probs, target, *, bandwidth=0.01, include_self=True):
             kernel = kernel.masked_fill(
                 torch.eye(kernel.shape[0], dtype=torch.bool, device=kernel.device), 0.0
             )
-        soft_accuracy = (kernel * correct.unsqueeze(0)).sum(1) / (kernel.sum(1) + SECE_EPS)
-        return (soft_accuracy - confidence).abs().mean()
+        smoothed = (kernel * outcome.unsqueeze(0)).sum(1) / (kernel.sum(1) + SECE_EPS)
+        return (smoothed - confidence).abs().mean()
 
 
 def differentiable_ece(probs, target, *, n_bins=15, t_a=100.0, t_b=0.01):
@@ -196,9 +248,7 @@ def differentiable_ece(probs, target, *, n_bins=15, t_a=100.0, t_b=0.01):
         membership = torch.softmax((confidence.unsqueeze(1) * slope + offset) / t_b, dim=1)
         membership = (membership + 1e-6) / (1.0 + (n_bins + 1) * 1e-6)
 
-        p_y = probs.gather(1, target.unsqueeze(1))
-        rank = 0.5 + torch.sigmoid(t_a * (probs - p_y)).sum(1)
-        accuracy = torch.relu(2.0 - rank)
+        accuracy = soft_accuracy(probs, target, t_a)
 
         mass = membership.sum(0)
         bin_confidence = (membership * confidence.unsqueeze(1)).sum(0) / mass

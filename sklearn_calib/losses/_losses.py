@@ -226,9 +226,12 @@ class BSCELoss(GammaWeighted):
     Parameters
     ----------
     beta : float, default=1.0
-        Order of the norm. The defaults ``beta = gamma = 1`` are those of Lin et al.'s
-        training script; the paper tunes both by cross-validation and notes that
-        ``beta = gamma = 2`` is the Brier score.
+        Order of the norm. With ``beta = 1`` the weight is focal loss's times a constant:
+        ``||e_y - p||_1 = (1 - p_y) + sum_{k != y} p_k = 2 (1 - p_y)``, so the weight is
+        ``2^gamma (1 - p_y)^gamma`` (the defaults ``beta = gamma = 1`` make this loss twice
+        focal loss with ``gamma = 1``). The defaults are those of Lin et al.'s training
+        script; the paper tunes ``beta`` and ``gamma`` by cross-validation (its Figure 6
+        and Table 6) and notes that ``beta = gamma = 2`` is the Brier score.
     gamma : float, default=1.0
         Exponent of the norm.
     detach_weight : bool, default=False

@@ -13,14 +13,15 @@ by group (``_groups``: per-group metrics, the worst group, the audit with correc
 (``_report``), and :func:`metric_values` computes them for one set of predictions.
 """
 
-from ._bootstrap import calibration_error_ci
+import warnings
+
+from ._bootstrap import BootstrapInterval, calibration_error_ci
 from ._calibration_report import calibration_report
 from ._debiased import debiased_calibration_error
 from ._decomposition import calibration_decomposition, refinement_loss
 from ._groups import adjust_pvalues, calibration_audit, worst_group_calibration_error
 from ._hypothesis_tests import CalibrationTestResult, calibration_test
 from ._metrics import (
-    NLL_EPS,
     adaptive_calibration_error,
     brier_score,
     classwise_calibration_error,
@@ -37,8 +38,8 @@ from ._smooth_diagram import smooth_reliability_diagram
 from ._top_label import top_label_calibration_error
 
 __all__ = [
-    "NLL_EPS",
     "REPORT_METRICS",
+    "BootstrapInterval",
     "CalibrationTestResult",
     "ReportMetric",
     "adaptive_calibration_error",
@@ -65,3 +66,16 @@ __all__ = [
     "top_label_calibration_error",
     "worst_group_calibration_error",
 ]
+
+
+def __getattr__(name):
+    """Deprecated names of the module."""
+    if name == "NLL_EPS":
+        warnings.warn(
+            "`NLL_EPS` is deprecated and will be removed: negative_log_likelihood now clips "
+            "probabilities at the machine epsilon of their dtype, as scikit-learn's log_loss.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return 1e-15
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

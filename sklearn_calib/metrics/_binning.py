@@ -11,6 +11,7 @@ import functools
 import numpy as np
 
 from .._validation import check_n_bins
+from ._weights import sample_count
 
 
 def uniform_bin_edges(n_bins):
@@ -40,8 +41,9 @@ def quantile_bin_edges(values, n_bins, sample_weight=None):
     With ``sample_weight``, the same rule runs on the weighted count: integer weights are
     counts, so the edges are those of the data with each value repeated ``weight`` times
     (unit weights give the unweighted edges, zero-weight values never become edges).
-    Non-integer weights are first rescaled to sum to the number of positive weights, so
-    that their scale does not matter.
+    Other weights (and weights from 2**53 up) are first rescaled to sum to the number of
+    positive weights, so that their scale does not matter (the rule of
+    :func:`~sklearn_calib.metrics._weights.sample_count`).
 
     Parameters
     ----------
@@ -60,20 +62,21 @@ def quantile_bin_edges(values, n_bins, sample_weight=None):
     n_bins = check_n_bins(n_bins)
     if values.shape[0] == 0:
         raise ValueError("Expected at least one value to place quantile bins, got none.")
-    order = np.argsort(values, kind="stable")
+    # the value at a sorted position does not depend on how ties are ordered
     if sample_weight is None:
-        group_ends = _group_ends(values.shape[0], n_bins)
+        inner = np.sort(values)[_group_ends(values.shape[0], n_bins)]
     else:
+        order = np.argsort(values)
         cumulative = np.cumsum(sample_weight[order], dtype=np.float64)
-        if not np.array_equal(sample_weight, np.round(sample_weight)):
-            cumulative *= np.count_nonzero(sample_weight) / cumulative[-1]
+        count = sample_count(sample_weight, values.shape[0])
+        if count != cumulative[-1]:
+            cumulative *= count / cumulative[-1]
         position = _group_ends(cumulative[-1], n_bins)
         # The item at (0-based) position j of the expanded data covers the cumulative
         # weight (j, j + 1]; the sorted value covering its middle ends the group.
         group_ends = np.searchsorted(cumulative, position + 0.5, side="left")
-        group_ends = np.minimum(group_ends, values.shape[0] - 1)
-    inner = values[order[group_ends]].astype(np.float64)
-    return np.concatenate([[0.0], inner, [1.0]])
+        inner = values[order[np.minimum(group_ends, values.shape[0] - 1)]]
+    return np.concatenate([[0.0], inner.astype(np.float64), [1.0]])
 
 
 def _group_ends(total, n_bins):

@@ -5,19 +5,21 @@ import numbers
 import numpy as np
 from sklearn.utils import check_random_state
 
-from .._validation import check_classification_inputs, check_n_bins
-from ._bootstrap import CI_METHODS, calibration_error_ci
+from .._validation import check_n_bins, check_option
+from ._bootstrap import CI_METHODS, shared_bootstrap_intervals
 from ._debiased import debiased_calibration_error
-from ._decomposition import calibration_decomposition
-from ._groups import calibration_audit, format_audit
-from ._hypothesis_tests import calibration_test
+from ._decomposition import _calibration_decomposition
+from ._groups import CORRECTIONS, audit_groups, format_audit
+from ._hypothesis_tests import _calibration_test, cumulative_tests, undefined_reason
+from ._kernels import KERNELS
 from ._metrics import (
-    _check_option,
     adaptive_calibration_error,
     classwise_calibration_error,
     expected_calibration_error,
 )
-from ._smooth import smooth_ece
+from ._predictions import CONVENTIONS, check_predictions
+from ._resampling import check_interval_options
+from ._smooth import _smooth_ece, smooth_ece
 
 #: Report rows: key, label, metric and whether it takes ``n_bins`` and ``convention``.
 _ERRORS = (
@@ -41,7 +43,7 @@ _DECOMPOSITION_COLUMNS = ("score", "miscalibration", "discrimination", "uncertai
 
 
 def _format(report, digits):
-    """Plain-text tables of a report dictionary."""
+    """Plain-text tables of a report dictionary; flagged and undefined rows get footnotes."""
     level = report["confidence_level"]
     header = (
         f"Calibration report: {report['n_samples']} samples, {report['n_classes']} classes, "
@@ -52,6 +54,7 @@ def _format(report, digits):
         f"{report['n_resamples']} replicates"
     )
     lines = [header, intervals, ""]
+    notes = []
     width = 26
     cell = digits + 7
 
@@ -61,22 +64,56 @@ def _format(report, digits):
     def number(value):
         return f"{value:.{digits}f}"
 
+    def footnotes(label, explanations):
+        marks = []
+        for explanation in explanations:
+            notes.append(f"({len(notes) + 1}) {label}: {explanation}.")
+            marks.append(f"({len(notes)})")
+        return " ".join(marks)
+
     lines.append(row("calibration error", ["estimate", "low", "high"]))
     for key, label, *_ in _ERRORS:
         entry = report["errors"][key]
         if key == "smooth_ece":
             label = f"{label} (h = {entry['bandwidth']:.3g})"
-        lines.append(row(label, [number(entry[part]) for part in ("estimate", "low", "high")]))
+        values = [number(entry[part]) for part in ("estimate", "low", "high")]
+        flagged = footnotes(label, entry["flags"].values())
+        lines.append(row(label, values) + (f"  {flagged}" if flagged else ""))
     lines += ["", row("test of calibration", ["statistic", "p-value"])]
     for key, label in _TESTS:
         entry = report["tests"][key]
-        lines.append(row(label, [number(entry["statistic"]), f"{entry['pvalue']:.3g}"]))
+        if "undefined" in entry:
+            mark = footnotes(label, [entry["undefined"]])
+            lines.append(row(label, ["undefined", ""]) + f"  {mark}")
+        else:
+            lines.append(row(label, [number(entry["statistic"]), f"{entry['pvalue']:.3g}"]))
     lines += ["", row("decomposition", ["score", "MCB", "DSC", "UNC"])]
     for key, label, *_ in _DECOMPOSITIONS:
         entry = report["decomposition"][key]
         lines.append(row(label, [number(entry[part]) for part in _DECOMPOSITION_COLUMNS]))
     lines.append("(score = MCB - DSC + UNC; MCB is what the recalibration removes)")
+    if notes:
+        lines += [""] + notes
     return "\n".join(lines)
+
+
+def _tests(data, convention):
+    """The tests' entries; an undefined statistic gets NaN and the reason."""
+    score = data.scores(convention)[0]
+    if data.sample_weight is not None:
+        score = score[data.sample_weight > 0]
+    tests = {}
+    for key, _ in _TESTS:
+        reason = undefined_reason(score, key)
+        if reason is not None:
+            tests[key] = {"statistic": float("nan"), "pvalue": float("nan"), "undefined": reason}
+        elif key == "spiegelhalter":
+            statistic, pvalue = _calibration_test(data, method=key, convention=convention)
+            tests[key] = {"statistic": statistic, "pvalue": pvalue}
+    if "ks" not in tests:  # KS and Kuiper share their partial sums
+        for key, (statistic, pvalue) in cumulative_tests(data, convention).items():
+            tests[key] = {"statistic": statistic, "pvalue": pvalue}
+    return {key: tests[key] for key, _ in _TESTS}
 
 
 def calibration_report(
@@ -130,7 +167,8 @@ def calibration_report(
     ci_method : {"percentile", "bca"}, default="percentile"
         How the intervals are read off the replicates.
     random_state : int, RandomState instance or None, default=None
-        Seeds the resampling (one generator for all intervals).
+        Seeds the resampling. The rows are resampled once for all the intervals: each
+        bootstrap replicate is one resampled data set on which every error is computed.
     labels : array-like of shape (n_classes,), default=None
         The class of each column of ``y_prob``.
     sample_weight : array-like of shape (n_samples,), default=None
@@ -150,12 +188,18 @@ def calibration_report(
     report : str or dict
         The text, or ``{"n_samples", "n_classes", "n_bins", "convention",
         "confidence_level", "ci_method", "n_resamples",
-        "errors": {name: {"estimate", "low", "high"}},
+        "errors": {name: {"estimate", "low", "high", "flags"}},
         "tests": {name: {"statistic", "pvalue"}}, "decomposition": {"brier" | "log_loss":
         {"score", "miscalibration", "discrimination", "uncertainty", "refinement"}}}``;
         the smECE entry also holds its ``bandwidth``, the log-loss decomposition its
-        ``temperature``; with ``groups``, ``"groups"`` holds the audit (the fields of
-        :func:`calibration_audit`'s result).
+        ``temperature``. An interval's ``flags`` are those of
+        :func:`calibration_error_ci` (what makes it suspect: it excludes the estimate,
+        or has zero width, with an explanation; empty when nothing does). A test whose
+        statistic is undefined on these scores (Spiegelhalter's when every score is 0,
+        1/2 or 1, all of them when every score is 0 or 1) has NaN statistic and
+        p-value and its reason under ``"undefined"``. In the text, flagged and
+        undefined rows point to numbered notes below the tables. With ``groups``,
+        ``"groups"`` holds the audit (the fields of :func:`calibration_audit`'s result).
 
     See Also
     --------
@@ -191,10 +235,10 @@ def calibration_report(
     <BLANKLINE>
     calibration error            estimate        low       high
     ECE                            0.1459     0.1259     0.1642
-    adaptive ECE                   0.1422     0.1286     0.1597
-    classwise ECE                  0.0962     0.0846     0.1091
-    smECE (h = 0.144)              0.1435     0.1258     0.1656
-    debiased L2 CE                 0.1533     0.1375     0.1779
+    adaptive ECE                   0.1422     0.1209     0.1606
+    classwise ECE                  0.0962     0.0858     0.1094
+    smECE (h = 0.144)              0.1435     0.1223     0.1620
+    debiased L2 CE                 0.1533     0.1354     0.1764
     <BLANKLINE>
     test of calibration         statistic    p-value
     Spiegelhalter                 24.0724  4.86e-128
@@ -213,70 +257,64 @@ def calibration_report(
     1.98
     """
     n_bins = check_n_bins(n_bins)
-    _check_option(ci_method, "ci_method", CI_METHODS)
+    check_option(ci_method, "ci_method", CI_METHODS)
+    check_option(convention, "convention", CONVENTIONS)
+    check_option(correction, "correction", CORRECTIONS)
+    n_resamples, confidence_level = check_interval_options(n_resamples, confidence_level)
     if not isinstance(output_dict, (bool, np.bool_)):
         raise ValueError(f"Expected `output_dict` to be a bool, got {output_dict!r}.")
     if isinstance(digits, (bool, np.bool_)) or not isinstance(digits, numbers.Integral):
         raise ValueError(f"Expected `digits` to be an integer >= 0, got {digits!r}.")
     if digits < 0:
         raise ValueError(f"Expected `digits` to be an integer >= 0, got {digits!r}.")
-    _, proba, _ = check_classification_inputs(
-        y_true, y_prob, labels=labels, sample_weight=sample_weight
-    )
+    data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
     rng = check_random_state(random_state)
-    common = {"labels": labels, "sample_weight": sample_weight}
     # one automatic-bandwidth search, reused by the interval (whose plan would search again)
-    _, smece_bandwidth = smooth_ece(
-        y_true, y_prob, return_bandwidth=True, convention=convention, **common
-    )
-    errors = {}
-    for key, _, metric, binned, conventional in _ERRORS:
-        options = dict(common)
+    _, smece_bandwidth = _smooth_ece(data, return_bandwidth=True, convention=convention)
+    metrics = []
+    for _, _, metric, binned, conventional in _ERRORS:
+        options = {}
         if metric is smooth_ece:
             options["bandwidth"] = smece_bandwidth
         if binned:
             options["n_bins"] = n_bins
         if conventional:
             options["convention"] = convention
-        interval = calibration_error_ci(
-            metric,
-            y_true,
-            y_prob,
-            n_resamples=n_resamples,
-            confidence_level=confidence_level,
-            method=ci_method,
-            random_state=rng,
-            **options,
-        )
-        errors[key] = {part: interval[part] for part in ("estimate", "low", "high")}
+        metrics.append((KERNELS[metric], options, metric.__name__))
+    intervals = shared_bootstrap_intervals(
+        metrics,
+        data,
+        n_resamples=n_resamples,
+        confidence_level=confidence_level,
+        ci_method=ci_method,
+        rng=rng,
+    )
+    parts = ("estimate", "low", "high", "flags")
+    errors = {
+        key: {part: interval[part] for part in parts}
+        for (key, *_), interval in zip(_ERRORS, intervals, strict=True)
+    }
     errors["smooth_ece"]["bandwidth"] = smece_bandwidth
-    tests = {}
-    for key, _ in _TESTS:
-        statistic, pvalue = calibration_test(
-            y_true, y_prob, method=key, convention=convention, **common
-        )
-        tests[key] = {"statistic": statistic, "pvalue": pvalue}
     decomposition = {}
     for key, _, score, method in _DECOMPOSITIONS:
-        parts = calibration_decomposition(y_true, y_prob, score=score, method=method, **common)
+        parts = _calibration_decomposition(data, score=score, method=method)
         decomposition[key] = dict(parts)
     report = {
-        "n_samples": proba.shape[0],
-        "n_classes": proba.shape[1],
+        "n_samples": data.n_samples,
+        "n_classes": data.n_classes,
         "n_bins": n_bins,
         "convention": convention,
         "confidence_level": float(confidence_level),
         "ci_method": ci_method,
         "n_resamples": n_resamples,
         "errors": errors,
-        "tests": tests,
+        "tests": _tests(data, convention),
         "decomposition": decomposition,
     }
     if groups is None:
         return report if output_dict else _format(report, digits)
-    audit = calibration_audit(
-        y_true,
-        y_prob,
+    audit = audit_groups(
+        data,
         groups,
         n_bins=n_bins,
         convention=convention,
@@ -285,7 +323,6 @@ def calibration_report(
         n_resamples=n_resamples,
         ci_method=ci_method,
         random_state=rng,
-        **common,
     )
     report["groups"] = dict(audit)
     if output_dict:

@@ -2,10 +2,12 @@
 
 import numpy as np
 
-from .._validation import check_classification_inputs, check_n_bins
-from ._group_rows import metric_by_group
-from ._metrics import _STRATEGIES, _check_option, binned_columns, scores_and_outcomes
+from .._validation import check_n_bins, check_option
+from ._group_rows import overall_or_by_group
+from ._metrics import _STRATEGIES, binned_columns
+from ._predictions import check_predictions
 from ._resampling import ResamplingPlan, cell_sums
+from ._weights import unit_scale
 
 
 def _debiased_from_bins(weights, score_sums, outcome_sums, squares, positives):
@@ -27,15 +29,19 @@ def _debiased_from_bins(weights, score_sums, outcome_sums, squares, positives):
     return np.sqrt(np.maximum(squared, 0.0))
 
 
-def _debiased_bins(y_true, y_prob, n_bins, strategy, convention, labels, sample_weight):
-    """Validated inputs binned: the bin of each sample and its summed columns."""
+def _debiased_bins(data, n_bins, strategy, convention):
+    """Checked predictions binned: the bin of each sample and its summed columns.
+
+    The weights are scaled by a power of two first (their scale does not matter), so that
+    their squares neither overflow nor underflow.
+    """
     n_bins = check_n_bins(n_bins)
-    _check_option(strategy, "strategy", _STRATEGIES)
-    y_index, proba, sample_weight = check_classification_inputs(
-        y_true, y_prob, labels=labels, sample_weight=sample_weight
-    )
-    score, outcome = scores_and_outcomes(proba, y_index, convention)
-    cell, columns = binned_columns(score, outcome, sample_weight, n_bins, strategy)
+    check_option(strategy, "strategy", _STRATEGIES)
+    score, outcome = data.scores(convention)
+    cell, columns = binned_columns(score, outcome, data.sample_weight, n_bins, strategy)
+    if data.sample_weight is not None:
+        scale = unit_scale(data.sample_weight)
+        columns = [column * scale for column in columns]
     weight = columns[0]
     columns += [weight * weight, (weight > 0).astype(np.float64)]
     return cell, n_bins, columns
@@ -121,39 +127,27 @@ def debiased_calibration_error(
     >>> bool(debiased < plug_in)
     True
     """
-    if groups is not None:
-        return metric_by_group(
-            debiased_calibration_error,
-            y_true,
-            y_prob,
-            groups,
-            labels=labels,
-            sample_weight=sample_weight,
-            n_bins=n_bins,
-            strategy=strategy,
-            convention=convention,
-        )
-    cell, n_bins, columns = _debiased_bins(
-        y_true, y_prob, n_bins, strategy, convention, labels, sample_weight
+    data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
+    return overall_or_by_group(
+        _debiased_calibration_error,
+        data,
+        groups,
+        n_bins=n_bins,
+        strategy=strategy,
+        convention=convention,
     )
+
+
+def _debiased_calibration_error(data, *, n_bins=15, strategy="quantile", convention="top_label"):
+    """:func:`debiased_calibration_error` of checked predictions."""
+    cell, n_bins, columns = _debiased_bins(data, n_bins, strategy, convention)
     sums = [np.bincount(cell, weights=column, minlength=n_bins) for column in columns]
     return float(_debiased_from_bins(*sums))
 
 
-def debiased_plan(
-    y_true,
-    y_prob,
-    *,
-    n_bins=15,
-    strategy="quantile",
-    convention="top_label",
-    labels=None,
-    sample_weight=None,
-):
+def debiased_plan(data, *, n_bins=15, strategy="quantile", convention="top_label"):
     """Resampling plan of :func:`debiased_calibration_error` (its bins held fixed)."""
-    cell, n_bins, columns = _debiased_bins(
-        y_true, y_prob, n_bins, strategy, convention, labels, sample_weight
-    )
+    cell, n_bins, columns = _debiased_bins(data, n_bins, strategy, convention)
 
     def accumulate(group, n_groups):
         return cell_sums(group, n_groups, cell, n_bins, columns)

@@ -5,39 +5,86 @@ import numpy as np
 from sklearn.isotonic import isotonic_regression
 from sklearn.utils import Bunch
 
-from .._validation import check_classification_inputs
-from ._metrics import NLL_EPS, _check_option, _row_blocks, _true_class_proba, _weighted_mean
+from .._validation import check_option
+from ._metrics import SCORES, _weighted_mean, log_loss_clip, per_sample_score
+from ._predictions import _row_blocks, check_predictions
+from ._weights import sample_count
 
-_SCORES = ("brier", "log_loss")
 _METHODS = ("isotonic", "temperature")
 
 
-def per_sample_score(proba, y_index, score):
-    """Return each sample's Brier score (summed over classes) or log loss (clipped at NLL_EPS)."""
-    true_proba = _true_class_proba(proba, y_index)
-    if score == "log_loss":
-        return -np.log(np.clip(true_proba, NLL_EPS, 1.0))
-    return np.einsum("ij,ij->i", proba, proba, dtype=np.float64) - 2.0 * true_proba + 1.0
+def _dot(a, b):
+    """Dot product of two vectors, without starting BLAS threads (cheaper than BLAS's
+    threads on a busy machine for many calls)."""
+    return np.einsum("i,i->", a, b)
 
 
-def _isotonic_fit(values, target, weight):
-    """Weighted least-squares non-decreasing fit of ``target`` on ``values`` (PAV).
+def _indicator_keys(proba, y_index, classes):
+    """Sort keys of the columns ``classes``: each probability's bits shifted left by one,
+    with the indicator of the column's class in the freed bit; one contiguous row per class.
 
-    Tied values are pooled first (their weighted mean target), so the fit is a function
-    of the value; rows of zero weight take the fit of the nearest weighted value.
+    The bits of a float of at least 0 order like the float, and those of a value in
+    [0, 1] stay below 2**30 (float32) or 2**62 (float64), so the key keeps the width of
+    the value; the sign bit of -0.0 shifts out.
+
+    Returns
+    -------
+    keys : ndarray of shape (len(classes), n_samples), dtype uint32 or uint64
     """
-    distinct, inverse = np.unique(values, return_inverse=True)
-    mass = np.bincount(inverse, weights=weight, minlength=distinct.shape[0])
-    total = np.bincount(inverse, weights=weight * target, minlength=distinct.shape[0])
-    held = mass > 0
-    fitted = isotonic_regression(total[held] / mass[held], sample_weight=mass[held])
-    if not held.all():
-        fitted = np.interp(distinct, distinct[held], fitted)
-    return fitted[inverse]
+    uint = np.uint32 if proba.dtype == np.float32 else np.uint64
+    keys = proba.view(uint).T[classes]
+    keys <<= uint(1)
+    row_of = np.full(proba.shape[1], -1)
+    row_of[classes] = np.arange(len(classes))
+    rows = row_of[y_index]
+    held = np.flatnonzero(rows >= 0)
+    keys[rows[held], held] |= uint(1)
+    return keys
 
 
-def _isotonic_recalibration(proba, y_index, weight, score):
-    """CORP: each class's probability refitted by isotonic regression on its indicator."""
+def _isotonic_fit(key, weight):
+    """Weighted least-squares non-decreasing fit of an indicator on a column (PAV).
+
+    Tied values are pooled first (their weighted mean indicator), so the fit is a
+    function of the value; values of zero weight are left out.
+
+    Parameters
+    ----------
+    key : ndarray of shape (n_samples,)
+        The column's keys from :func:`_indicator_keys`; sorted in place.
+    weight : ndarray of shape (n_samples,) or None
+        Sample weights.
+
+    Returns
+    -------
+    fitted, mass, positive : ndarray of shape (n_weighted,)
+        At each distinct value of positive weight, ascending: the fit, the value's total
+        weight and the weight of its rows whose indicator is 1.
+    """
+    if weight is None:
+        key.sort()
+    else:
+        order = np.argsort(key)
+        key, weight = key[order], weight[order]
+    one = key.dtype.type(1)
+    hit = (key & one).astype(np.float64)
+    key >>= one
+    starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
+    if weight is None:
+        mass = np.diff(np.append(starts, key.shape[0])).astype(np.float64)
+        positive = np.add.reduceat(hit, starts)
+    else:
+        mass = np.add.reduceat(weight, starts)
+        positive = np.add.reduceat(weight * hit, starts)
+        held = mass > 0
+        mass, positive = mass[held], positive[held]
+    return isotonic_regression(positive / mass, sample_weight=mass), mass, positive
+
+
+def _isotonic_refinement(data, score):
+    """CORP: the weighted mean score once each class's probability is refitted by isotonic
+    regression on its indicator (the positive class's alone for a binary problem)."""
+    proba, y_index, weight = data.proba, data.y_index, data.sample_weight
     n_classes = proba.shape[1]
     if score == "log_loss" and n_classes > 2:
         raise ValueError(
@@ -46,15 +93,22 @@ def _isotonic_recalibration(proba, y_index, weight, score):
             "score per sample; use method='temperature', or score='brier' (decomposed class "
             "by class)."
         )
-    if n_classes == 2:
-        positive = _isotonic_fit(proba[:, 1].astype(np.float64), y_index == 1, weight)
-        return np.column_stack([1.0 - positive, positive])
-    return np.column_stack(
-        [
-            _isotonic_fit(proba[:, k].astype(np.float64), y_index == k, weight)
-            for k in range(n_classes)
-        ]
-    )
+    classes = [1] if n_classes == 2 else list(range(n_classes))
+    keys = _indicator_keys(proba, y_index, classes)
+    total = 0.0
+    for key in keys:
+        fitted, mass, positive = _isotonic_fit(key, weight)
+        if score == "log_loss":
+            low, high = log_loss_clip(np.float64)
+            hit = -np.log(np.clip(fitted, low, high))
+            miss = -np.log(np.clip(1.0 - fitted, low, high))
+            total += _dot(positive, hit) + _dot(mass - positive, miss)
+        else:
+            # sum of w (g - 1[y = k])^2, the indicator being 1 on the positive weight
+            total += _dot(mass, fitted**2) - 2.0 * _dot(positive, fitted) + positive.sum()
+    if score == "brier" and n_classes == 2:
+        total *= 2.0  # the negative column is 1 - g, with the same squared errors
+    return float(total / data.weight.sum())
 
 
 #: The inverse temperature is searched in [1 / MAX_TEMPERATURE, MAX_TEMPERATURE].
@@ -65,64 +119,178 @@ MAX_TEMPERATURE = 1e4
 LOGIT_FLOOR = 1e-12
 _TEMPERATURE_RTOL = 1e-12
 _TEMPERATURE_STEPS = 200
+#: Rows of the subsample whose optimal temperature starts the search on more rows.
+_WARM_START_ROWS = 1 << 15
 
 
-def _nll_derivatives(gap, true_gap, share, beta):
-    """First and second derivative in ``beta`` of the mean NLL of ``softmax(beta * gap)``."""
-    first = second = 0.0
+def _row_sums(block):
+    """Row sums of a 2-D block (einsum's loop: faster than ``sum(axis=1)`` for few
+    columns, and unlike a matrix-vector product it starts no BLAS threads)."""
+    return np.einsum("ij->i", block)
+
+
+def _scaled_exponentials(gap, beta):
+    """Yield each block of rows with ``exp(beta * gap)`` of its rows (a reused buffer)."""
+    buffer = None
     for rows in _row_blocks(gap.shape[0], gap.shape[1]):
-        expo = np.exp(beta * gap[rows])
-        total = expo.sum(axis=1)
-        mean = np.einsum("ij,ij->i", expo, gap[rows]) / total
-        square = np.einsum("ij,ij,ij->i", expo, gap[rows], gap[rows]) / total
-        first += share[rows] @ (mean - true_gap[rows])
-        second += share[rows] @ (square - mean * mean)
-    return first, second
+        block = gap[rows]
+        if buffer is None:
+            buffer = np.empty_like(block)
+        expo = buffer[: block.shape[0]]
+        np.multiply(block, beta, out=expo)
+        np.exp(expo, out=expo)
+        yield rows, block, expo
 
 
-def _inverse_temperature(log_proba, y_index, weight):
-    """The ``beta`` minimising the weighted mean NLL of ``softmax(beta * log p)``.
-
-    The NLL is convex in ``beta``, so its derivative (the mean of ``log p`` under the
-    scaled softmax minus that of the true class) is increasing: Newton steps, kept inside
-    a bracket of the root and replaced by a bisection (in ``log beta``) when they leave
-    it. When the derivative keeps its sign over the searched range (scores that separate
-    the classes, or that favour the wrong ones on average) the bound is returned: the NLL
-    there equals its infimum to rounding.
+class _TemperedNLL:
+    """The weighted mean NLL of ``softmax(beta * gap)`` on fixed rows, as a function of
+    ``beta``; it keeps the softmax's row totals at the last ``beta`` it was evaluated at.
     """
-    gap = log_proba - log_proba.max(axis=1, keepdims=True)
-    true_gap = gap[np.arange(gap.shape[0]), y_index]
-    share = weight / weight.sum()
+
+    def __init__(self, gap, true_gap, share):
+        self.gap, self.true_gap, self.share = gap, true_gap, share
+        self.beta, self.totals = None, None
+
+    def derivatives(self, beta):
+        """First and second derivative in ``beta``."""
+        first = second = 0.0
+        totals = np.empty(self.gap.shape[0])
+        for rows, block, expo in _scaled_exponentials(self.gap, beta):
+            total = totals[rows] = _row_sums(expo)
+            expo *= block
+            mean = _row_sums(expo) / total
+            expo *= block
+            square = _row_sums(expo) / total
+            first += _dot(self.share[rows], mean - self.true_gap[rows])
+            second += _dot(self.share[rows], square - mean * mean)
+        self.beta, self.totals = beta, totals
+        return first, second
+
+    def row_totals(self, beta):
+        """The row totals of ``exp(beta * gap)``, kept from the last evaluation if at ``beta``."""
+        if self.beta == beta:
+            return self.totals
+        totals = np.empty(self.gap.shape[0])
+        for rows, _, expo in _scaled_exponentials(self.gap, beta):
+            totals[rows] = _row_sums(expo)
+        return totals
+
+
+def _inverse_temperature(nll, start=1.0):
+    """The ``beta`` minimising a :class:`_TemperedNLL`.
+
+    The NLL is convex in ``beta``, so its derivative (the mean of ``gap`` under the
+    scaled softmax minus that of the true class) is increasing. When it keeps its sign
+    over the searched range (scores that separate the classes, or that favour the wrong
+    ones on average) the bound is returned: the NLL there equals its infimum to rounding.
+    Otherwise Newton steps from ``start``, kept inside a bracket of the root and replaced
+    by a bisection (in ``log beta``) when they leave it.
+    """
     low, high = 1.0 / MAX_TEMPERATURE, MAX_TEMPERATURE
-    if _nll_derivatives(gap, true_gap, share, low)[0] >= 0:
+    if nll.derivatives(low)[0] >= 0:
         return low
-    if _nll_derivatives(gap, true_gap, share, high)[0] <= 0:
+    if nll.derivatives(high)[0] <= 0:
         return high
-    beta = 1.0
+    return _newton_root(nll.derivatives, low, high, start)
+
+
+def _newton_root(derivatives, low, high, beta):
+    """The root in ``(low, high)`` of an increasing ``derivatives(beta)[0]``, from ``beta``.
+
+    The last point evaluated is returned once the next is within the tolerance of it.
+    """
     for _ in range(_TEMPERATURE_STEPS):
-        first, second = _nll_derivatives(gap, true_gap, share, beta)
+        first, second = derivatives(beta)
         if first > 0:
             high = beta
         else:
             low = beta
         step = beta - first / second if second > 0 else np.nan
+        # a step below rounding lands on beta, the bracket's new end: converged, not outside
+        if abs(step - beta) <= _TEMPERATURE_RTOL * beta:
+            return beta
         following = step if low < step < high else np.sqrt(low * high)
         if abs(following - beta) <= _TEMPERATURE_RTOL * beta:
-            return following
+            return beta
         beta = following
     return beta
 
 
-def _temperature_recalibration(proba, y_index, weight):
-    """Temperature scaling fitted on the same data, mixed with 1 / (n + 1) uniform mass."""
-    n_samples, n_classes = proba.shape
-    log_proba = np.log(np.maximum(proba.astype(np.float64), LOGIT_FLOOR))
-    beta = _inverse_temperature(log_proba, y_index, weight)
-    scaled = beta * (log_proba - log_proba.max(axis=1, keepdims=True))
-    recalibrated = np.exp(scaled)
-    recalibrated /= recalibrated.sum(axis=1, keepdims=True)
-    mixing = 1.0 / (n_samples + 1)
-    return (1.0 - mixing) * recalibrated + mixing / n_classes, 1.0 / beta
+def _warm_inverse_temperature(gap, true_gap, weight):
+    """:func:`_inverse_temperature` on all rows, started from the optimum of a subsample.
+
+    On many rows, the optimum of an evenly spaced subsample starts Newton's steps close
+    to the root, which saves most of the passes over all rows; the bounds of the search
+    are checked on the subsample, and a bound it returns is confirmed on all rows.
+
+    Returns
+    -------
+    beta : float
+    nll : _TemperedNLL
+        The NLL on all rows, last evaluated at ``beta`` when it could be.
+    """
+    nll = _TemperedNLL(gap, true_gap, weight / weight.sum())
+    n_rows = gap.shape[0]
+    rows = np.linspace(0, n_rows - 1, _WARM_START_ROWS).astype(np.intp)
+    if n_rows <= 2 * _WARM_START_ROWS or weight[rows].sum() <= 0:
+        return _inverse_temperature(nll), nll
+    sample = _TemperedNLL(gap[rows], true_gap[rows], weight[rows] / weight[rows].sum())
+    start = _inverse_temperature(sample)
+    low, high = 1.0 / MAX_TEMPERATURE, MAX_TEMPERATURE
+    if start == low and nll.derivatives(low)[0] >= 0:
+        return low, nll
+    if start == high and nll.derivatives(high)[0] <= 0:
+        return high, nll
+    start = start if low < start < high else 1.0
+    return _newton_root(nll.derivatives, low, high, start), nll
+
+
+def _logit_gaps(proba, top):
+    """``log max(p, floor)`` minus its row maximum, in float64, from the row maxima ``top``."""
+    gap = np.empty(proba.shape)
+    log_top = np.log(np.maximum(top.astype(np.float64), LOGIT_FLOOR))
+    for rows in _row_blocks(proba.shape[0], proba.shape[1]):
+        block = gap[rows]
+        np.maximum(proba[rows], LOGIT_FLOOR, out=block)
+        np.log(block, out=block)
+        block -= log_top[rows, None]
+    return gap
+
+
+def _temperature_refinement(data, score):
+    """The weighted mean score after temperature scaling fitted on the same data, mixed
+    with ``1 / (n + 1)`` uniform mass, ``n`` the number of samples the rows stand for;
+    and the temperature."""
+    proba, y_index = data.proba, data.y_index
+    n_rows, n_classes = proba.shape
+    gap = _logit_gaps(proba, data.scores("top_label")[0])
+    true_gap = gap[np.arange(n_rows), y_index]
+    beta, nll = _warm_inverse_temperature(gap, true_gap, data.weight)
+    mixing = 1.0 / (sample_count(data.sample_weight, n_rows) + 1)
+    totals = nll.row_totals(beta)
+    true_proba = (1.0 - mixing) * np.exp(beta * true_gap) / totals + mixing / n_classes
+    if score == "log_loss":
+        values = -np.log(np.clip(true_proba, *log_loss_clip(np.float64)))
+    else:
+        # sum_k r_k^2 of r = (1 - m) q + m / K, with sum_k q_k = 1
+        squares = np.empty(n_rows)
+        for rows, _, expo in _scaled_exponentials(gap, beta):
+            expo *= expo
+            squares[rows] = _row_sums(expo)
+        squares *= (1.0 - mixing) ** 2 / totals**2
+        squares += (2.0 - mixing) * mixing / n_classes
+        values = squares - 2.0 * true_proba + 1.0
+    return _weighted_mean(values, data.sample_weight), float(1.0 / beta)
+
+
+def _marginal_score(frequencies, y_index, score, sample_weight):
+    """The weighted mean score of the class frequencies as every sample's forecast."""
+    true_frequency = frequencies[y_index]
+    if score == "log_loss":
+        values = -np.log(np.clip(true_frequency, *log_loss_clip(np.float64)))
+    else:
+        values = frequencies @ frequencies - 2.0 * true_frequency + 1.0
+    return _weighted_mean(values, sample_weight)
 
 
 def calibration_decomposition(
@@ -148,9 +316,12 @@ def calibration_decomposition(
       (2025): ``g`` is temperature scaling fitted (NLL) on the same data (the logits are
       ``log max(p, 1e-12)``, the temperature is searched in [1e-4, 1e4]), its output
       mixed with the uniform distribution at weight ``1 / (n + 1)`` as they do, so the
-      log loss stays finite. The refinement is what post-hoc calibration cannot fix; selecting a
-      network by it and calibrating afterwards is their refine-then-calibrate recipe
-      (:func:`refinement_loss` and the ``neg_refinement_*`` scorers).
+      log loss stays finite; with ``sample_weight``, ``n`` is the number of samples the
+      rows stand for (the total of integer weights, which count repeated rows; else the
+      number of positive weights). The refinement is what post-hoc calibration cannot
+      fix; selecting a network by it and calibrating afterwards is their
+      refine-then-calibrate recipe (:func:`refinement_loss` and the ``neg_refinement_*``
+      scorers).
 
     Parameters
     ----------
@@ -197,23 +368,24 @@ def calibration_decomposition(
     >>> round(parts.miscalibration - parts.discrimination + parts.uncertainty, 4)
     0.3
     """
-    _check_option(score, "score", _SCORES)
-    _check_option(method, "method", _METHODS)
-    y_index, proba, sample_weight = check_classification_inputs(
-        y_true, y_prob, labels=labels, sample_weight=sample_weight
-    )
-    weight = np.ones(proba.shape[0]) if sample_weight is None else sample_weight
+    data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
+    return _calibration_decomposition(data, score=score, method=method)
+
+
+def _calibration_decomposition(data, *, score="brier", method="isotonic"):
+    """:func:`calibration_decomposition` of checked predictions."""
+    check_option(score, "score", SCORES)
+    check_option(method, "method", _METHODS)
+    y_index, proba, sample_weight = data.y_index, data.proba, data.sample_weight
     extra = {}
     if method == "isotonic":
-        recalibrated = _isotonic_recalibration(proba, y_index, weight, score)
+        refined = _isotonic_refinement(data, score)
     else:
-        recalibrated, temperature = _temperature_recalibration(proba, y_index, weight)
-        extra["temperature"] = float(temperature)
+        refined, extra["temperature"] = _temperature_refinement(data, score)
+    weight = data.weight
     frequencies = np.bincount(y_index, weights=weight, minlength=proba.shape[1]) / weight.sum()
-    marginal = np.broadcast_to(frequencies, proba.shape)
     original = _weighted_mean(per_sample_score(proba, y_index, score), sample_weight)
-    refined = _weighted_mean(per_sample_score(recalibrated, y_index, score), sample_weight)
-    uncertainty = _weighted_mean(per_sample_score(marginal, y_index, score), sample_weight)
+    uncertainty = _marginal_score(frequencies, y_index, score, sample_weight)
     return Bunch(
         score=original,
         miscalibration=original - refined,
@@ -276,6 +448,10 @@ def refinement_loss(
     >>> bool(abs(refinement_loss(y, overconfident) - refinement_loss(y, p)) < 1e-3)
     True
     """
-    return calibration_decomposition(
-        y_true, y_prob, score=score, method=method, labels=labels, sample_weight=sample_weight
-    ).refinement
+    data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
+    return _refinement_loss(data, score=score, method=method)
+
+
+def _refinement_loss(data, *, score="log_loss", method="temperature"):
+    """:func:`refinement_loss` of checked predictions."""
+    return _calibration_decomposition(data, score=score, method=method).refinement

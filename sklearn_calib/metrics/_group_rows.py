@@ -9,8 +9,6 @@ import numbers
 
 import numpy as np
 
-from .._validation import check_classification_inputs
-
 
 def group_columns(groups):
     """The columns of a groups table: a DataFrame's own (each keeps its type), or those of
@@ -83,61 +81,57 @@ def group_rows(codes, n_groups):
     return np.split(order, bounds)
 
 
-class GroupedInputs:
-    """Validated predictions split by group; each group's inputs for a metric call."""
+class GroupedPredictions:
+    """Checked predictions split by group: each group's name, rows and predictions."""
 
-    def __init__(self, y_true, y_prob, groups, labels, sample_weight):
-        self.y_index, self.proba, self.sample_weight = check_classification_inputs(
-            y_true, y_prob, labels=labels, sample_weight=sample_weight
-        )
-        codes, self.names = encode_groups(groups, self.proba.shape[0])
+    def __init__(self, data, groups):
+        self.data = data
+        codes, self.names = encode_groups(groups, data.n_samples)
         self.rows = group_rows(codes, len(self.names))
-        self.columns = np.arange(self.proba.shape[1])
 
     def size(self, rows):
         """Number of the rows with a positive weight."""
-        if self.sample_weight is None:
+        if self.data.sample_weight is None:
             return rows.shape[0]
-        return int(np.count_nonzero(self.sample_weight[rows] > 0))
+        return int(np.count_nonzero(self.data.sample_weight[rows] > 0))
 
-    def arguments(self, rows):
-        """``(y_true, y_prob)`` and the keyword arguments of a metric on ``rows``."""
-        weight = None if self.sample_weight is None else self.sample_weight[rows]
-        options = {"labels": self.columns, "sample_weight": weight}
-        return (self.y_index[rows], self.proba[rows]), options
+    def predictions(self, rows):
+        """The checked predictions of ``rows``."""
+        return self.data.rows(rows)
 
 
-def metric_by_group(metric, y_true, y_prob, groups, *, labels=None, sample_weight=None, **kwargs):
-    """A metric computed on each group's rows.
+def metric_by_group(kernel, data, groups, **options):
+    """A metric's kernel computed on each group's rows.
 
     Parameters
     ----------
-    metric : callable
-        ``metric(y_true, y_prob, labels=..., sample_weight=..., **kwargs)``.
-    y_true : array-like of shape (n_samples,)
-        True labels.
-    y_prob : array-like of shape (n_samples, n_classes) or (n_samples,)
-        Predicted probabilities.
+    kernel : callable
+        ``kernel(predictions, **options)``, the kernel of a metric (see ``_kernels``).
+    data : Predictions
+        Checked predictions.
     groups : array-like of shape (n_samples,) or (n_samples, n_columns)
         Group labels, or columns whose distinct rows are the groups.
-    labels : array-like of shape (n_classes,), default=None
-        The class of each column of ``y_prob``.
-    sample_weight : array-like of shape (n_samples,), default=None
-        Sample weights.
-    **kwargs
-        Options of ``metric``.
+    **options
+        Options of the metric.
 
     Returns
     -------
     values : dict
-        Group label to the metric on that group's rows (a float, or what ``metric``
+        Group label to the metric on that group's rows (a float, or what ``kernel``
         returns when that is not a number); groups whose rows all weigh 0 are left out.
     """
-    inputs = GroupedInputs(y_true, y_prob, groups, labels, sample_weight)
+    grouped = GroupedPredictions(data, groups)
     values = {}
-    for name, rows in zip(inputs.names, inputs.rows, strict=True):
-        if inputs.size(rows):
-            arguments, options = inputs.arguments(rows)
-            value = metric(*arguments, **options, **kwargs)
+    for name, rows in zip(grouped.names, grouped.rows, strict=True):
+        if grouped.size(rows):
+            value = kernel(grouped.predictions(rows), **options)
             values[name] = float(value) if isinstance(value, numbers.Real) else value
     return values
+
+
+def overall_or_by_group(kernel, data, groups, **options):
+    """``kernel(data, **options)``, or its values by group (:func:`metric_by_group`) when
+    ``groups`` is given: the body of a public metric that takes ``groups=``."""
+    if groups is None:
+        return kernel(data, **options)
+    return metric_by_group(kernel, data, groups, **options)

@@ -14,15 +14,18 @@ from scipy.optimize import brentq
 from scipy.stats import norm
 from sklearn.utils import Bunch, check_random_state
 
-from .._validation import check_confidence_level, check_n_bins
+from .._validation import check_n_bins, check_option
 from ._binning import assign_bins, uniform_bin_edges
-from ._bootstrap import CI_METHODS, calibration_error_ci
+from ._bootstrap import CI_METHODS, bootstrap_interval
 from ._debiased import debiased_calibration_error
-from ._group_rows import GroupedInputs, metric_by_group
+from ._group_rows import GroupedPredictions, metric_by_group
 from ._hypothesis_tests import _METHODS as TESTS
-from ._hypothesis_tests import _brownian_max_sf, _brownian_range_sf, calibration_test
-from ._metrics import _check_option, expected_calibration_error, scores_and_outcomes
-from ._smooth import smooth_ece
+from ._hypothesis_tests import _brownian_max_sf, _brownian_range_sf, _calibration_test
+from ._kernels import KERNELS
+from ._metrics import expected_calibration_error
+from ._predictions import CONVENTIONS, check_predictions
+from ._resampling import check_interval_options
+from ._smooth import _smooth_ece, smooth_ece
 
 CORRECTIONS = ("holm", "fdr_bh")
 #: The errors of the audit: key, label, metric, whether it takes ``n_bins``.
@@ -98,16 +101,27 @@ def worst_group_calibration_error(
             "scorer.set_score_request(groups=True)) or build the scorer with "
             "make_worst_group_scorer(group_features=...)."
         )
-    values = metric_by_group(
-        metric,
-        y_true,
-        y_prob,
-        groups,
-        labels=labels,
-        sample_weight=sample_weight,
-        **metric_kwargs,
-    )
+    data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
+    values = metric_by_group(_kernel(metric), data, groups, **metric_kwargs)
     return max(values.values())
+
+
+def _kernel(metric):
+    """The kernel of a metric of this library; another metric is called on each group's
+    checked rows, its labels the column indices."""
+    if metric in KERNELS:
+        return KERNELS[metric].compute
+
+    def compute(data, **options):
+        return metric(
+            data.y_index,
+            data.proba,
+            labels=np.arange(data.n_classes),
+            sample_weight=data.sample_weight,
+            **options,
+        )
+
+    return compute
 
 
 def adjust_pvalues(pvalues, method="holm"):
@@ -144,7 +158,7 @@ def adjust_pvalues(pvalues, method="holm"):
        Practical and Powerful Approach to Multiple Testing", Journal of the Royal
        Statistical Society B 57(1), 1995.
     """
-    _check_option(method, "correction", CORRECTIONS)
+    check_option(method, "correction", CORRECTIONS)
     pvalues = np.asarray(pvalues, dtype=np.float64)
     m = pvalues.shape[0]
     order = np.argsort(pvalues, kind="stable")
@@ -408,32 +422,67 @@ def calibration_audit(
     >>> audit.table["detectable"].round(3)
     array([0.035, 0.035])
     """
+    data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
+    return audit_groups(
+        data,
+        groups,
+        n_bins=n_bins,
+        convention=convention,
+        test=test,
+        correction=correction,
+        alpha=alpha,
+        power=power,
+        min_group_size=min_group_size,
+        confidence_level=confidence_level,
+        n_resamples=n_resamples,
+        ci_method=ci_method,
+        random_state=random_state,
+    )
+
+
+def audit_groups(
+    data,
+    groups,
+    *,
+    n_bins=15,
+    convention="top_label",
+    test="ks",
+    correction="holm",
+    alpha=0.05,
+    power=0.8,
+    min_group_size=10,
+    confidence_level=0.95,
+    n_resamples=1000,
+    ci_method="percentile",
+    random_state=None,
+):
+    """:func:`calibration_audit` of checked predictions (:class:`Predictions`)."""
     n_bins = check_n_bins(n_bins)
-    _check_option(test, "test", TESTS)
-    _check_option(correction, "correction", CORRECTIONS)
-    _check_option(ci_method, "ci_method", CI_METHODS)
+    check_option(convention, "convention", CONVENTIONS)
+    check_option(test, "test", TESTS)
+    check_option(correction, "correction", CORRECTIONS)
+    check_option(ci_method, "ci_method", CI_METHODS)
     alpha = _check_fraction(alpha, "alpha")
     power = _check_fraction(power, "power")
-    confidence_level = check_confidence_level(confidence_level)
+    n_resamples, confidence_level = check_interval_options(n_resamples, confidence_level)
     min_group_size = _check_min_group_size(min_group_size)
-    inputs = GroupedInputs(y_true, y_prob, groups, labels, sample_weight)
+    grouped = GroupedPredictions(data, groups)
     rng = check_random_state(random_state)
+    sizes = [grouped.size(rows) for rows in grouped.rows]
     audited = [
-        (name, rows)
-        for name, rows in zip(inputs.names, inputs.rows, strict=True)
-        if inputs.size(rows) >= min_group_size
+        (name, rows, size)
+        for name, rows, size in zip(grouped.names, grouped.rows, sizes, strict=True)
+        if size >= min_group_size
     ]
     skipped = {
-        name: inputs.size(rows)
-        for name, rows in zip(inputs.names, inputs.rows, strict=True)
-        if inputs.size(rows) < min_group_size
+        name: size for name, size in zip(grouped.names, sizes, strict=True) if size < min_group_size
     }
     if skipped:
         warnings.warn(
             f"{len(skipped)} group(s) with fewer than {min_group_size} samples are not "
             f"audited: {skipped}.",
             UserWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
     if not audited:
         raise ValueError(
@@ -443,41 +492,41 @@ def calibration_audit(
     interval_options = {
         "n_resamples": n_resamples,
         "confidence_level": confidence_level,
-        "method": ci_method,
-        "random_state": rng,
+        "ci_method": ci_method,
+        "rng": rng,
     }
-    columns = {"group": [name for name, _ in audited], "n_samples": []}
+    columns = {"group": [name for name, *_ in audited], "n_samples": []}
     columns.update(
         {f"{key}{part}": [] for key, *_ in AUDIT_ERRORS for part in ("", "_low", "_high")}
     )
     columns.update({"statistic": [], "pvalue": [], "detectable": []})
     level = alpha / len(audited)
     scores, weights = [], []
-    for name, rows in audited:
-        arguments, options = inputs.arguments(rows)
-        options["convention"] = convention
-        columns["n_samples"].append(inputs.size(rows))
+    for name, rows, size in audited:
+        part = grouped.predictions(rows)
+        columns["n_samples"].append(size)
         for key, _, metric, binned in AUDIT_ERRORS:
-            metric_options = dict(options, n_bins=n_bins) if binned else dict(options)
+            options = {"convention": convention}
+            if binned:
+                options["n_bins"] = n_bins
             if metric is smooth_ece:
-                metric_options["bandwidth"] = smooth_ece(
-                    *arguments, **options, return_bandwidth=True
+                options["bandwidth"] = _smooth_ece(
+                    part, return_bandwidth=True, convention=convention
                 )[1]
-            interval = calibration_error_ci(
-                metric, *arguments, **interval_options, **metric_options
+            interval = bootstrap_interval(
+                KERNELS[metric], part, options, name=metric.__name__, **interval_options
             )
             columns[key].append(interval.estimate)
             columns[f"{key}_low"].append(interval.low)
             columns[f"{key}_high"].append(interval.high)
         try:
-            statistic, pvalue = calibration_test(*arguments, method=test, **options)
+            statistic, pvalue = _calibration_test(part, method=test, convention=convention)
         except ValueError as exc:
             raise ValueError(f"Group {name!r} cannot be tested: {exc}") from exc
         columns["statistic"].append(statistic)
         columns["pvalue"].append(pvalue)
-        score = scores_and_outcomes(arguments[1], arguments[0], convention)[0]
-        scores.append(score.astype(np.float64))
-        weights.append(options["sample_weight"])
+        scores.append(part.scores(convention)[0].astype(np.float64))
+        weights.append(part.sample_weight)
         columns["detectable"].append(detectable_shift(scores[-1], weights[-1], test, level, power))
     table = {
         key: (value if key == "group" else np.asarray(value)) for key, value in columns.items()

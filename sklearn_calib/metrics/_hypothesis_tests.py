@@ -5,8 +5,8 @@ from collections import namedtuple
 import numpy as np
 from scipy.stats import norm
 
-from .._validation import check_classification_inputs
-from ._metrics import _check_option, scores_and_outcomes
+from .._validation import check_option
+from ._predictions import check_predictions
 
 CalibrationTestResult = namedtuple("CalibrationTestResult", ["statistic", "pvalue"])
 CalibrationTestResult.__doc__ = """Result of :func:`calibration_test` (unpacks as a tuple).
@@ -51,13 +51,43 @@ def _brownian_range_sf(x):
     return float(min(1.0, 8 * np.sum((-1.0) ** (k - 1) * k * norm.sf(k * x))))
 
 
-def _cumulative_differences(score, outcome, weight):
+def _cumulative_differences(score, outcome, weight, order):
     """Weighted partial sums of ``outcome - score`` in score order, at each distinct score."""
-    order = np.argsort(score, kind="stable")
     score, outcome, weight = score[order], outcome[order], weight[order]
     partial = np.cumsum(weight * (outcome - score))
     last_of_tie = np.append(score[1:] != score[:-1], True)
     return partial[last_of_tie]
+
+
+def undefined_reason(score, method):
+    """Why the statistic of ``method`` is undefined on these scores, or None if it is not.
+
+    Spiegelhalter's statistic needs a score other than 0, 1/2 and 1 (with positive weight);
+    the cumulative-difference statistics (KS, Kuiper) a score other than 0 and 1.
+
+    Parameters
+    ----------
+    score : ndarray of shape (n_samples,)
+        The scores of the samples with positive weight.
+    method : {"spiegelhalter", "ks", "kuiper"}
+        The test.
+
+    Returns
+    -------
+    reason : str or None
+    """
+    informative = (score > 0) & (score < 1)
+    if not informative.any():
+        return (
+            "every weighted score is 0 or 1, so the outcomes have no variance under the null "
+            "and no test of calibration applies"
+        )
+    if method == "spiegelhalter" and not (informative & (score != 0.5)).any():
+        return (
+            "every weighted score is 0, 1/2 or 1, so the Brier score has no variance under "
+            "the null; method='ks' or method='kuiper' is defined"
+        )
+    return None
 
 
 def calibration_test(
@@ -138,46 +168,78 @@ def calibration_test(
     >>> bool(pvalue < 0.01)
     True
     """
-    _check_option(method, "method", _METHODS)
-    _check_option(alternative, "alternative", _ALTERNATIVES)
+    data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
+    return _calibration_test(data, method=method, alternative=alternative, convention=convention)
+
+
+def _calibration_test(
+    data, *, method="spiegelhalter", alternative="two-sided", convention="top_label"
+):
+    """:func:`calibration_test` of checked predictions."""
+    check_option(method, "method", _METHODS)
+    check_option(alternative, "alternative", _ALTERNATIVES)
     if method != "spiegelhalter" and alternative != "two-sided":
         raise ValueError(
             f"Expected `alternative='two-sided'` for method={method!r} (only Spiegelhalter's "
             f"test has one-sided forms), got {alternative!r}."
         )
-    y_index, proba, sample_weight = check_classification_inputs(
-        y_true, y_prob, labels=labels, sample_weight=sample_weight
-    )
-    score, outcome = scores_and_outcomes(proba, y_index, convention)
-    score = score.astype(np.float64)
-    outcome = outcome.astype(np.float64)
-    weight = np.ones_like(score) if sample_weight is None else sample_weight / sample_weight.max()
-    variance = score * (1.0 - score)
+    score = data.scores(convention)[0]
+    if data.sample_weight is not None:
+        score = score[data.sample_weight > 0]
+    reason = undefined_reason(score, method)
+    if reason is not None:
+        raise ValueError(f"The statistic of method={method!r} is undefined: {reason}.")
     if method == "spiegelhalter":
-        spread = np.sum(weight**2 * (1.0 - 2.0 * score) ** 2 * variance)
-        if spread <= 0:
-            raise ValueError(
-                "Spiegelhalter's statistic is undefined: every weighted score is 0, 1/2 or 1, "
-                "so the Brier score has no variance under the null; use method='ks'."
-            )
-        statistic = float(
-            np.sum(weight * (outcome - score) * (1.0 - 2.0 * score)) / np.sqrt(spread)
-        )
-        tails = {
-            "two-sided": 2.0 * norm.sf(abs(statistic)),
-            "greater": norm.sf(statistic),
-            "less": norm.cdf(statistic),
-        }
-        return CalibrationTestResult(statistic, float(min(1.0, tails[alternative])))
-    spread = np.sum(weight**2 * variance)
-    if spread <= 0:
-        raise ValueError(
-            "The cumulative-difference statistics are undefined: every weighted score is 0 "
-            "or 1, so the outcomes have no variance under the null."
-        )
-    partial = _cumulative_differences(score, outcome, weight) / np.sqrt(spread)
-    if method == "ks":
-        statistic = float(np.abs(partial).max())
-        return CalibrationTestResult(statistic, _brownian_max_sf(statistic))
-    statistic = float(partial.max() - partial.min())
-    return CalibrationTestResult(statistic, _brownian_range_sf(statistic))
+        return _spiegelhalter(data, convention, alternative)
+    return cumulative_tests(data, convention)[method]
+
+
+def _weighted_scores(data, convention):
+    """Scores and outcomes in float64, and the weights scaled to a largest weight of 1."""
+    score, outcome = data.scores(convention)
+    sample_weight = data.sample_weight
+    weight = (
+        np.ones(score.shape[0]) if sample_weight is None else sample_weight / sample_weight.max()
+    )
+    return score.astype(np.float64), outcome.astype(np.float64), weight
+
+
+def _spiegelhalter(data, convention, alternative):
+    """Spiegelhalter's test, defined on these scores."""
+    score, outcome, weight = _weighted_scores(data, convention)
+    variance = score * (1.0 - score)
+    spread = np.sum(weight**2 * (1.0 - 2.0 * score) ** 2 * variance)
+    statistic = float(np.sum(weight * (outcome - score) * (1.0 - 2.0 * score)) / np.sqrt(spread))
+    tails = {
+        "two-sided": 2.0 * norm.sf(abs(statistic)),
+        "greater": norm.sf(statistic),
+        "less": norm.cdf(statistic),
+    }
+    return CalibrationTestResult(statistic, float(min(1.0, tails[alternative])))
+
+
+def cumulative_tests(data, convention):
+    """The Kolmogorov-Smirnov and Kuiper tests, from one pass of cumulative differences.
+
+    Parameters
+    ----------
+    data : Predictions
+        Checked predictions on whose scores the tests are defined.
+    convention : {"top_label", "positive_class"}
+        What is tested.
+
+    Returns
+    -------
+    results : dict
+        ``{"ks": CalibrationTestResult, "kuiper": CalibrationTestResult}``.
+    """
+    score, outcome, weight = _weighted_scores(data, convention)
+    spread = np.sum(weight**2 * score * (1.0 - score))
+    partial = _cumulative_differences(score, outcome, weight, data.score_order(convention))
+    partial /= np.sqrt(spread)
+    ks = float(np.abs(partial).max())
+    kuiper = float(partial.max() - partial.min())
+    return {
+        "ks": CalibrationTestResult(ks, _brownian_max_sf(ks)),
+        "kuiper": CalibrationTestResult(kuiper, _brownian_range_sf(kuiper)),
+    }

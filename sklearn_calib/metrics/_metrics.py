@@ -1,141 +1,38 @@
 """Calibration metrics computed with numpy from predicted probabilities.
 
-Every function validates its input with ``check_classification_inputs`` of
-:mod:`sklearn_calib._validation` and bins with the one rule of
-:mod:`sklearn_calib.metrics._binning`. The kernel-smoothed errors (SECE, smECE) live in
-:mod:`sklearn_calib.metrics._smooth`. Sums are accumulated in
-float64 whatever the input precision, and no function makes a temporary of the input's
-full ``(n_samples, n_classes)`` size: per-class work runs over blocks of rows.
+Every public function checks its input once (:func:`check_predictions`) and calls its
+kernel, the function of the same name with a leading underscore, which takes the checked
+:class:`Predictions`; the resampling plans of :func:`calibration_error_ci` take them too.
+Binning follows the one rule of :mod:`sklearn_calib.metrics._binning`. The
+kernel-smoothed errors (SECE, smECE) live in :mod:`sklearn_calib.metrics._smooth`. Sums are
+accumulated in float64 whatever the input precision, and no function makes a temporary of
+the input's full ``(n_samples, n_classes)`` size: per-class work runs over blocks of rows.
 """
 
-import warnings
-
 import numpy as np
-import torch
 from scipy.special import expit, softmax
 from sklearn.utils import Bunch
 
-from .._validation import (
-    ROW_SUM_TOLERANCE,
-    check_classification_inputs,
-    check_confidence_level,
-    check_n_bins,
-    check_number,
-)
+from .._validation import check_confidence_level, check_n_bins, check_number, check_option
 from ._binning import assign_bins, bin_sums, quantile_bin_edges, uniform_bin_edges
-from ._group_rows import metric_by_group
+from ._group_rows import overall_or_by_group
 from ._intervals import clopper_pearson
-
-#: Probabilities are clipped to ``[NLL_EPS, 1]`` before the logarithm of the NLL, so a
-#: probability of 0 for the true class costs ``-log(1e-15) = 34.5`` instead of infinity.
-NLL_EPS = 1e-15
+from ._predictions import _row_blocks, check_predictions
+from ._resampling import ResamplingPlan, cell_sums
+from ._weights import unit_scale
 
 #: Added to the kernel sums of SECE (times the mean sample weight), so that a sample
 #: without any neighbour (possible with ``include_self=False``) gets a smoothed accuracy
 #: of 0.
 SECE_EPS = 1e-12
 
-#: Number of elements of one block when a computation runs over blocks of rows.
-_BLOCK_ELEMENTS = 1 << 20
-
 #: Values per block of the top-label binning.
 _TOP_LABEL_ROWS = 1 << 18
 
 _STRATEGIES = ("uniform", "quantile")
 _NORMS = ("l1", "l2", "max")
-#: What a sample is judged on: its top-label confidence against whether the prediction is
-#: right, or (binary problems) the positive-class probability against ``y == positive``.
-CONVENTIONS = ("top_label", "positive_class")
-
-
-def _check_option(value, name, options):
-    if not isinstance(value, str) or value not in options:
-        raise ValueError(f"Expected `{name}` to be one of {options}, got {value!r}.")
-    return value
-
-
-def _row_blocks(n_rows, n_cols):
-    """Yield slices of consecutive rows holding about ``_BLOCK_ELEMENTS`` elements each."""
-    step = max(1, _BLOCK_ELEMENTS // max(n_cols, 1))
-    for start in range(0, n_rows, step):
-        yield slice(start, min(start + step, n_rows))
-
-
-def _as_tensor(array):
-    """Return a CPU tensor sharing memory with ``array``, or None if torch cannot share it."""
-    if not (array.flags.c_contiguous and array.dtype.isnative):
-        return None
-    with warnings.catch_warnings():
-        # The tensor is only read; torch warns about non-writable arrays regardless.
-        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-        return torch.from_numpy(array)
-
-
-def _confidence(proba):
-    """Return the row maxima (top-label confidences) in the input's precision."""
-    tensor = _as_tensor(proba)
-    if tensor is None:
-        return proba.max(axis=1)
-    return tensor.amax(dim=1).numpy()
-
-
-def _confidence_and_correct(proba, y_index):
-    """Return each row's confidence and whether its prediction (``argmax``) is right.
-
-    The prediction is right when the true class attains the row maximum, unless an
-    earlier column ties with it (``argmax`` takes the first maximal column). Two entries
-    equal to the maximum need ``2 max <= row sum``, so only rows whose maximum is at most
-    one half (plus the row-sum tolerance) can tie; only those are searched for their
-    first maximal column. This avoids the slow index-tracking reduction on every row.
-    """
-    tensor, index = _as_tensor(proba), _as_tensor(y_index)
-    if tensor is None or index is None:
-        confidence = proba.max(axis=1)
-        true_proba = proba[np.arange(proba.shape[0]), y_index]
-    else:
-        confidence = tensor.amax(dim=1).numpy()
-        true_proba = tensor.gather(1, index[:, None])[:, 0].numpy()
-    correct = true_proba == confidence
-    maybe_tied = correct & (y_index > 0) & (confidence <= 0.5 + ROW_SUM_TOLERANCE)
-    candidates = np.flatnonzero(maybe_tied)
-    step = max(1, _BLOCK_ELEMENTS // proba.shape[1])
-    for start in range(0, candidates.shape[0], step):
-        rows = candidates[start : start + step]
-        is_maximum = np.take(proba, rows, axis=0) == confidence[rows, None]
-        correct[rows] = is_maximum.argmax(axis=1) == y_index[rows]
-    return confidence, correct
-
-
-def scores_and_outcomes(proba, y_index, convention="top_label"):
-    """Return the score each sample is judged on and whether its event happened.
-
-    Parameters
-    ----------
-    proba : ndarray of shape (n_samples, n_classes)
-        Validated probabilities.
-    y_index : ndarray of shape (n_samples,)
-        Column of each sample's true class.
-    convention : {"top_label", "positive_class"}, default="top_label"
-        ``"top_label"``: the row maximum and whether ``argmax`` is the true class.
-        ``"positive_class"`` (two columns only): the second column (the positive class,
-        ``labels[1]``) and whether the true class is that class.
-
-    Returns
-    -------
-    score : ndarray of shape (n_samples,)
-        In the input's precision.
-    outcome : ndarray of shape (n_samples,), dtype bool
-    """
-    _check_option(convention, "convention", CONVENTIONS)
-    if convention == "top_label":
-        return _confidence_and_correct(proba, y_index)
-    if proba.shape[1] != 2:
-        raise ValueError(
-            "Expected a binary problem (2 classes) for convention='positive_class', got "
-            f"{proba.shape[1]} classes; use convention='top_label' or "
-            "classwise_calibration_error for more classes."
-        )
-    return np.ascontiguousarray(proba[:, 1]), y_index == 1
+#: The per-sample scores of :func:`per_sample_score`.
+SCORES = ("brier", "log_loss")
 
 
 def _weighted_mean(values, sample_weight):
@@ -146,6 +43,55 @@ def _weighted_mean(values, sample_weight):
 
 def _true_class_proba(proba, y_index):
     return proba[np.arange(proba.shape[0]), y_index].astype(np.float64)
+
+
+def log_loss_clip(dtype):
+    """The probabilities' clip of the log loss: ``[eps, 1 - eps]``, ``eps`` that of ``dtype``.
+
+    scikit-learn's ``log_loss`` clips at the machine epsilon of the input's dtype too.
+    """
+    eps = float(np.finfo(dtype).eps)
+    return eps, 1.0 - eps
+
+
+def per_sample_score(proba, y_index, score):
+    """Each sample's Brier score (summed over classes) or log loss (clipped, as in the NLL).
+
+    Parameters
+    ----------
+    proba : ndarray of shape (n_samples, n_classes)
+        Probabilities.
+    y_index : ndarray of shape (n_samples,)
+        Column of each sample's true class.
+    score : {"brier", "log_loss"}
+        The score.
+
+    Returns
+    -------
+    values : ndarray of shape (n_samples,), float64
+    """
+    true_proba = _true_class_proba(proba, y_index)
+    if score == "log_loss":
+        return -np.log(np.clip(true_proba, *log_loss_clip(proba.dtype)))
+    squares = np.empty(proba.shape[0])
+    for rows in _row_blocks(proba.shape[0], proba.shape[1]):
+        block = proba[rows].astype(np.float64)
+        squares[rows] = np.einsum("ij,ij->i", block, block)
+    return squares - 2.0 * true_proba + 1.0
+
+
+def mean_plan(data, values):
+    """Resampling plan of the weighted mean of per-sample ``values`` (Brier, NLL, accuracy)."""
+    weight = data.weight
+    cell = np.zeros(values.shape[0], dtype=np.intp)
+
+    def accumulate(group, n_groups):
+        return cell_sums(group, n_groups, cell, 1, [weight, weight * values])
+
+    def value(sums):
+        return sums[..., 1] / sums[..., 0]
+
+    return ResamplingPlan(values.shape[0], 2, accumulate, value)
 
 
 def _calibration_error_from_bins(counts, confidence_sums, accuracy_sums, norm):
@@ -224,6 +170,20 @@ def binned_sums(score, outcome, sample_weight, n_bins, strategy):
         score_sums += block_score
         outcome_sums += block_outcome
     return edges, counts, score_sums, outcome_sums
+
+
+def binned_plan(data, *, n_bins=15, strategy="uniform", norm="l1", convention="top_label"):
+    """Resampling plan of :func:`expected_calibration_error` (its bins held fixed)."""
+    score, outcome = data.scores(convention)
+    cell, columns = binned_columns(score, outcome, data.sample_weight, n_bins, strategy)
+
+    def accumulate(group, n_groups):
+        return cell_sums(group, n_groups, cell, n_bins, columns)
+
+    def value(sums):
+        return _calibration_error_from_bins(*np.split(sums, 3, axis=-1), norm)
+
+    return ResamplingPlan(score.shape[0], 3 * n_bins, accumulate, value)
 
 
 def expected_calibration_error(
@@ -318,28 +278,28 @@ def expected_calibration_error(
     >>> round(expected_calibration_error(y, p, n_bins=5, convention="positive_class"), 4)
     0.2
     """
-    if groups is not None:
-        return metric_by_group(
-            expected_calibration_error,
-            y_true,
-            y_prob,
-            groups,
-            labels=labels,
-            sample_weight=sample_weight,
-            n_bins=n_bins,
-            strategy=strategy,
-            norm=norm,
-            convention=convention,
-        )
-    n_bins = check_n_bins(n_bins)
-    _check_option(strategy, "strategy", _STRATEGIES)
-    _check_option(norm, "norm", _NORMS)
-    y_index, proba, sample_weight = check_classification_inputs(
-        y_true, y_prob, labels=labels, sample_weight=sample_weight
+    data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
+    return overall_or_by_group(
+        _expected_calibration_error,
+        data,
+        groups,
+        n_bins=n_bins,
+        strategy=strategy,
+        norm=norm,
+        convention=convention,
     )
-    score, outcome = scores_and_outcomes(proba, y_index, convention)
+
+
+def _expected_calibration_error(
+    data, *, n_bins=15, strategy="uniform", norm="l1", convention="top_label"
+):
+    """:func:`expected_calibration_error` of checked predictions."""
+    n_bins = check_n_bins(n_bins)
+    check_option(strategy, "strategy", _STRATEGIES)
+    check_option(norm, "norm", _NORMS)
+    score, outcome = data.scores(convention)
     _, counts, confidence_sums, accuracy_sums = binned_sums(
-        score, outcome, sample_weight, n_bins, strategy
+        score, outcome, data.sample_weight, n_bins, strategy
     )
     return float(_calibration_error_from_bins(counts, confidence_sums, accuracy_sums, norm))
 
@@ -393,16 +353,21 @@ def maximum_calibration_error(
     >>> round(maximum_calibration_error(y_true, y_prob, n_bins=5), 4)
     0.25
     """
-    return expected_calibration_error(
-        y_true,
-        y_prob,
+    data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
+    return overall_or_by_group(
+        _maximum_calibration_error,
+        data,
+        groups,
         n_bins=n_bins,
         strategy=strategy,
-        norm="max",
         convention=convention,
-        labels=labels,
-        sample_weight=sample_weight,
-        groups=groups,
+    )
+
+
+def _maximum_calibration_error(data, *, n_bins=15, strategy="uniform", convention="top_label"):
+    """:func:`maximum_calibration_error` of checked predictions."""
+    return _expected_calibration_error(
+        data, n_bins=n_bins, strategy=strategy, norm="max", convention=convention
     )
 
 
@@ -463,16 +428,16 @@ def adaptive_calibration_error(
     >>> round(adaptive_calibration_error(y_true, y_prob, n_bins=5), 4)
     0.34
     """
-    return expected_calibration_error(
-        y_true,
-        y_prob,
-        n_bins=n_bins,
-        strategy="quantile",
-        norm=norm,
-        convention=convention,
-        labels=labels,
-        sample_weight=sample_weight,
-        groups=groups,
+    data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
+    return overall_or_by_group(
+        _adaptive_calibration_error, data, groups, n_bins=n_bins, norm=norm, convention=convention
+    )
+
+
+def _adaptive_calibration_error(data, *, n_bins=15, norm="l1", convention="top_label"):
+    """:func:`adaptive_calibration_error` of checked predictions."""
+    return _expected_calibration_error(
+        data, n_bins=n_bins, strategy="quantile", norm=norm, convention=convention
     )
 
 
@@ -518,45 +483,79 @@ def classwise_calibration_error(
     >>> round(classwise_calibration_error(y_true, y_prob, n_bins=5), 4)
     0.1733
     """
-    if groups is not None:
-        return metric_by_group(
-            classwise_calibration_error,
-            y_true,
-            y_prob,
-            groups,
-            labels=labels,
-            sample_weight=sample_weight,
-            n_bins=n_bins,
-            norm=norm,
-        )
+    data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
+    return overall_or_by_group(_classwise_calibration_error, data, groups, n_bins=n_bins, norm=norm)
+
+
+def _classwise_calibration_error(data, *, n_bins=15, norm="l1"):
+    """:func:`classwise_calibration_error` of checked predictions."""
     n_bins = check_n_bins(n_bins)
-    _check_option(norm, "norm", _NORMS)
-    y_index, proba, sample_weight = check_classification_inputs(
-        y_true, y_prob, labels=labels, sample_weight=sample_weight
-    )
-    n_classes = proba.shape[1]
-    edges = uniform_bin_edges(n_bins)
+    check_option(norm, "norm", _NORMS)
+    sums = _classwise_sums(data, n_bins, None, 1)
+    return float(_classwise_from_sums(sums.reshape(-1), data.n_classes, n_bins, norm))
+
+
+def _classwise_sums(data, n_bins, group, n_groups):
+    """Per (group, class, bin) sums of weight, probability and indicator (``group`` None:
+    one group).
+
+    The probabilities are binned in their own precision, block by block; the indicator
+    is 1 on each row's true class only, so its sums run over one entry per row.
+
+    Returns
+    -------
+    sums : ndarray of shape (n_groups, 3 * n_classes * n_bins)
+        The weights' sums, then the probabilities', then the indicators'.
+    """
+    y_index, proba, sample_weight = data.y_index, data.proba, data.sample_weight
+    n_rows, n_classes = proba.shape
+    bins = data.derived(("classwise_bins", n_bins), lambda: _probability_bins(proba, n_bins))
+    n_cells = n_classes * n_bins
+    size = n_groups * n_cells
     offsets = np.arange(n_classes) * n_bins
-    classes = np.arange(n_classes)
-    counts = np.zeros(n_classes * n_bins)
-    confidence_sums = np.zeros(n_classes * n_bins)
-    accuracy_sums = np.zeros(n_classes * n_bins)
-    for rows in _row_blocks(proba.shape[0], n_classes):
-        block = proba[rows].ravel()
-        index = (assign_bins(block, edges).reshape(-1, n_classes) + offsets).ravel()
-        is_class = (y_index[rows, None] == classes).ravel()
-        weight = None if sample_weight is None else np.repeat(sample_weight[rows], n_classes)
-        block_counts, (block_confidence, block_accuracy) = bin_sums(
-            index, n_classes * n_bins, [block, is_class], weight
-        )
-        counts += block_counts
-        confidence_sums += block_confidence
-        accuracy_sums += block_accuracy
-    shape = (n_classes, n_bins)
-    per_class = _calibration_error_from_bins(
-        counts.reshape(shape), confidence_sums.reshape(shape), accuracy_sums.reshape(shape), norm
-    )
-    return float(per_class.mean())
+    sums = np.zeros((3, size))
+    for rows in _row_blocks(n_rows, n_classes):
+        block = proba[rows]
+        cell = bins[rows] + offsets
+        if group is not None:
+            cell += (group[rows] * n_cells)[:, None]
+        true_cell = np.take_along_axis(cell, y_index[rows, None], axis=1)[:, 0]
+        weight = None if sample_weight is None else sample_weight[rows]
+        repeated = None if weight is None else np.repeat(weight, n_classes)
+        mass = block.ravel() if weight is None else block.ravel() * repeated
+        sums[0] += np.bincount(cell.ravel(), repeated, minlength=size)
+        sums[1] += np.bincount(cell.ravel(), mass, minlength=size)
+        sums[2] += np.bincount(true_cell, weight, minlength=size)
+    return sums.reshape(3, n_groups, n_cells).transpose(1, 0, 2).reshape(n_groups, -1)
+
+
+def _probability_bins(proba, n_bins):
+    """The equal-width bin of every probability, in the probabilities' precision (uint16)."""
+    edges = uniform_bin_edges(n_bins)
+    bins = np.empty(proba.shape, dtype=np.uint16 if n_bins <= 1 << 16 else np.intp)
+    for rows in _row_blocks(proba.shape[0], proba.shape[1]):
+        bins[rows] = assign_bins(proba[rows].ravel(), edges).reshape(-1, proba.shape[1])
+    return bins
+
+
+def _classwise_from_sums(sums, n_classes, n_bins, norm):
+    """Classwise ECE from :func:`_classwise_sums` (leading axes, e.g. replicates, kept)."""
+    parts = [
+        part.reshape(part.shape[:-1] + (n_classes, n_bins)) for part in np.split(sums, 3, axis=-1)
+    ]
+    return _calibration_error_from_bins(*parts, norm).mean(axis=-1)
+
+
+def classwise_plan(data, *, n_bins=15, norm="l1"):
+    """Resampling plan of :func:`classwise_calibration_error`."""
+
+    def accumulate(group, n_groups):
+        return _classwise_sums(data, n_bins, group, n_groups)
+
+    def value(sums):
+        return _classwise_from_sums(sums, data.n_classes, n_bins, norm)
+
+    return ResamplingPlan(data.n_samples, 3 * data.n_classes * n_bins, accumulate, value)
 
 
 def differentiable_calibration_error(
@@ -603,16 +602,20 @@ def differentiable_calibration_error(
     >>> round(differentiable_calibration_error([0, 0, 0, 2], softmax(logits, axis=1)), 6)
     0.322067
     """
+    data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
+    return _differentiable_calibration_error(data, n_bins=n_bins, t_a=t_a, t_b=t_b)
+
+
+def _differentiable_calibration_error(data, *, n_bins=15, t_a=100.0, t_b=0.01):
+    """:func:`differentiable_calibration_error` of checked predictions."""
     n_bins = check_n_bins(n_bins)
     t_a = check_number("t_a", t_a, low=0, low_open=True)
     t_b = check_number("t_b", t_b, low=0, low_open=True)
-    y_index, proba, sample_weight = check_classification_inputs(
-        y_true, y_prob, labels=labels, sample_weight=sample_weight
-    )
+    y_index, proba, sample_weight = data.y_index, data.proba, data.sample_weight
     cut = np.linspace(0.0, 1.0, n_bins + 1)[:-1]
     slope = np.arange(1.0, n_bins + 1)
     intercept = np.cumsum(-cut)
-    confidence = _confidence(proba)
+    confidence = data.scores("top_label")[0]
     mass = np.zeros(n_bins)
     confidence_sums = np.zeros(n_bins)
     accuracy_sums = np.zeros(n_bins)
@@ -666,22 +669,29 @@ def brier_score(y_true, y_prob, *, labels=None, sample_weight=None):
     >>> round(brier_score(y_true, y_prob), 4)
     0.291
     """
-    y_index, proba, sample_weight = check_classification_inputs(
-        y_true, y_prob, labels=labels, sample_weight=sample_weight
-    )
-    squares = np.empty(proba.shape[0])
-    for rows in _row_blocks(proba.shape[0], proba.shape[1]):
-        block = proba[rows].astype(np.float64)
-        squares[rows] = np.einsum("ij,ij->i", block, block)
-    per_sample = squares - 2.0 * _true_class_proba(proba, y_index) + 1.0
-    return _weighted_mean(per_sample, sample_weight)
+    data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
+    return _brier_score(data)
+
+
+def _brier_score(data):
+    """:func:`brier_score` of checked predictions."""
+    return _weighted_mean(per_sample_score(data.proba, data.y_index, "brier"), data.sample_weight)
+
+
+def brier_plan(data):
+    """Resampling plan of :func:`brier_score`."""
+    return mean_plan(data, per_sample_score(data.proba, data.y_index, "brier"))
 
 
 def negative_log_likelihood(y_true, y_prob, *, labels=None, sample_weight=None):
     """Mean negative log-likelihood of the true class, ``-mean log p_y``.
 
-    Probabilities are clipped to ``[NLL_EPS, 1]`` with ``NLL_EPS = 1e-15`` first, so a
-    zero probability for the true class costs 34.5 rather than infinity.
+    The true class's probability is first clipped to ``[eps, 1 - eps]``, ``eps`` being the
+    machine epsilon of the probabilities' dtype (about 1.2e-7 for float32, 2.2e-16 for
+    float64), so a zero probability costs ``-log(eps)`` (15.9 in float32, 36.0 in float64)
+    rather than infinity. This is the clipping of scikit-learn's ``log_loss``, whose value
+    this equals on the same float32 or float64 input (this one takes the logarithm in
+    float64).
 
     Parameters
     ----------
@@ -707,11 +717,19 @@ def negative_log_likelihood(y_true, y_prob, *, labels=None, sample_weight=None):
     >>> round(negative_log_likelihood(y_true, y_prob), 4)
     0.5165
     """
-    y_index, proba, sample_weight = check_classification_inputs(
-        y_true, y_prob, labels=labels, sample_weight=sample_weight
-    )
-    true_proba = np.clip(_true_class_proba(proba, y_index), NLL_EPS, 1.0)
-    return _weighted_mean(-np.log(true_proba), sample_weight)
+    data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
+    return _negative_log_likelihood(data)
+
+
+def _negative_log_likelihood(data):
+    """:func:`negative_log_likelihood` of checked predictions."""
+    values = per_sample_score(data.proba, data.y_index, "log_loss")
+    return _weighted_mean(values, data.sample_weight)
+
+
+def negative_log_likelihood_plan(data):
+    """Resampling plan of :func:`negative_log_likelihood`."""
+    return mean_plan(data, per_sample_score(data.proba, data.y_index, "log_loss"))
 
 
 def top_label_accuracy(y_true, y_prob, *, labels=None, sample_weight=None):
@@ -741,11 +759,18 @@ def top_label_accuracy(y_true, y_prob, *, labels=None, sample_weight=None):
     >>> top_label_accuracy(y_true, y_prob)
     0.8
     """
-    y_index, proba, sample_weight = check_classification_inputs(
-        y_true, y_prob, labels=labels, sample_weight=sample_weight
-    )
-    _, correct = _confidence_and_correct(proba, y_index)
-    return _weighted_mean(correct, sample_weight)
+    data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
+    return _top_label_accuracy(data)
+
+
+def _top_label_accuracy(data):
+    """:func:`top_label_accuracy` of checked predictions."""
+    return _weighted_mean(data.scores("top_label")[1], data.sample_weight)
+
+
+def top_label_accuracy_plan(data):
+    """Resampling plan of :func:`top_label_accuracy`."""
+    return mean_plan(data, data.scores("top_label")[1].astype(np.float64))
 
 
 def reliability_diagram(
@@ -825,27 +850,28 @@ def reliability_diagram(
     >>> diagram.accuracy_low.round(3)
     array([  nan,   nan, 0.025, 0.224, 0.05 ])
     """
-    if groups is not None:
-        return metric_by_group(
-            reliability_diagram,
-            y_true,
-            y_prob,
-            groups,
-            labels=labels,
-            sample_weight=sample_weight,
-            n_bins=n_bins,
-            strategy=strategy,
-            convention=convention,
-            confidence_level=confidence_level,
-        )
+    data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
+    return overall_or_by_group(
+        _reliability_diagram,
+        data,
+        groups,
+        n_bins=n_bins,
+        strategy=strategy,
+        convention=convention,
+        confidence_level=confidence_level,
+    )
+
+
+def _reliability_diagram(
+    data, *, n_bins=15, strategy="uniform", convention="top_label", confidence_level=None
+):
+    """:func:`reliability_diagram` of checked predictions."""
     n_bins = check_n_bins(n_bins)
-    _check_option(strategy, "strategy", _STRATEGIES)
+    check_option(strategy, "strategy", _STRATEGIES)
     if confidence_level is not None:
         confidence_level = check_confidence_level(confidence_level)
-    y_index, proba, sample_weight = check_classification_inputs(
-        y_true, y_prob, labels=labels, sample_weight=sample_weight
-    )
-    score, outcome = scores_and_outcomes(proba, y_index, convention)
+    sample_weight = data.sample_weight
+    score, outcome = data.scores(convention)
     edges, counts, confidence_sums, accuracy_sums = binned_sums(
         score, outcome, sample_weight, n_bins, strategy
     )
@@ -860,8 +886,12 @@ def reliability_diagram(
     if confidence_level is not None:
         trials = counts
         if sample_weight is not None:
-            squares = np.bincount(assign_bins(score, edges), sample_weight**2, minlength=n_bins)
-            trials = np.where(nonempty, counts**2 / np.where(nonempty, squares, 1.0), 0.0)
+            # Kish's effective size (sum w)^2 / sum w^2, on weights scaled to avoid overflow
+            scaled = sample_weight * unit_scale(sample_weight)
+            bins = assign_bins(score, edges)
+            mass = np.bincount(bins, scaled, minlength=n_bins)
+            squares = np.bincount(bins, scaled**2, minlength=n_bins)
+            trials = np.where(nonempty, mass**2 / np.where(nonempty, squares, 1.0), 0.0)
         diagram.accuracy_low, diagram.accuracy_high = clopper_pearson(
             np.where(nonempty, diagram.accuracy, 0.0) * trials, trials, confidence_level
         )

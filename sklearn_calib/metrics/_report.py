@@ -2,6 +2,7 @@
 
 from typing import NamedTuple
 
+from ._kernels import KERNELS
 from ._metrics import (
     adaptive_calibration_error,
     brier_score,
@@ -11,6 +12,7 @@ from ._metrics import (
     negative_log_likelihood,
     top_label_accuracy,
 )
+from ._predictions import check_predictions
 from ._smooth import smooth_calibration_error
 
 
@@ -53,6 +55,8 @@ _BY_NAME = {metric.name: metric for metric in REPORT_METRICS}
 def metric_values(y_true, y_prob, *, labels=None, n_bins=15, metrics=None):
     """Compute the metrics of :data:`REPORT_METRICS` for one set of predictions.
 
+    The predictions are checked once, whatever the number of metrics.
+
     Parameters
     ----------
     y_true : array-like of shape (n_samples,)
@@ -89,8 +93,9 @@ def metric_values(y_true, y_prob, *, labels=None, n_bins=15, metrics=None):
                 f"Unknown metric names {unknown}; expected names from {sorted(_BY_NAME)}."
             )
         chosen = [_BY_NAME[name] for name in metrics]
+    data = check_predictions(y_true, y_prob, labels=labels)
     values = {}
     for metric in chosen:
         options = {"n_bins": n_bins} if metric.binned else {}
-        values[metric.name] = float(metric.function(y_true, y_prob, labels=labels, **options))
+        values[metric.name] = float(KERNELS[metric.function].compute(data, **options))
     return values

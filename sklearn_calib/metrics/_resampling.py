@@ -14,6 +14,7 @@ independent of the number of rows.
 """
 
 import numbers
+from typing import NamedTuple
 
 import numpy as np
 
@@ -82,32 +83,29 @@ def cell_sums(group, n_groups, cell, n_cells, columns):
     return sums.reshape(n_groups, -1)
 
 
-def split_groups(n_rows, n_stats, n_resamples, rng):
-    """Return each row's group and the number of groups.
+def group_count(n_rows, n_stats, n_resamples):
+    """Return the number of groups the rows are split into.
+
+    One group per row up to ``MAX_GROUPS`` rows; fewer groups, down to ``MIN_GROUPS``,
+    when ``n_stats`` statistics per group (with ``n_resamples`` replicates) would exceed
+    the memory or time budget.
 
     Parameters
     ----------
     n_rows : int
         Number of rows.
     n_stats : int
-        Statistics per group (with ``n_resamples``, bounds the memory and the time).
+        Statistics per group.
     n_resamples : int
         Number of replicates.
-    rng : numpy.random.RandomState
-        Random numbers.
 
     Returns
     -------
-    group : ndarray of shape (n_rows,)
-        Groups of equal size (up to one row), assigned at random.
     n_groups : int
     """
     n_stats = max(n_stats, 1)
     affordable = min(_TABLE_BUDGET // n_stats, _PRODUCT_BUDGET // (n_stats * n_resamples))
-    n_groups = min(n_rows, MAX_GROUPS, max(MIN_GROUPS, affordable))
-    if n_groups == n_rows:
-        return np.arange(n_rows), n_groups
-    return rng.permutation(n_rows) % n_groups, n_groups
+    return min(n_rows, MAX_GROUPS, max(MIN_GROUPS, affordable))
 
 
 def resampled_counts(rng, n_resamples, n_groups):
@@ -127,19 +125,39 @@ def resampled_counts(rng, n_resamples, n_groups):
     -------
     counts : ndarray of shape (n_resamples, n_groups), float64
     """
-    draws = rng.randint(0, n_groups, size=(n_resamples, n_groups)).astype(np.int64)
-    draws += np.arange(n_resamples, dtype=np.int64)[:, None] * n_groups
+    draws = rng.randint(0, n_groups, size=(n_resamples, n_groups)).astype(np.int64, copy=False)
+    draws += np.arange(0, n_resamples * n_groups, n_groups, dtype=np.int64)[:, None]
     counts = np.bincount(draws.ravel(), minlength=n_resamples * n_groups)
     return counts.reshape(n_resamples, n_groups).astype(np.float64)
 
 
-def bootstrap_sums(plan, n_resamples, rng):
-    """Group the rows, sum their statistics and draw the replicates' sums.
+class Resampling(NamedTuple):
+    """Rows split at random into groups, and how often each replicate draws each group.
+
+    Attributes
+    ----------
+    group : ndarray of shape (n_rows,)
+        Each row's group: groups of equal size (up to one row), or one row each.
+    n_groups : int
+        Number of groups.
+    counts : ndarray of shape (n_resamples, n_groups)
+        The multinomial counts of :func:`resampled_counts`.
+    """
+
+    group: np.ndarray
+    n_groups: int
+    counts: np.ndarray
+
+
+def draw_resampling(n_rows, n_groups, n_resamples, rng):
+    """Split ``n_rows`` rows into ``n_groups`` random groups and draw the replicates' counts.
 
     Parameters
     ----------
-    plan : ResamplingPlan
-        The metric's statistics.
+    n_rows : int
+        Number of rows.
+    n_groups : int
+        Number of groups (from :func:`group_count`), at most ``n_rows``.
     n_resamples : int
         Number of replicates.
     rng : numpy.random.RandomState
@@ -147,14 +165,39 @@ def bootstrap_sums(plan, n_resamples, rng):
 
     Returns
     -------
+    resampling : Resampling
+    """
+    if n_groups == n_rows:
+        group = np.arange(n_rows)
+    else:
+        group = rng.permutation(n_rows) % n_groups
+    return Resampling(group, n_groups, resampled_counts(rng, n_resamples, n_groups))
+
+
+def bootstrap_sums(plan, resampling):
+    """Sum the plan's statistics per group and draw the replicates' sums.
+
+    Parameters
+    ----------
+    plan : ResamplingPlan
+        The metric's statistics.
+    resampling : Resampling
+        The groups of the plan's rows and the replicates' counts.
+
+    Returns
+    -------
     group_sums : ndarray of shape (n_groups, n_stats)
         Each group's sums (their total is the full sample's).
     replicate_sums : ndarray of shape (n_resamples, n_stats)
     """
-    group, n_groups = split_groups(plan.n_rows, plan.n_stats, n_resamples, rng)
-    group_sums = plan.accumulate(group, n_groups)
-    replicate_sums = resampled_counts(rng, n_resamples, n_groups) @ group_sums
-    return group_sums, replicate_sums
+    group_sums = plan.accumulate(resampling.group, resampling.n_groups)
+    return group_sums, resampling.counts @ group_sums
+
+
+def resample(plan, n_resamples, rng):
+    """The :class:`Resampling` of a plan's rows alone, for ``n_resamples`` replicates."""
+    n_groups = group_count(plan.n_rows, plan.n_stats, n_resamples)
+    return draw_resampling(plan.n_rows, n_groups, n_resamples, rng)
 
 
 def check_interval_options(n_resamples, confidence_level):

@@ -12,10 +12,12 @@ import math
 import numpy as np
 from scipy.signal import fftconvolve
 
-from .._validation import check_classification_inputs, check_number
-from ._group_rows import metric_by_group
-from ._metrics import SECE_EPS, _check_option, _weighted_mean, scores_and_outcomes
-from ._resampling import ResamplingPlan, cell_sums
+from .._validation import check_number, check_option
+from ._group_rows import overall_or_by_group
+from ._metrics import SECE_EPS, _weighted_mean
+from ._predictions import check_predictions
+from ._resampling import ResamplingPlan
+from ._weights import mean_weight
 
 #: Smallest ``x`` for which ``exp(-x)`` is exactly 0 in float64 (rounded up): a Gaussian
 #: kernel term vanishes exactly once ``|u - v| > sqrt(2 * 746) * h``, about 38.6 h.
@@ -45,6 +47,9 @@ _SMECE_BISECTIONS = 10
 _SMECE_MIN_BANDWIDTH = 1e-3
 #: Smallest bandwidth accepted by :func:`smooth_ece` (its grid has 10^5 points).
 SMECE_BANDWIDTH_FLOOR = 1e-4
+#: Largest grid whose per-group sums a resampling plan carries to the mesh (bandwidths
+#: down to about 0.01; 2,049 points by 4,096 groups are 67 MB).
+_OPERATOR_GRID = 2049
 
 
 def _exact_kernel_sums(score, outcome, weight, bandwidth, include_self, rows):
@@ -152,7 +157,7 @@ def _binned_kernel_sums(score, outcome, weight, bandwidth, include_self):
 
 def _smoothed_accuracy(score, outcome, weight, bandwidth, include_self, method):
     """SACC of each sorted sample, exactly or binned with exact fallback rows."""
-    eps = SECE_EPS * (1.0 if weight is None else float(weight.mean()))
+    eps = SECE_EPS * mean_weight(weight)
     n = score.shape[0]
     if method == "auto":
         cheap = _pairs_within_reach(score, bandwidth) <= _EXACT_PAIRS
@@ -205,8 +210,9 @@ def smooth_calibration_error(
     A Gaussian kernel ``K(u, v) = exp(-(u - v)^2 / (2 h^2))`` on the top-label
     confidences ``r`` estimates the accuracy at each sample's confidence,
     ``SACC_i = sum_j w_j K(r_i, r_j) c_j / (sum_j w_j K(r_i, r_j) + 1e-12 w_bar)``, and
-    ``SECE = mean_i |SACC_i - r_i|`` (weighted by ``w``; ``w_bar`` is the mean weight, so
-    the result does not depend on the weights' scale).
+    ``SECE = mean_i |SACC_i - r_i|`` (weighted by ``w``; ``w_bar`` is the mean of the
+    positive weights, so the result depends neither on the weights' scale nor on rows of
+    weight 0).
 
     ``method="exact"`` sums over all pairs in float64, over blocks of sorted confidences
     (pairs farther apart than about 38.6 h are skipped: their kernel value is exactly 0 in
@@ -226,6 +232,15 @@ def smooth_calibration_error(
     rows. ``include_self=False`` is the leave-one-out estimate: less biased towards each
     sample's own outcome, but a sample with no neighbour within the kernel's reach gets
     ``SACC_i = 0``.
+
+    The accuracy smoothed is the 0/1 correctness ``c_j``, as in the KDE estimate of
+    calibration error that the paper starts from (its eq. (12)): as a measure, SECE
+    estimates how far the accuracy at each confidence is from that confidence. The paper
+    trains with the all-pairs soft accuracy instead (the torch
+    :func:`sklearn_calib.losses.smooth_ece` with ``accuracy="soft"``), a differentiable
+    surrogate that depends on a ranking temperature and differs from the correctness of
+    every sample whose true class's probability is close to another class's; it serves the
+    gradient, not the measurement.
 
     Parameters
     ----------
@@ -274,27 +289,28 @@ def smooth_calibration_error(
     >>> round(smooth_calibration_error(y_true, y_prob), 4)
     0.34
     """
-    if groups is not None:
-        return metric_by_group(
-            smooth_calibration_error,
-            y_true,
-            y_prob,
-            groups,
-            labels=labels,
-            sample_weight=sample_weight,
-            bandwidth=bandwidth,
-            include_self=include_self,
-            method=method,
-            convention=convention,
-        )
+    data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
+    return overall_or_by_group(
+        _smooth_calibration_error,
+        data,
+        groups,
+        bandwidth=bandwidth,
+        include_self=include_self,
+        method=method,
+        convention=convention,
+    )
+
+
+def _smooth_calibration_error(
+    data, *, bandwidth=0.01, include_self=True, method="auto", convention="top_label"
+):
+    """:func:`smooth_calibration_error` of checked predictions."""
     bandwidth = check_number("bandwidth", bandwidth, low=0, low_open=True)
     if not isinstance(include_self, (bool, np.bool_)):
         raise ValueError(f"Expected `include_self` to be a bool, got {include_self!r}.")
-    _check_option(method, "method", _SECE_METHODS)
-    y_index, proba, sample_weight = check_classification_inputs(
-        y_true, y_prob, labels=labels, sample_weight=sample_weight
-    )
-    score, outcome = scores_and_outcomes(proba, y_index, convention)
+    check_option(method, "method", _SECE_METHODS)
+    sample_weight = data.sample_weight
+    score, outcome = data.scores(convention)
     order = np.argsort(score, kind="stable")
     score = score[order].astype(np.float64)
     outcome = outcome[order].astype(np.float64)
@@ -322,11 +338,20 @@ def linear_binning(score, n_points):
     return index, position - index
 
 
-def _grid_statistics(index, frac, columns, n_points, group, n_groups):
-    """Linear-binning sums of the columns on the grid, per group: (n_groups, columns, n)."""
-    lower = cell_sums(group, n_groups, index, n_points, [c * (1.0 - frac) for c in columns])
-    upper = cell_sums(group, n_groups, index + 1, n_points, [c * frac for c in columns])
-    return lower + upper
+def _grid_statistics(index, frac, column, n_points, group, n_groups):
+    """Linear-binning sums of a column on the grid, per group.
+
+    Each row adds ``1 - frac`` of its value at its cell's lower grid point and ``frac``
+    at the upper one.
+
+    Returns
+    -------
+    sums : ndarray of shape (n_groups, n_points)
+    """
+    key = group * n_points + index
+    spread = np.concatenate([column * (1.0 - frac), column * frac])
+    sums = np.bincount(np.concatenate([key, key + 1]), spread, minlength=n_groups * n_points)
+    return sums.reshape(n_groups, n_points)
 
 
 def reflected_smoothing(grid, bandwidth):
@@ -368,11 +393,53 @@ def interpolate_on_mesh(values, mesh):
     return values[..., index] * (1.0 - fraction) + values[..., index + 1] * fraction
 
 
+def _smece_on_mesh(smoothed, density_eps):
+    """smECE from the smoothed weight and residual ``(..., 2, n_mesh)`` on the mesh."""
+    density, residual = smoothed[..., 0, :], smoothed[..., 1, :]
+    return np.abs(residual).sum(axis=-1) / (density + density_eps).sum(axis=-1)
+
+
 def _smece_from_grid(sums, bandwidth, density_eps):
     """smECE at ``bandwidth`` from grid sums ``(..., 2, n_points)`` of weight and residual."""
     smoothed = interpolate_on_mesh(reflected_smoothing(sums, bandwidth), _smece_mesh(bandwidth))
-    density, residual = smoothed[..., 0, :], smoothed[..., 1, :]
-    return np.abs(residual).sum(axis=-1) / (density + density_eps).sum(axis=-1)
+    return _smece_on_mesh(smoothed, density_eps)
+
+
+def mesh_operator(n_points, bandwidth, mesh):
+    """The matrix of :func:`reflected_smoothing` then :func:`interpolate_on_mesh`.
+
+    Both are linear, so grid values ``(..., n_points)`` map to the mesh as ``values @
+    operator``. The matrix is summed directly: the smoothed value at grid point ``j`` is
+    ``sum_t taps[t] grid[reflect(j + n - 1 - t - before)]`` (the reflected padding of
+    :func:`reflected_smoothing`, ``before`` points on the left), and only the grid points
+    around each mesh point are needed.
+
+    Returns
+    -------
+    operator : ndarray of shape (n_points, n_mesh) or None
+        None when the mesh has more than half as many points as the grid (smECE's mesh
+        below a bandwidth of about 0.02), where carrying each group's grid sums to the mesh
+        would cost more than smoothing each replicate, or when the grid has more than
+        ``_OPERATOR_GRID`` points, whose sums per group would take too much memory.
+    """
+    if 2 * mesh.shape[0] > n_points or n_points > _OPERATOR_GRID:
+        return None
+    n = n_points
+    offsets = np.arange(n) / (n - 1) - 0.5
+    taps = np.exp(-(offsets**2) / (2.0 * bandwidth**2)) / (np.sqrt(2.0 * np.pi) * bandwidth)
+    before = n - 1 - n // 2
+    lower = np.clip((mesh * (n - 1)).astype(np.intp), 0, n - 2)
+    fraction = (mesh - lower / (n - 1)) * (n - 1)
+    needed = np.unique(np.concatenate([lower, lower + 1]))
+    source = needed[:, None] + (n - 1 - before) - np.arange(n)
+    source = np.abs(source)
+    source = np.where(source > n - 1, 2 * (n - 1) - source, source)
+    key = source * needed.shape[0] + np.arange(needed.shape[0])[:, None]
+    weight = np.broadcast_to(taps, key.shape)
+    smoothing = np.bincount(key.ravel(), weight.ravel(), minlength=n * needed.shape[0])
+    smoothing = smoothing.reshape(n, needed.shape[0])
+    column = np.searchsorted(needed, lower)
+    return smoothing[:, column] * (1.0 - fraction) + smoothing[:, column + 1] * fraction
 
 
 class _SmoothECE:
@@ -383,23 +450,34 @@ class _SmoothECE:
         self.weight = np.ones_like(self.score) if weight is None else weight
         self.outcome = self.weight * outcome
         self.residual = self.weight * self.score - self.outcome
-        self.density_eps = _SMECE_DENSITY_EPS * float(self.weight.mean())
+        self.density_eps = _SMECE_DENSITY_EPS * mean_weight(weight)
+        self._binnings = {}
         self._grids = {}
 
     @classmethod
-    def from_predictions(cls, y_true, y_prob, convention, labels, sample_weight):
-        """Validate the inputs and judge each sample's score against its outcome."""
-        y_index, proba, sample_weight = check_classification_inputs(
-            y_true, y_prob, labels=labels, sample_weight=sample_weight
+    def from_predictions(cls, data, convention):
+        """Judge each sample's score of checked predictions against its outcome (made once
+        per predictions and convention, so its cached grids serve every later call)."""
+        return data.derived(
+            ("smooth_ece", convention), lambda: cls(*data.scores(convention), data.sample_weight)
         )
-        return cls(*scores_and_outcomes(proba, y_index, convention), sample_weight)
+
+    def binning(self, n_points):
+        """:func:`linear_binning` of the scores on ``n_points`` (cached)."""
+        if n_points not in self._binnings:
+            self._binnings[n_points] = linear_binning(self.score, n_points)
+        return self._binnings[n_points]
 
     def grid_sums(self, n_points):
         if n_points not in self._grids:
-            index, frac = linear_binning(self.score, n_points)
+            index, frac = self.binning(n_points)
             group = np.zeros(self.score.shape[0], dtype=np.intp)
-            sums = _grid_statistics(index, frac, [self.weight, self.residual], n_points, group, 1)
-            self._grids[n_points] = sums.reshape(2, n_points)
+            self._grids[n_points] = np.vstack(
+                [
+                    _grid_statistics(index, frac, column, n_points, group, 1)
+                    for column in (self.weight, self.residual)
+                ]
+            )
         return self._grids[n_points]
 
     def __call__(self, bandwidth):
@@ -425,25 +503,42 @@ class _SmoothECE:
                 high = middle
         return high
 
-    def plan(self, bandwidth, columns, evaluate):
-        """Resampling plan of ``evaluate`` on the grid sums of ``columns`` (weight first).
+    def plan(self, bandwidth, columns, mesh, evaluate):
+        """Resampling plan of ``evaluate`` on the smoothed ``columns`` (weight first).
 
-        ``evaluate(sums, eps)`` gets the sums as ``(..., len(columns), n_points)`` and the
-        density's epsilon of each replicate (it follows the replicate's mean weight).
+        ``evaluate(smoothed, eps)`` gets the columns' kernel sums on the ``mesh`` as
+        ``(..., len(columns), n_mesh)`` and the density's epsilon of each replicate (it
+        follows the replicate's mean weight per drawn row, which is the mean positive
+        weight when every row's weight is positive). Smoothing is linear, so each group's
+        grid sums are carried to the mesh once (:func:`mesh_operator`) and the replicates
+        resample mesh values; where the mesh is nearly as fine as the grid they resample
+        grid sums and are smoothed one by one.
         """
         n_points = _smece_grid_size(bandwidth)
-        index, frac = linear_binning(self.score, n_points)
-        n_rows = self.score.shape[0]
+        index, frac = self.binning(n_points)
+        n_rows, n_columns = self.score.shape[0], len(columns)
+        operator = mesh_operator(n_points, bandwidth, mesh)
+        width = n_points if operator is None else mesh.shape[0]
 
         def accumulate(group, n_groups):
-            return _grid_statistics(index, frac, columns, n_points, group, n_groups)
+            sums = np.empty((n_groups, n_columns * width + 1))
+            for position, column in enumerate(columns):
+                grid = _grid_statistics(index, frac, column, n_points, group, n_groups)
+                if position == 0:
+                    sums[:, -1] = grid.sum(axis=-1)
+                if operator is not None:
+                    grid = grid @ operator
+                sums[:, position * width : (position + 1) * width] = grid
+            return sums
 
         def value(sums):
-            sums = sums.reshape(sums.shape[:-1] + (len(columns), n_points))
-            eps = _SMECE_DENSITY_EPS * sums[..., 0, :].sum(axis=-1) / n_rows
-            return evaluate(sums, eps[..., None])
+            eps = _SMECE_DENSITY_EPS * sums[..., -1] / n_rows
+            smoothed = sums[..., :-1].reshape(sums.shape[:-1] + (n_columns, width))
+            if operator is None:
+                smoothed = interpolate_on_mesh(reflected_smoothing(smoothed, bandwidth), mesh)
+            return evaluate(smoothed, eps[..., None])
 
-        return ResamplingPlan(n_rows, len(columns) * n_points, accumulate, value)
+        return ResamplingPlan(n_rows, n_columns * width + 1, accumulate, value)
 
 
 def _check_smece_bandwidth(bandwidth):
@@ -498,9 +593,9 @@ def smooth_ece(
     labels : array-like of shape (n_classes,), default=None
         The class of each column of ``y_prob``.
     sample_weight : array-like of shape (n_samples,), default=None
-        Sample weights, multiplying each sample's kernel mass (``w_bar`` is their mean,
-        so their scale does not matter; integer weights equal repeated rows up to that
-        epsilon).
+        Sample weights, multiplying each sample's kernel mass (``w_bar`` is the mean of
+        the positive weights, so their scale and rows of weight 0 do not matter; integer
+        weights equal repeated rows up to that epsilon).
     groups : array-like of shape (n_samples,) or (n_samples, n_columns), default=None
         Group of each sample, or columns whose distinct rows are the groups: when given,
         the error of each group's rows, as a dict from group label to value (see
@@ -534,42 +629,35 @@ def smooth_ece(
     >>> round(error, 4), round(h, 4)
     (0.1682, 0.1689)
     """
-    if groups is not None:
-        return metric_by_group(
-            smooth_ece,
-            y_true,
-            y_prob,
-            groups,
-            labels=labels,
-            sample_weight=sample_weight,
-            bandwidth=bandwidth,
-            return_bandwidth=return_bandwidth,
-            convention=convention,
-        )
+    data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
+    return overall_or_by_group(
+        _smooth_ece,
+        data,
+        groups,
+        bandwidth=bandwidth,
+        return_bandwidth=return_bandwidth,
+        convention=convention,
+    )
+
+
+def _smooth_ece(data, *, bandwidth="auto", return_bandwidth=False, convention="top_label"):
+    """:func:`smooth_ece` of checked predictions."""
     bandwidth = _check_smece_bandwidth(bandwidth)
     if not isinstance(return_bandwidth, (bool, np.bool_)):
         raise ValueError(f"Expected `return_bandwidth` to be a bool, got {return_bandwidth!r}.")
-    smece = _SmoothECE.from_predictions(y_true, y_prob, convention, labels, sample_weight)
+    smece = _SmoothECE.from_predictions(data, convention)
     bandwidth = smece.resolve(bandwidth)
     error = smece(bandwidth)
     return (error, bandwidth) if return_bandwidth else error
 
 
-def smooth_ece_plan(
-    y_true,
-    y_prob,
-    *,
-    bandwidth="auto",
-    return_bandwidth=False,
-    convention="top_label",
-    labels=None,
-    sample_weight=None,
-):
-    """Resampling plan of :func:`smooth_ece`: grid sums at the full sample's bandwidth."""
-    smece = _SmoothECE.from_predictions(y_true, y_prob, convention, labels, sample_weight)
+def smooth_ece_plan(data, *, bandwidth="auto", return_bandwidth=False, convention="top_label"):
+    """Resampling plan of :func:`smooth_ece`: grid sums at the full sample's bandwidth.
+
+    It resamples the error alone; ``return_bandwidth`` is accepted as the kernel's option.
+    """
+    smece = _SmoothECE.from_predictions(data, convention)
     bandwidth = smece.resolve(_check_smece_bandwidth(bandwidth))
 
-    def evaluate(sums, eps):
-        return _smece_from_grid(sums, bandwidth, eps)
-
-    return smece.plan(bandwidth, [smece.weight, smece.residual], evaluate)
+    mesh = _smece_mesh(bandwidth)
+    return smece.plan(bandwidth, [smece.weight, smece.residual], mesh, _smece_on_mesh)

@@ -3,16 +3,21 @@
 import numpy as np
 from sklearn.utils import Bunch, check_random_state
 
-from ._resampling import bootstrap_sums, check_interval_options
-from ._smooth import (
-    _check_smece_bandwidth,
-    _SmoothECE,
-    interpolate_on_mesh,
-    reflected_smoothing,
-)
+from ._predictions import check_predictions
+from ._resampling import bootstrap_sums, check_interval_options, resample
+from ._smooth import _check_smece_bandwidth, _SmoothECE
 
-#: Points of the diagram's mesh on [0, 1].
+#: Points of the diagram's mesh.
 MESH_POINTS = 200
+
+
+def _lowest_score(y_prob, convention):
+    """The lowest score a prediction can have: 1/K for the top-label confidence of K
+    classes (the largest of K probabilities is at least their mean), else 0."""
+    if convention != "top_label":
+        return 0.0
+    shape = np.shape(y_prob)
+    return 1.0 / (2 if len(shape) == 1 else max(shape[1], 2))
 
 
 def smooth_reliability_diagram(
@@ -32,8 +37,10 @@ def smooth_reliability_diagram(
     The outcomes (correctness) are regressed on the scores (confidences) with the
     reflected Gaussian kernel of :func:`smooth_ece`, at its bandwidth:
     ``accuracy(t) = sum_i w_i K_h(t, s_i) y_i / (sum_i w_i K_h(t, s_i) + 1e-4 w_bar)``
-    on 200 mesh points of [0, 1]. Unlike a binned diagram it needs no bin choice, and
-    the distance of the curve from the diagonal, weighted by the density, is the smECE.
+    on 200 mesh points of the scores' range: [1/K, 1] for the top-label confidence of K
+    classes, which never lies below 1/K, and [0, 1] for the positive class's
+    probability. Unlike a binned diagram it needs no bin choice, and the distance of
+    the curve from the diagonal, weighted by the density, is the smECE.
     With ``confidence_level``, a pointwise percentile band comes from bootstrap
     replicates of the kernel sums (rows resampled as in :func:`calibration_error_ci`,
     the bandwidth held fixed).
@@ -62,9 +69,10 @@ def smooth_reliability_diagram(
     Returns
     -------
     diagram : :class:`~sklearn.utils.Bunch`
-        ``mesh`` (200,), ``accuracy`` (200,) the smoothed outcome rate, ``density``
-        (200,) the kernel density of the scores (mean 1 on the mesh), ``bandwidth``, and
-        with ``confidence_level`` the band ``low`` and ``high`` (200,).
+        ``mesh`` (200,) from 1/K (top-label) or 0 to 1, ``accuracy`` (200,) the
+        smoothed outcome rate, ``density`` (200,) the kernel density of the scores (mean
+        1 on the mesh), ``bandwidth``, and with ``confidence_level`` the band ``low``
+        and ``high`` (200,).
 
     See Also
     --------
@@ -92,16 +100,17 @@ def smooth_reliability_diagram(
     bandwidth = _check_smece_bandwidth(bandwidth)
     if confidence_level is not None:
         n_resamples, confidence_level = check_interval_options(n_resamples, confidence_level)
-    smece = _SmoothECE.from_predictions(y_true, y_prob, convention, labels, sample_weight)
+    data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
+    # rows of weight 0 stand for no sample: they are neither smoothed nor resampled
+    smece = _SmoothECE.from_predictions(data.weighted_rows(), convention)
     bandwidth = smece.resolve(bandwidth)
-    mesh = np.linspace(0.0, 1.0, MESH_POINTS)
+    mesh = np.linspace(_lowest_score(y_prob, convention), 1.0, MESH_POINTS)
 
-    def curves(sums, eps):
-        smoothed = interpolate_on_mesh(reflected_smoothing(sums, bandwidth), mesh)
+    def curves(smoothed, eps):
         density, outcome = smoothed[..., 0, :], smoothed[..., 1, :]
         return outcome / (density + eps), density
 
-    plan = smece.plan(bandwidth, [smece.weight, smece.outcome], curves)
+    plan = smece.plan(bandwidth, [smece.weight, smece.outcome], mesh, curves)
     no_groups = np.zeros(plan.n_rows, dtype=np.intp)
     accuracy, density = plan.value(plan.accumulate(no_groups, 1)[0])
     diagram = Bunch(
@@ -109,7 +118,7 @@ def smooth_reliability_diagram(
     )
     if confidence_level is not None:
         rng = check_random_state(random_state)
-        _, replicate_sums = bootstrap_sums(plan, n_resamples, rng)
+        _, replicate_sums = bootstrap_sums(plan, resample(plan, n_resamples, rng))
         replicate_accuracy, _ = plan.value(replicate_sums)
         tail = (1.0 - confidence_level) / 2.0
         diagram.low, diagram.high = np.quantile(replicate_accuracy, [tail, 1.0 - tail], axis=0)

@@ -2,16 +2,11 @@
 
 import numpy as np
 
-from .._validation import check_classification_inputs, check_n_bins
+from .._validation import check_n_bins, check_option
 from ._binning import assign_bins, quantile_bin_edges, uniform_bin_edges
-from ._group_rows import metric_by_group
-from ._metrics import (
-    _NORMS,
-    _STRATEGIES,
-    _calibration_error_from_bins,
-    _check_option,
-    _confidence_and_correct,
-)
+from ._group_rows import overall_or_by_group
+from ._metrics import _NORMS, _STRATEGIES, _calibration_error_from_bins
+from ._predictions import check_predictions
 from ._resampling import ResamplingPlan, cell_sums
 
 _AVERAGES = ("weighted", "macro")
@@ -36,16 +31,14 @@ def _combine(counts, score_sums, outcome_sums, norm, average):
     return np.sum(share * per_class, axis=-1)
 
 
-def _top_label_cells(y_true, y_prob, n_bins, strategy, norm, average, labels, sample_weight):
-    """Validated inputs: each sample's (predicted class, bin) cell and summed columns."""
+def _top_label_cells(data, n_bins, strategy, norm, average):
+    """Checked predictions: each sample's (predicted class, bin) cell and summed columns."""
     n_bins = check_n_bins(n_bins)
-    _check_option(strategy, "strategy", _STRATEGIES)
-    _check_option(norm, "norm", _NORMS)
-    _check_option(average, "average", _AVERAGES)
-    y_index, proba, sample_weight = check_classification_inputs(
-        y_true, y_prob, labels=labels, sample_weight=sample_weight
-    )
-    confidence, correct = _confidence_and_correct(proba, y_index)
+    check_option(strategy, "strategy", _STRATEGIES)
+    check_option(norm, "norm", _NORMS)
+    check_option(average, "average", _AVERAGES)
+    proba, sample_weight = data.proba, data.sample_weight
+    confidence, correct = data.scores("top_label")
     predicted = proba.argmax(axis=1)
     n_classes = proba.shape[1]
     bins = np.empty(proba.shape[0], dtype=np.intp)
@@ -134,43 +127,32 @@ def top_label_calibration_error(
     >>> round(top_label_calibration_error(y_true, y_prob, n_bins=5), 4)
     0.14
     """
-    if groups is not None:
-        return metric_by_group(
-            top_label_calibration_error,
-            y_true,
-            y_prob,
-            groups,
-            labels=labels,
-            sample_weight=sample_weight,
-            n_bins=n_bins,
-            strategy=strategy,
-            norm=norm,
-            average=average,
-        )
-    cell, n_cells, shape, columns = _top_label_cells(
-        y_true, y_prob, n_bins, strategy, norm, average, labels, sample_weight
+    data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
+    return overall_or_by_group(
+        _top_label_calibration_error,
+        data,
+        groups,
+        n_bins=n_bins,
+        strategy=strategy,
+        norm=norm,
+        average=average,
     )
+
+
+def _top_label_calibration_error(
+    data, *, n_bins=15, strategy="uniform", norm="l1", average="weighted"
+):
+    """:func:`top_label_calibration_error` of checked predictions."""
+    cell, n_cells, shape, columns = _top_label_cells(data, n_bins, strategy, norm, average)
     sums = [
         np.bincount(cell, weights=column, minlength=n_cells).reshape(shape) for column in columns
     ]
     return float(_combine(*sums, norm, average))
 
 
-def top_label_plan(
-    y_true,
-    y_prob,
-    *,
-    n_bins=15,
-    strategy="uniform",
-    norm="l1",
-    average="weighted",
-    labels=None,
-    sample_weight=None,
-):
+def top_label_plan(data, *, n_bins=15, strategy="uniform", norm="l1", average="weighted"):
     """Resampling plan of :func:`top_label_calibration_error` (its bins held fixed)."""
-    cell, n_cells, shape, columns = _top_label_cells(
-        y_true, y_prob, n_bins, strategy, norm, average, labels, sample_weight
-    )
+    cell, n_cells, shape, columns = _top_label_cells(data, n_bins, strategy, norm, average)
 
     def accumulate(group, n_groups):
         return cell_sums(group, n_groups, cell, n_cells, columns)

@@ -24,7 +24,7 @@ top-label ECE (15 equal-width bins) and the Brier score. Ranks are by log loss w
 table (CSV) are written to ``--out``; the Markdown states the command, the machine, the
 run time and whether each claim of the published ranking holds here.
 
-Run ``PYTHONPATH=. python benchmarks/calibrator_arena.py`` from the repository root (about
+Run ``PYTHONPATH=. python benchmarks/scripts/calibrator_arena.py`` from the repository root (about
 10 minutes on 2 cores with the default 5 splits), or add ``--splits 1 --quick`` for a smoke
 check.
 """
@@ -345,7 +345,7 @@ def write_report(rows, out, command, elapsed, n_splits):
         f"torch {torch.__version__} ({torch.get_num_threads()} threads), numpy "
         f"{np.__version__}; run time {elapsed / 60:.1f} min.  ",
         f"{n_sets} logit sets x {n_splits} splits; generator and protocol: "
-        "`benchmarks/calibrator_arena.py` (its docstring). Per-run values: "
+        "`benchmarks/scripts/calibrator_arena.py` (its docstring). Per-run values: "
         "`calibrator_arena.csv`.",
         "",
         "## Does the published ranking hold here?",
@@ -394,7 +394,7 @@ def main():
     )
     args = parser.parse_args()
     torch.set_num_threads(1)
-    command = "PYTHONPATH=. python benchmarks/calibrator_arena.py " + " ".join(sys.argv[1:])
+    command = "PYTHONPATH=. python benchmarks/scripts/calibrator_arena.py " + " ".join(sys.argv[1:])
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -1,4 +1,4 @@
-"""Sweep of the gamma-Net's meta step in an overconfident CPU regime (issue 18).
+"""Sweep of the gamma-Net's meta step in an overconfident CPU regime.
 
 One run per call, stored as JSON under ``--out`` (a run already stored is skipped), so a
 sweep is a list of calls that can be resumed; ``--summary`` prints the Markdown table of
@@ -6,7 +6,7 @@ the stored runs.
 
 Regime: an MLP (512, 512) on ``--n-fit`` standardised Fashion-MNIST training images (a
 seeded subset; the next ``--n-val`` images are a validation set the fit never sees), the
-seed001 recipe (SGD momentum 0.9, weight decay 1e-4, lr ``--lr`` divided by 10 at 50 %
+wang2021 recipe (SGD momentum 0.9, weight decay 1e-4, lr ``--lr`` divided by 10 at 50 %
 and 75 % of the epochs), batch 128, ``--epochs`` epochs, one torch thread.
 Cross-entropy ends overconfident there (validation NLL temperature 1.95 at 20 epochs).
 
@@ -35,10 +35,10 @@ signal-to-noise ratio (mean / std over the pairs) of their sum, also for SECE ba
 
 Usage (from the repository root)::
 
-    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/sweep_meta_gamma.py NAME \\
+    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/scripts/sweep_meta_gamma.py NAME \\
         [--method meta] [--epochs 20] [--seed 0] [--params JSON] [--out DIR]
-    PYTHONPATH=. python benchmarks/sweep_meta_gamma.py --summary [--out DIR]
-    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/sweep_meta_gamma.py --probe \\
+    PYTHONPATH=. python benchmarks/scripts/sweep_meta_gamma.py --summary [--out DIR]
+    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/scripts/sweep_meta_gamma.py --probe \\
         [--probe-epochs 4,9,14,19] [--out DIR]
 
 Small: ``--n-fit 1000 --n-val 300 --epochs 2``.
@@ -111,7 +111,7 @@ def run(args):
     common = {
         "module": "mlp",
         "module__hidden_units": (512, 512),
-        "recipe": "seed001",
+        "recipe": "wang2021",
         "lr": args.lr,
         "max_epochs": args.epochs,
         "batch_size": 128,
@@ -234,7 +234,7 @@ def probe(args):
         module__hidden_units=(512, 512),
         criterion="focal",
         criterion__gamma=1.0,
-        recipe="seed001",
+        recipe="wang2021",
         lr=args.lr,
         max_epochs=args.epochs,
         batch_size=128,

@@ -11,7 +11,8 @@ mean accuracy over the data sets and networks after 3 epochs and after the last.
 
 Usage (from the repository root; ``PYTHONPATH=.`` is not needed when installed)::
 
-    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/sweep_defaults.py [--epochs 20] [--seeds 0 1]
+    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/scripts/sweep_defaults.py \\
+        [--epochs 20] [--seeds 0 1]
 """
 
 import argparse

@@ -28,8 +28,8 @@ scores, temperature scaling, :class:`MulticalibrationBoosting` (defaults,
 ``random_state`` = split) and ``mcgrad.methods.MCGrad`` (defaults, ``random_state`` =
 split) when the ``mcgrad`` package is installed (the ``bench`` extra).
 
-Run ``OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/compare_multicalibration.py`` from
-the repository root (about 5 minutes on 2 cores); ``--quick`` for a smoke check. The
+Run ``OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/scripts/compare_multicalibration.py``
+from the repository root (about 5 minutes on 2 cores); ``--quick`` for a smoke check. The
 report (``report.md``) and the per-run table (``runs.csv``) go to ``--out``.
 """
 
@@ -327,7 +327,7 @@ def write_report(rows, names, out, command, elapsed):
         f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
         f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}; {versions}; run time "
         f"{elapsed / 60:.1f} min.  ",
-        "Problems, splits and metrics: `benchmarks/compare_multicalibration.py` (its "
+        "Problems, splits and metrics: `benchmarks/scripts/compare_multicalibration.py` (its "
         "docstring). Per-run values: `runs.csv`.",
         "",
         "## Published claims checked",
@@ -366,7 +366,7 @@ def main():
     )
     parser.add_argument("--quick", action="store_true", help="a smaller Fashion-MNIST model")
     args = parser.parse_args()
-    command = "OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/compare_multicalibration.py"
+    command = "OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/scripts/compare_multicalibration.py"
     command = f"{command} {' '.join(sys.argv[1:])}".strip()
     logging.getLogger("mcgrad").setLevel(logging.ERROR)
     start = time.perf_counter()

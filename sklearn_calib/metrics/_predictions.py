@@ -1,0 +1,217 @@
+"""Checked predictions: labels, probabilities and weights validated once for the metric kernels.
+
+Every public metric checks its inputs with :func:`check_predictions` and hands the
+:class:`Predictions` to its kernel (the function of the same name with a leading
+underscore), which takes checked arrays only. :func:`calibration_error_ci`,
+:func:`calibration_report` and :func:`metric_values` check once and call several kernels,
+which share what they derive from the predictions: each convention's scores and outcomes
+and their order.
+"""
+
+import warnings
+
+import numpy as np
+import torch
+
+from .._validation import ROW_SUM_TOLERANCE, check_classification_inputs, check_option
+
+#: What a sample is judged on: its top-label confidence against whether the prediction is
+#: right, or (binary problems) the positive-class probability against ``y == positive``.
+CONVENTIONS = ("top_label", "positive_class")
+
+#: Number of elements of one block when a computation runs over blocks of rows.
+_BLOCK_ELEMENTS = 1 << 20
+
+
+def _row_blocks(n_rows, n_cols):
+    """Yield slices of consecutive rows holding about ``_BLOCK_ELEMENTS`` elements each."""
+    step = max(1, _BLOCK_ELEMENTS // max(n_cols, 1))
+    for start in range(0, n_rows, step):
+        yield slice(start, min(start + step, n_rows))
+
+
+def _as_tensor(array):
+    """Return a CPU tensor sharing memory with ``array``, or None if torch cannot share it."""
+    if not (array.flags.c_contiguous and array.dtype.isnative):
+        return None
+    with warnings.catch_warnings():
+        # The tensor is only read; torch warns about non-writable arrays regardless.
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        return torch.from_numpy(array)
+
+
+def _confidence(proba):
+    """Return the row maxima (top-label confidences) in the input's precision."""
+    tensor = _as_tensor(proba)
+    if tensor is None:
+        return proba.max(axis=1)
+    return tensor.amax(dim=1).numpy()
+
+
+def _confidence_and_correct(proba, y_index):
+    """Return each row's confidence and whether its prediction (``argmax``) is right.
+
+    The prediction is right when the true class attains the row maximum, unless an
+    earlier column ties with it (``argmax`` takes the first maximal column). Two entries
+    equal to the maximum need ``2 max <= row sum``, so only rows whose maximum is at most
+    one half (plus the row-sum tolerance) can tie; only those are searched for their
+    first maximal column. This avoids the slow index-tracking reduction on every row.
+    """
+    tensor, index = _as_tensor(proba), _as_tensor(y_index)
+    if tensor is None or index is None:
+        confidence = proba.max(axis=1)
+        true_proba = proba[np.arange(proba.shape[0]), y_index]
+    else:
+        confidence = tensor.amax(dim=1).numpy()
+        true_proba = tensor.gather(1, index[:, None])[:, 0].numpy()
+    correct = true_proba == confidence
+    maybe_tied = correct & (y_index > 0) & (confidence <= 0.5 + ROW_SUM_TOLERANCE)
+    candidates = np.flatnonzero(maybe_tied)
+    step = max(1, _BLOCK_ELEMENTS // proba.shape[1])
+    for start in range(0, candidates.shape[0], step):
+        rows = candidates[start : start + step]
+        is_maximum = np.take(proba, rows, axis=0) == confidence[rows, None]
+        correct[rows] = is_maximum.argmax(axis=1) == y_index[rows]
+    return confidence, correct
+
+
+def scores_and_outcomes(proba, y_index, convention="top_label"):
+    """Return the score each sample is judged on and whether its event happened.
+
+    Parameters
+    ----------
+    proba : ndarray of shape (n_samples, n_classes)
+        Validated probabilities.
+    y_index : ndarray of shape (n_samples,)
+        Column of each sample's true class.
+    convention : {"top_label", "positive_class"}, default="top_label"
+        ``"top_label"``: the row maximum and whether ``argmax`` is the true class.
+        ``"positive_class"`` (two columns only): the second column (the positive class,
+        ``labels[1]``) and whether the true class is that class.
+
+    Returns
+    -------
+    score : ndarray of shape (n_samples,)
+        In the input's precision.
+    outcome : ndarray of shape (n_samples,), dtype bool
+    """
+    check_option(convention, "convention", CONVENTIONS)
+    if convention == "top_label":
+        return _confidence_and_correct(proba, y_index)
+    if proba.shape[1] != 2:
+        raise ValueError(
+            "Expected a binary problem (2 classes) for convention='positive_class', got "
+            f"{proba.shape[1]} classes; use convention='top_label' or "
+            "classwise_calibration_error for more classes."
+        )
+    return np.ascontiguousarray(proba[:, 1]), y_index == 1
+
+
+class Predictions:
+    """Labels, probabilities and weights of one set of predictions, checked once.
+
+    Made by :func:`check_predictions`. The arrays are shared, not copied: treat them
+    and everything the methods return as read-only.
+
+    Parameters
+    ----------
+    y_index : ndarray of shape (n_samples,), dtype int64
+        Column of each sample's true class.
+    proba : ndarray of shape (n_samples, n_classes)
+        float32 or float64 probabilities.
+    sample_weight : ndarray of shape (n_samples,) or None
+        Non-negative float64 weights with a positive sum.
+    """
+
+    def __init__(self, y_index, proba, sample_weight):
+        self.y_index = y_index
+        self.proba = proba
+        self.sample_weight = sample_weight
+        self._scores = {}
+        self._orders = {}
+        self._derived = {}
+
+    @property
+    def n_samples(self):
+        """Number of samples."""
+        return self.proba.shape[0]
+
+    @property
+    def n_classes(self):
+        """Number of classes (columns of the probabilities)."""
+        return self.proba.shape[1]
+
+    @property
+    def weight(self):
+        """The sample weights, or ones without them (float64)."""
+        return np.ones(self.n_samples) if self.sample_weight is None else self.sample_weight
+
+    def scores(self, convention="top_label"):
+        """Each sample's score and outcome under ``convention`` (:func:`scores_and_outcomes`)."""
+        if convention not in self._scores:
+            score, outcome = scores_and_outcomes(self.proba, self.y_index, convention)
+            score.setflags(write=False)
+            outcome.setflags(write=False)
+            self._scores[convention] = score, outcome
+        return self._scores[convention]
+
+    def score_order(self, convention="top_label"):
+        """Indices that sort the scores under ``convention`` (tied scores in any order)."""
+        if convention not in self._orders:
+            order = np.argsort(self.scores(convention)[0])
+            order.setflags(write=False)
+            self._orders[convention] = order
+        return self._orders[convention]
+
+    def derived(self, key, build):
+        """A quantity derived from these predictions and their weights, built by ``build()``
+        on first use and kept; copies with other weights or rows do not share it."""
+        if key not in self._derived:
+            self._derived[key] = build()
+        return self._derived[key]
+
+    def reweighted(self, sample_weight):
+        """The same predictions with other weights; scores and orders stay shared."""
+        other = Predictions(self.y_index, self.proba, sample_weight)
+        other._scores, other._orders = self._scores, self._orders
+        return other
+
+    def rows(self, index):
+        """The predictions of the rows ``index`` (integer indices), scores included."""
+        weight = None if self.sample_weight is None else self.sample_weight[index]
+        other = Predictions(self.y_index[index], self.proba[index], weight)
+        for convention, (score, outcome) in self._scores.items():
+            other._scores[convention] = score[index], outcome[index]
+        return other
+
+    def weighted_rows(self):
+        """The predictions without their rows of weight 0 (themselves when there are none).
+
+        A bootstrap resamples these: a row of weight 0 stands for no sample.
+        """
+        if self.sample_weight is None or self.sample_weight.all():
+            return self
+        return self.rows(np.flatnonzero(self.sample_weight))
+
+
+def check_predictions(y_true, y_prob, *, labels=None, sample_weight=None):
+    """Check one set of predictions (``check_classification_inputs``) for the kernels.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        True labels of any type.
+    y_prob : array-like of shape (n_samples,) or (n_samples, n_classes)
+        Predicted probabilities; 1-D means the positive class of a binary problem.
+    labels : array-like of shape (n_classes,), default=None
+        The class of each column of ``y_prob``.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Non-negative sample weights.
+
+    Returns
+    -------
+    predictions : Predictions
+    """
+    return Predictions(
+        *check_classification_inputs(y_true, y_prob, labels=labels, sample_weight=sample_weight)
+    )
