@@ -9,7 +9,7 @@ from .._validation import check_n_bins, check_option
 from ._bootstrap import CI_METHODS, shared_bootstrap_intervals
 from ._debiased import debiased_calibration_error
 from ._decomposition import _calibration_decomposition
-from ._groups import CORRECTIONS, audit_groups, format_audit
+from ._groups import CORRECTIONS, _calibration_audit, format_audit
 from ._hypothesis_tests import _calibration_test, cumulative_tests, undefined_reason
 from ._kernels import KERNELS
 from ._metrics import (
@@ -313,7 +313,7 @@ def calibration_report(
     }
     if groups is None:
         return report if output_dict else _format(report, digits)
-    audit = audit_groups(
+    audit = _calibration_audit(
         data,
         groups,
         n_bins=n_bins,

@@ -423,7 +423,7 @@ def calibration_audit(
     array([0.035, 0.035])
     """
     data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
-    return audit_groups(
+    return _calibration_audit(
         data,
         groups,
         n_bins=n_bins,
@@ -440,7 +440,7 @@ def calibration_audit(
     )
 
 
-def audit_groups(
+def _calibration_audit(
     data,
     groups,
     *,
