@@ -213,13 +213,16 @@ def parse_report(text, experiment, regime, link):
 
 def find_reports(root):
     """Every ``report.md`` in a folder below ``root`` (its experiment), parsed, in path
-    order."""
+    order. A report without an agreement table checks no paper's experiment (a comparison
+    of methods, such as ``multicalibration/report.md``) and is left out."""
     root = Path(root)
     reports = []
     for path in sorted(root.rglob("*/report.md")):
         relative = path.relative_to(root)
         regime = "/".join(relative.parts[:-2]) or FULL
         text = path.read_text(encoding="utf-8")
+        if _AGREEMENT not in text.splitlines():
+            continue
         reports.append(parse_report(text, relative.parts[-2], regime, relative.as_posix()))
     return reports
 

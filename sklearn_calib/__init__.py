@@ -9,6 +9,7 @@ from .calibrators import (
     HistogramBinning,
     IsotonicCalibration,
     MatrixScaling,
+    MulticalibrationBoosting,
     PlattScaling,
     QuadraticScaling,
     ScalingBinning,
@@ -23,6 +24,7 @@ from .plotting import ReliabilityDisplay
 from .scoring import (
     adaptive_calibration_error,
     brier_score,
+    calibration_audit,
     calibration_decomposition,
     calibration_error_ci,
     calibration_report,
@@ -34,6 +36,7 @@ from .scoring import (
     get_scorer,
     get_scorer_names,
     make_calibration_scorer,
+    make_worst_group_scorer,
     maximum_calibration_error,
     negative_log_likelihood,
     refinement_loss,
@@ -43,6 +46,7 @@ from .scoring import (
     smooth_reliability_diagram,
     top_label_accuracy,
     top_label_calibration_error,
+    worst_group_calibration_error,
 )
 
 __version__ = "0.1.0"
@@ -57,6 +61,7 @@ __all__ = [
     "IsotonicCalibration",
     "MatrixScaling",
     "MetaNetClassifier",
+    "MulticalibrationBoosting",
     "NetClassifier",
     "PlattScaling",
     "QuadraticScaling",
@@ -70,6 +75,7 @@ __all__ = [
     "__version__",
     "adaptive_calibration_error",
     "brier_score",
+    "calibration_audit",
     "calibration_decomposition",
     "calibration_error_ci",
     "calibration_report",
@@ -81,6 +87,7 @@ __all__ = [
     "get_scorer",
     "get_scorer_names",
     "make_calibration_scorer",
+    "make_worst_group_scorer",
     "maximum_calibration_error",
     "negative_log_likelihood",
     "refinement_loss",
@@ -90,4 +97,5 @@ __all__ = [
     "smooth_reliability_diagram",
     "top_label_accuracy",
     "top_label_calibration_error",
+    "worst_group_calibration_error",
 ]

@@ -8,6 +8,7 @@ import math
 import numbers
 
 import numpy as np
+from sklearn.utils import _safe_indexing
 from sklearn.utils.multiclass import check_classification_targets
 
 #: Largest accepted ``|sum_k p_k - 1|`` for a row of probabilities. It admits float32
@@ -505,3 +506,29 @@ def check_classification_inputs(y_true, y_prob, *, labels=None, sample_weight=No
     classes = resolve_classes(y, labels, proba.shape[1])
     y_index = encode_labels(y, classes)
     return y_index, proba, check_sample_weight(sample_weight, proba.shape[0])
+
+
+def select_columns(X, columns, name="group_features"):
+    """The columns of ``X`` named by a column selector, as ColumnTransformer reads them.
+
+    Parameters
+    ----------
+    X : array-like or DataFrame of shape (n_samples, n_features)
+        The data.
+    columns : int, str, array-like of int, str or bool, slice or callable
+        Column indices, names (of a DataFrame), a boolean mask, a slice, or a callable
+        ``columns(X)`` returning the selected columns.
+    name : str, default="group_features"
+        The parameter's name, for the error message.
+
+    Returns
+    -------
+    selected : array-like of shape (n_samples,) or (n_samples, n_selected)
+        1-D for a single int or str, the type of ``X`` otherwise (a DataFrame stays one).
+    """
+    if callable(columns):
+        return columns(X)
+    try:
+        return _safe_indexing(X, columns, axis=1)
+    except (IndexError, KeyError, ValueError, TypeError) as exc:
+        raise ValueError(f"Could not select `{name}`={columns!r} from X: {exc}") from exc

@@ -144,6 +144,10 @@ class ReliabilityDisplay:
     confidence_level : float, default=None
         Coverage of the accuracy intervals and of the smooth curve's band, for the
         legend.
+    group_diagrams : dict, default=None
+        Group label to that group's diagram (a
+        :func:`~sklearn_calib.scoring.reliability_diagram` Bunch with its ``ece`` added),
+        drawn as one line per group over the bars.
 
     Attributes
     ----------
@@ -155,6 +159,8 @@ class ReliabilityDisplay:
         The smooth reliability curve, if any (NaN where the data do not support it).
     smooth_band_ : matplotlib PolyCollection or None
         Its bootstrap band, if any.
+    group_lines_ : dict
+        Group label to its reliability line (empty without ``group_diagrams``).
     gap_bars_ : matplotlib BarContainer
         Bars from each bin's accuracy to its mean confidence (the calibration gap).
     line_ : matplotlib Line2D or None
@@ -193,6 +199,7 @@ class ReliabilityDisplay:
         smooth=None,
         pos_label=None,
         confidence_level=None,
+        group_diagrams=None,
     ):
         self.edges = edges
         self.count = count
@@ -205,6 +212,7 @@ class ReliabilityDisplay:
         self.smooth = smooth
         self.pos_label = pos_label
         self.confidence_level = confidence_level
+        self.group_diagrams = group_diagrams
 
     def plot(self, *, ax=None, hist_ax=None, name=None, ref_line=True, **kwargs):
         """Draw the diagram.
@@ -321,6 +329,16 @@ class ReliabilityDisplay:
             # a darker shade of the bars' colour, drawn over them
             colour = tuple(0.55 * np.asarray(self.bars_.patches[0].get_facecolor()[:3]))
             self._plot_smooth(ax, colour, level)
+        self.group_lines_ = {}
+        for offset, (group, diagram) in enumerate((self.group_diagrams or {}).items(), 1):
+            filled = np.asarray(diagram.count) > 0
+            (self.group_lines_[group],) = ax.plot(
+                np.asarray(diagram.mean_confidence)[filled],
+                np.asarray(diagram.accuracy)[filled],
+                marker="o",
+                color=f"C{(earlier + offset) % 10}",
+                label=f"{group} (ECE = {100 * diagram.ece:.2f} %)",
+            )
         self.line_ = None
         if ref_line and not earlier:
             (self.line_,) = ax.plot([0, 1], [0, 1], "k--", label="Perfectly calibrated")
@@ -392,6 +410,7 @@ class ReliabilityDisplay:
         random_state=None,
         labels=None,
         sample_weight=None,
+        groups=None,
         name=None,
         ax=None,
         hist_ax=None,
@@ -429,6 +448,10 @@ class ReliabilityDisplay:
             The class of each column of ``y_prob``.
         sample_weight : array-like of shape (n_samples,), default=None
             Sample weights.
+        groups : array-like of shape (n_samples,) or (n_samples, n_columns), default=None
+            Group of each sample, or columns whose distinct rows are the groups: each
+            group's reliability line (its bins' accuracy against their mean confidence)
+            and ECE are drawn over the overall diagram.
         name : str, default=None
             Name in the legend.
         ax, hist_ax, ref_line, **kwargs
@@ -486,6 +509,13 @@ class ReliabilityDisplay:
         ece = expected_calibration_error(
             y_true, y_prob, n_bins=n_bins, strategy=strategy, **options
         )
+        group_diagrams = None
+        if groups is not None:
+            binning = {"n_bins": n_bins, "strategy": strategy, "groups": groups, **options}
+            group_diagrams = reliability_diagram(y_true, y_prob, **binning)
+            errors = expected_calibration_error(y_true, y_prob, **binning)
+            for group, group_diagram in group_diagrams.items():
+                group_diagram.ece = errors[group]
         curve = None
         if smooth:
             curve = smooth_reliability_diagram(
@@ -507,6 +537,7 @@ class ReliabilityDisplay:
             smooth=curve,
             pos_label=pos_label,
             confidence_level=confidence_level,
+            group_diagrams=group_diagrams,
         )
         return display.plot(ax=ax, hist_ax=hist_ax, ref_line=ref_line, **kwargs)
 
@@ -524,6 +555,7 @@ class ReliabilityDisplay:
         smooth=False,
         random_state=None,
         sample_weight=None,
+        groups=None,
         name=None,
         ax=None,
         hist_ax=None,
@@ -549,6 +581,8 @@ class ReliabilityDisplay:
             See :meth:`from_predictions`; ``pos_label`` is one of ``estimator.classes_``.
         sample_weight : array-like of shape (n_samples,), default=None
             Sample weights.
+        groups : array-like of shape (n_samples,) or (n_samples, n_columns), default=None
+            Groups whose reliability lines are drawn too; see :meth:`from_predictions`.
         name : str, default=None
             Name in the legend; the estimator's class name when None.
         ax, hist_ax, ref_line, **kwargs
@@ -586,6 +620,7 @@ class ReliabilityDisplay:
             random_state=random_state,
             labels=estimator.classes_,
             sample_weight=sample_weight,
+            groups=groups,
             name=type(estimator).__name__ if name is None else name,
             ax=ax,
             hist_ax=hist_ax,

@@ -24,11 +24,14 @@ from sklearn.metrics import get_scorer_names as _sklearn_get_scorer_names
 from sklearn.metrics._scorer import _Scorer
 
 from . import metrics
+from ._validation import select_columns
 from .metrics import (
     BootstrapInterval,
     CalibrationTestResult,
     adaptive_calibration_error,
+    adjust_pvalues,
     brier_score,
+    calibration_audit,
     calibration_decomposition,
     calibration_error_ci,
     calibration_report,
@@ -46,13 +49,16 @@ from .metrics import (
     smooth_reliability_diagram,
     top_label_accuracy,
     top_label_calibration_error,
+    worst_group_calibration_error,
 )
 
 __all__ = [
     "BootstrapInterval",
     "CalibrationTestResult",
     "adaptive_calibration_error",
+    "adjust_pvalues",
     "brier_score",
+    "calibration_audit",
     "calibration_decomposition",
     "calibration_error_ci",
     "calibration_report",
@@ -64,6 +70,7 @@ __all__ = [
     "get_scorer",
     "get_scorer_names",
     "make_calibration_scorer",
+    "make_worst_group_scorer",
     "maximum_calibration_error",
     "negative_log_likelihood",
     "refinement_loss",
@@ -73,6 +80,7 @@ __all__ = [
     "smooth_reliability_diagram",
     "top_label_accuracy",
     "top_label_calibration_error",
+    "worst_group_calibration_error",
 ]
 
 
@@ -142,6 +150,75 @@ def _check_keywords(score_func, kwargs):
         )
 
 
+class _GroupFeatureScorer(_CalibrationScorer):
+    """A worst-group scorer that reads the groups from columns of ``X``."""
+
+    def __init__(self, score_func, sign, kwargs, response_method, group_features):
+        super().__init__(score_func, sign, kwargs, response_method=response_method)
+        self._group_features = group_features
+
+    def _score(self, method_caller, estimator, X, y_true, **kwargs):
+        kwargs["groups"] = select_columns(X, self._group_features)
+        return super()._score(method_caller, estimator, X, y_true, **kwargs)
+
+    def __repr__(self):
+        return f"{super().__repr__()[:-1]}, group_features={self._group_features!r})"
+
+
+def make_worst_group_scorer(metric=expected_calibration_error, *, group_features=None, **kwargs):
+    """Make a scorer of the worst group's calibration error (lower is better).
+
+    The scorer returns ``-worst_group_calibration_error(y, predict_proba(X), groups=...,
+    metric=metric, **kwargs)``, so model selection maximising it minimises the largest
+    error over the groups. The groups come from ``X`` or from metadata:
+
+    - ``group_features`` given: the columns of ``X`` it selects (as ColumnTransformer
+      reads a selector: indices, DataFrame column names, a boolean mask, or a callable
+      of ``X``) are the groups (several columns: their intersections);
+    - ``group_features=None``: the groups are scikit-learn metadata, routed to the
+      scorer: ``sklearn.set_config(enable_metadata_routing=True)``,
+      ``scorer.set_score_request(groups=True)``, then ``GridSearchCV(...).fit(X, y,
+      groups=groups)`` (each fold's rows are passed on).
+
+    Parameters
+    ----------
+    metric : callable, default=expected_calibration_error
+        The error computed on each group's rows.
+    group_features : int, str, array-like, slice, callable or None, default=None
+        The columns of ``X`` holding the groups, or None for routed metadata.
+    **kwargs
+        Options of ``metric`` (for example ``n_bins=10``).
+
+    Returns
+    -------
+    scorer : callable
+        ``scorer(estimator, X, y)``, which also passes ``labels=estimator.classes_``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.model_selection import GridSearchCV
+    >>> from sklearn_calib.scoring import make_worst_group_scorer
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.column_stack([rng.normal(size=600), rng.integers(0, 3, 600)])
+    >>> y = (X[:, 0] + 0.5 * X[:, 1] + rng.normal(size=600) > 0.5).astype(int)
+    >>> scorer = make_worst_group_scorer(group_features=[1], n_bins=10)
+    >>> search = GridSearchCV(LogisticRegression(), {"C": [0.01, 1.0]}, scoring=scorer, cv=3)
+    >>> float(search.fit(X, y).best_score_) < 0
+    True
+    """
+    _check_keywords(metric, kwargs)
+    options = {"metric": metric, **kwargs}
+    if group_features is None:
+        return _CalibrationScorer(
+            worst_group_calibration_error, -1, options, response_method="predict_proba"
+        )
+    return _GroupFeatureScorer(
+        worst_group_calibration_error, -1, options, "predict_proba", group_features
+    )
+
+
 _SCORERS = {
     "neg_ece": make_calibration_scorer(expected_calibration_error),
     "neg_mce": make_calibration_scorer(maximum_calibration_error),
@@ -155,6 +232,8 @@ _SCORERS = {
     "neg_nll": make_calibration_scorer(negative_log_likelihood),
     "neg_refinement_log_loss": make_calibration_scorer(refinement_loss, score="log_loss"),
     "neg_refinement_brier": make_calibration_scorer(refinement_loss, score="brier"),
+    "neg_worst_group_ece": make_worst_group_scorer(expected_calibration_error),
+    "neg_worst_group_smooth_ece": make_worst_group_scorer(smooth_ece),
 }
 
 
@@ -166,7 +245,9 @@ def get_scorer(scoring):
     ``neg_debiased_ce`` (Kumar et al.'s debiased L2 error), ``neg_brier``, ``neg_nll``,
     and ``neg_refinement_log_loss`` / ``neg_refinement_brier`` (:func:`refinement_loss`:
     the score left after temperature scaling, to select a network by what post-hoc
-    calibration cannot fix). scikit-learn's model selection does not know
+    calibration cannot fix), and ``neg_worst_group_ece`` / ``neg_worst_group_smooth_ece``
+    (the largest error over groups passed as metadata, see
+    :func:`make_worst_group_scorer`). scikit-learn's model selection does not know
     these names as strings (``GridSearchCV(..., scoring="neg_ece")`` fails with the list
     of scikit-learn's names), so pass the returned objects, alone or as the values of a
     dict: ``scoring={"ece": get_scorer("neg_ece"), "acc": "accuracy"}``.

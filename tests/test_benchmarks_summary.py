@@ -74,6 +74,13 @@ def reports_folder(tmp_path):
     return tmp_path
 
 
+def test_reports_without_an_agreement_table_are_left_out(reports_folder):
+    comparison = reports_folder / "comparison"
+    comparison.mkdir()
+    (comparison / "report.md").write_text("# Two methods compared\n\n## Results\n")
+    assert [report.experiment for report in find_reports(reports_folder)] == ["toy", "toy"]
+
+
 def test_parse_report_reads_claims_setup_and_ce_numbers():
     quick = parse_report(QUICK, "toy", "quick", "quick/toy/report.md")
     assert quick.title == "Toy experiment (Doe et al. 2009)"

@@ -12,7 +12,12 @@ import pytest
 
 from sklearn_calib import metrics
 from sklearn_calib._dask_chunks import is_dask_collection
-from sklearn_calib.calibrators import HistogramBinning, PlattScaling, TemperatureScaling
+from sklearn_calib.calibrators import (
+    HistogramBinning,
+    MulticalibrationBoosting,
+    PlattScaling,
+    TemperatureScaling,
+)
 from sklearn_calib.metrics import CalibrationAccumulator
 from sklearn_calib.metrics._dispatch import HANDLERS
 
@@ -252,3 +257,18 @@ def test_dask_report_reads_weights_and_undefined_tests_as_in_memory(client):
         assert found["tests"][key]["undefined"] == entry["undefined"]
     with pytest.raises(ValueError, match="undefined: every weighted score is 0 or 1"):
         metrics.calibration_test(dy, da.from_array(certain, chunks=(3000, 3)), method="ks")
+
+
+def test_dask_input_with_groups_is_not_supported(client):
+    logits, y, proba, _ = predictions(n=2000, seed=7)
+    dy, dproba, _ = chunked(y, proba, np.ones(2000))
+    groups = np.arange(2000) % 3
+    for metric in (metrics.expected_calibration_error, metrics.calibration_report):
+        with pytest.raises(NotImplementedError, match="not one per group"):
+            metric(dy, dproba, groups=groups)
+    # without groups the same call runs, and in memory groups give one value per group
+    assert isinstance(metrics.expected_calibration_error(dy, dproba, groups=None), float)
+    assert set(metrics.expected_calibration_error(y, proba, groups=groups)) == {0, 1, 2}
+    dlogits = chunked(y, logits, np.ones(2000))[1]
+    with pytest.raises(ValueError, match="in-memory data only"):
+        MulticalibrationBoosting().fit(dlogits, dy, groups=groups)

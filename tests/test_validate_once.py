@@ -10,13 +10,16 @@ from sklearn.linear_model import LogisticRegression
 from sklearn_calib import _validation
 from sklearn_calib.metrics import metric_values
 from sklearn_calib.scoring import (
+    calibration_audit,
     calibration_error_ci,
     calibration_report,
     expected_calibration_error,
     get_scorer,
     negative_log_likelihood,
+    reliability_diagram,
     smooth_calibration_error,
     smooth_ece,
+    worst_group_calibration_error,
 )
 
 #: The check of each argument of a set of predictions.
@@ -105,4 +108,22 @@ def test_metrics_and_scorers_check_each_argument_once(checks, data):
     for name in ("neg_ece", "neg_smooth_ece", "neg_refinement_log_loss"):
         checks.clear()
         get_scorer(name)(model, proba, y, sample_weight=weight)
+        assert checks == ONCE
+
+
+def test_calls_with_groups_check_each_argument_once(checks, data):
+    y, proba, weight = data
+    groups = np.arange(len(y)) % 3
+    options = {"labels": ["a", "b", "c"], "sample_weight": weight}
+    calls = [
+        lambda: expected_calibration_error(y, proba, groups=groups, **options),
+        lambda: smooth_ece(y, proba, groups=groups, **options),
+        lambda: reliability_diagram(y, proba, groups=groups, **options),
+        lambda: worst_group_calibration_error(y, proba, groups=groups, **options),
+        lambda: calibration_audit(y, proba, groups, n_resamples=20, **options),
+        lambda: calibration_report(y, proba, groups=groups, n_resamples=20, **options),
+    ]
+    for call in calls:
+        checks.clear()
+        call()
         assert checks == ONCE

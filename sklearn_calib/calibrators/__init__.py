@@ -20,6 +20,8 @@ label of each column, so a calibration set may lack any class.
 :func:`classifier_scores` and :func:`fit_calibrator` are its two steps on their own (the
 scores of a fitted classifier, and a calibrator fitted on them), which
 :mod:`sklearn_calib.evaluation` uses too.
+:class:`MulticalibrationBoosting` also takes group features (``groups=``) and corrects the
+scores within every group.
 :func:`grid_ece` is the vectorised search behind ``TemperatureScaling(objective="ece")``:
 the expected calibration error of temperature-scaled logits for every temperature of a
 grid, on the CPU or a GPU.
@@ -32,6 +34,7 @@ from .calibrated_classifier import CalibratedClassifier, classifier_scores, fit_
 from .dirichlet import DirichletCalibration
 from .isotonic import IsotonicCalibration
 from .linear import MatrixScaling, VectorScaling
+from .multicalibration import MulticalibrationBoosting
 from .platt import PlattScaling
 from .selection import CalibratorSelector
 from .structured import StructuredMatrixScaling, StructuredVectorScaling
@@ -46,6 +49,7 @@ __all__ = [
     "HistogramBinning",
     "IsotonicCalibration",
     "MatrixScaling",
+    "MulticalibrationBoosting",
     "PlattScaling",
     "QuadraticScaling",
     "ScalingBinning",

@@ -15,6 +15,8 @@ A calibrator maps the scores of a fitted classifier to calibrated probabilities.
 The kind of scores is never guessed from their values.
 """
 
+import contextlib
+import inspect
 import warnings
 from abc import ABCMeta, abstractmethod
 
@@ -244,22 +246,34 @@ class BaseCalibrator(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         self : object
             Fitted calibrator.
         """
+        with self._fitting():
+            if uses_dask(scores, y, sample_weight):
+                self._fit_dask(scores, y, sample_weight, classes)
+                return self
+            scores, y_index, sample_weight = self._validate_fit_data(
+                scores, y, sample_weight, classes
+            )
+            with single_threaded_blas():
+                self._fit(scores, y_index, sample_weight)
+        return self
+
+    @contextlib.contextmanager
+    def _fitting(self):
+        """The block of a fit: each distinct warning issued once, and the calibrator left
+        as it was when the block raises.
+
+        A context manager rather than a shared fit body, so that the warnings of the
+        validation and of ``_fit`` are as many frames below the caller of ``fit`` for
+        every calibrator (their ``stacklevel`` points at the caller).
+        """
         saved = dict(self.__dict__)
         try:
             with distinct_warnings():
-                if uses_dask(scores, y, sample_weight):
-                    self._fit_dask(scores, y, sample_weight, classes)
-                    return self
-                scores, y_index, sample_weight = self._validate_fit_data(
-                    scores, y, sample_weight, classes
-                )
-                with single_threaded_blas():
-                    self._fit(scores, y_index, sample_weight)
+                yield
         except BaseException:
             self.__dict__.clear()
             self.__dict__.update(saved)
             raise
-        return self
 
     def predict_proba(self, scores):
         """Return calibrated probabilities.
@@ -411,3 +425,115 @@ class BaseCalibrator(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
         return tags
+
+
+def takes_groups(calibrator):
+    """Whether ``calibrator.fit`` takes group features (``groups=``)."""
+    return "groups" in inspect.signature(calibrator.fit).parameters
+
+
+def check_takes_groups(calibrator, argument):
+    """Raise a ValueError naming ``argument`` when ``calibrator`` takes no group features."""
+    if not takes_groups(calibrator):
+        raise ValueError(
+            f"`{argument}` needs a calibrator that takes group features (`groups=`), such "
+            f"as MulticalibrationBoosting; {type(calibrator).__name__} does not."
+        )
+
+
+class GroupsMixin:
+    """Calibrators that also take group features: ``groups=`` in fit and predict.
+
+    Subclasses implement ``_fit(scores, y_index, sample_weight, groups)`` and
+    ``_predict_proba(scores, groups)``; ``groups`` is None or the features as given,
+    one row per score.
+    """
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, scores, y, sample_weight=None, classes=None, groups=None):
+        """Fit the calibrator.
+
+        Parameters
+        ----------
+        scores : array-like of shape (n_samples, n_classes) or (n_samples,)
+            Scores of a classifier, of the kind named by ``input``.
+        y : array-like of shape (n_samples,)
+            True labels. Without ``classes``: either one distinct label per score column
+            (sorted labels give the column order), or integers in ``[0, n_classes)`` that
+            include 0, read as column indices.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative sample weights.
+        classes : array-like of shape (n_classes,), default=None
+            The label of each score column.
+        groups : array-like of shape (n_samples,) or (n_samples, n_group_features), \
+default=None
+            Group features of each row (labels, categories or numbers; a DataFrame keeps
+            each column's type); the same columns are needed by ``predict_proba``.
+
+        Returns
+        -------
+        self : object
+            Fitted calibrator.
+        """
+        with self._fitting():
+            if uses_dask(scores, y, sample_weight, groups):
+                self._fit_dask(scores, y, sample_weight, classes)
+                return self
+            scores, y_index, sample_weight = self._validate_fit_data(
+                scores, y, sample_weight, classes
+            )
+            with single_threaded_blas():
+                self._fit(scores, y_index, sample_weight, groups=groups)
+        return self
+
+    def predict_proba(self, scores, groups=None):
+        """Return calibrated probabilities.
+
+        Parameters
+        ----------
+        scores : array-like of shape (n_samples, n_classes) or (n_samples,)
+            Scores of the same kind and number of classes as in ``fit``.
+        groups : array-like of shape (n_samples,) or (n_samples, n_group_features), \
+default=None
+            The group features, as in ``fit``.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes), dtype float64
+            Rows sum to 1; columns follow ``classes_``.
+        """
+        return self._predict_proba(self._validate_scores(scores), groups)
+
+    def transform(self, scores, groups=None):
+        """Return calibrated probabilities; the same as :meth:`predict_proba`.
+
+        Parameters
+        ----------
+        scores : array-like of shape (n_samples, n_classes) or (n_samples,)
+            Scores of the same kind and number of classes as in ``fit``.
+        groups : array-like, default=None
+            The group features, as in ``fit``.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes), dtype float64
+        """
+        return self.predict_proba(scores, groups=groups)
+
+    def predict(self, scores, groups=None):
+        """Return the most probable class after calibration.
+
+        Parameters
+        ----------
+        scores : array-like of shape (n_samples, n_classes) or (n_samples,)
+            Scores of the same kind and number of classes as in ``fit``.
+        groups : array-like, default=None
+            The group features, as in ``fit``.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+            Labels from ``classes_``.
+        """
+        proba = self.predict_proba(scores, groups=groups)
+        return self.classes_[np.argmax(proba, axis=1)]

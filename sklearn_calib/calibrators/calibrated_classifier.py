@@ -30,7 +30,8 @@ from sklearn.utils.validation import (
     has_fit_parameter,
 )
 
-from .._validation import check_class_labels, check_sample_weight, encode_labels
+from .._validation import check_class_labels, check_sample_weight, encode_labels, select_columns
+from ._base import check_takes_groups
 from ._repeated_fits import (
     call_recording_warnings,
     check_part_weight,
@@ -85,13 +86,17 @@ def classifier_scores(estimator, X):
     return estimator.predict_proba(X), "probabilities"
 
 
-def fit_calibrator(calibrator, scores, y, *, input=None, classes=None, sample_weight=None):
+def fit_calibrator(
+    calibrator, scores, y, *, input=None, classes=None, sample_weight=None, groups=None
+):
     """Fit a clone of ``calibrator`` on a classifier's scores.
 
     The clone is told what the scores are (its ``input`` parameter, when it has one) and
     the label of each score column: ``classes`` goes to a ``fit`` that takes it; a
     calibrator whose ``fit`` does not (any estimator with ``fit(scores, y,
     sample_weight)`` and ``predict_proba``) is fitted on the column index of each label.
+    Group features (``groups``) go to a calibrator whose ``fit`` takes them, such as
+    :class:`MulticalibrationBoosting`.
 
     Parameters
     ----------
@@ -109,6 +114,10 @@ def fit_calibrator(calibrator, scores, y, *, input=None, classes=None, sample_we
         sorted labels of ``y`` or column indices, see :mod:`sklearn_calib.calibrators`.
     sample_weight : array-like of shape (n_samples,), default=None
         Non-negative sample weights.
+    groups : array-like of shape (n_samples,) or (n_samples, n_group_features), \
+default=None
+        Group features of each row, for a calibrator whose ``fit`` takes ``groups``
+        (a ValueError for any other).
 
     Returns
     -------
@@ -132,12 +141,16 @@ def fit_calibrator(calibrator, scores, y, *, input=None, classes=None, sample_we
     fitted = clone(calibrator)
     if input is not None and "input" in fitted.get_params(deep=False):
         fitted.set_params(input=input)
+    options = {"sample_weight": sample_weight}
+    if groups is not None:
+        check_takes_groups(fitted, "groups")
+        options["groups"] = groups
     if classes is None:
-        fitted.fit(scores, y, sample_weight=sample_weight)
+        fitted.fit(scores, y, **options)
     elif "classes" in inspect.signature(fitted.fit).parameters:
-        fitted.fit(scores, y, sample_weight=sample_weight, classes=classes)
+        fitted.fit(scores, y, classes=classes, **options)
     else:
-        fitted.fit(scores, encode_labels(y, np.asarray(classes)), sample_weight=sample_weight)
+        fitted.fit(scores, encode_labels(y, np.asarray(classes)), **options)
     return fitted
 
 
@@ -162,8 +175,9 @@ def _fit_fold(estimator, X, y, train, test, sample_weight, classes, part):
     return fitted, scores, kind
 
 
-def _fit_calibrator(calibrator, estimator, scores, kind, y, sample_weight, part):
-    """Fit a clone of ``calibrator`` on the estimator's scores of ``part``.
+def _fit_calibrator(calibrator, estimator, scores, kind, y, sample_weight, part, groups=None):
+    """Fit a clone of ``calibrator`` on the estimator's scores of ``part`` (and on their
+    group features, ``groups``, when given).
 
     A calibrator that fails on a part lacking a class (a held-out fold may hold a single
     class, which the calibrator is told is one of several) raises a ValueError naming the
@@ -177,6 +191,7 @@ def _fit_calibrator(calibrator, estimator, scores, kind, y, sample_weight, part)
             input=kind,
             classes=estimator.classes_,
             sample_weight=sample_weight,
+            groups=groups,
         )
     except ValueError as exc:
         present = np.unique(y).tolist()
@@ -264,6 +279,12 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         Folds of ``"cv"`` fitted in parallel (joblib); None means 1.
     random_state : int, RandomState instance or None, default=None
         Seed of the ``"holdout"`` split.
+    group_features : int, str, array-like, slice, callable or None, default=None
+        The columns of ``X`` passed to the calibrator as its group features (``groups=``)
+        in ``fit`` and ``predict_proba``, read as scikit-learn's ``ColumnTransformer``
+        reads a column selector: indices, DataFrame column names, a boolean mask, a
+        slice, or a callable of ``X``. The calibrator must take ``groups``, such as
+        :class:`MulticalibrationBoosting`; the fitted model then needs nothing but ``X``.
 
     Attributes
     ----------
@@ -312,6 +333,7 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         "ensemble": ["boolean"],
         "n_jobs": [Interval(numbers.Integral, None, None, closed="neither"), None],
         "random_state": ["random_state"],
+        "group_features": "no_validation",
     }
 
     def __init__(
@@ -324,6 +346,7 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         ensemble=True,
         n_jobs=None,
         random_state=None,
+        group_features=None,
     ):
         self.estimator = estimator
         self.calibrator = calibrator
@@ -333,6 +356,7 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         self.ensemble = ensemble
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.group_features = group_features
 
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, sample_weight=None):
@@ -380,21 +404,30 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
     def _fit_parts(self, X, y, classes, sample_weight):
         """The fitted estimators, their fitted calibrators and the kind of scores."""
+        calibrator = TemperatureScaling() if self.calibrator is None else self.calibrator
+        features = self._group_features(X, calibrator)
         if self.method == "prefit" or isinstance(self.estimator, FrozenEstimator):
             parts = self._prefit_parts(X, y)
         elif self.method == "holdout":
             parts = self._holdout_parts(X, y, classes, sample_weight)
         else:
             parts = self._cv_parts(X, y, classes, sample_weight)
-        calibrator = TemperatureScaling() if self.calibrator is None else self.calibrator
         estimators, calibrators = [], []
         for estimator, scores, kind, rows, part in parts:
             weight = None if sample_weight is None else sample_weight[rows]
+            groups = None if features is None else _safe_indexing(features, rows)
             calibrators.append(
-                _fit_calibrator(calibrator, estimator, scores, kind, y[rows], weight, part)
+                _fit_calibrator(calibrator, estimator, scores, kind, y[rows], weight, part, groups)
             )
             estimators.append(estimator)
         return estimators, calibrators, parts[0][2]
+
+    def _group_features(self, X, calibrator):
+        """The columns of ``X`` named by ``group_features`` (None without them)."""
+        if self.group_features is None:
+            return None
+        check_takes_groups(calibrator, "group_features")
+        return select_columns(X, self.group_features)
 
     def _prefit_parts(self, X, y):
         """The frozen fitted estimator, scoring all rows for calibration."""
@@ -514,9 +547,12 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             ``classes_``.
         """
         check_is_fitted(self)
+        options = {}
+        if self.group_features is not None:
+            options["groups"] = select_columns(X, self.group_features)
         proba = None
         for estimator, calibrator in zip(self.estimators_, self.calibrators_, strict=True):
-            calibrated = calibrator.predict_proba(classifier_scores(estimator, X)[0])
+            calibrated = calibrator.predict_proba(classifier_scores(estimator, X)[0], **options)
             proba = calibrated if proba is None else proba + calibrated
         return proba / len(self.estimators_)
 
@@ -534,6 +570,10 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         """
         proba = self.predict_proba(X)
         return self.classes_[np.argmax(proba, axis=1)]
+
+    def __setstate__(self, state):
+        """Restore a saved state; one saved before ``group_features`` existed gets None."""
+        super().__setstate__({"group_features": None, **state})
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

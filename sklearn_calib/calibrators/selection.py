@@ -8,10 +8,11 @@ import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.model_selection import check_cv
+from sklearn.utils import _safe_indexing
 from sklearn.utils._param_validation import HasMethods, Interval
 
 from ..scoring import get_scorer
-from ._base import BaseCalibrator
+from ._base import BaseCalibrator, GroupsMixin, takes_groups
 from ._repeated_fits import (
     call_recording_warnings,
     check_fold_weights,
@@ -42,12 +43,14 @@ def default_candidates():
 class _FittedCandidate(ClassifierMixin, BaseEstimator):
     """A fitted calibrator seen as a classifier of its scores, for scikit-learn's scorers.
 
-    Its classes are the column indices, which the held-out labels are encoded as.
+    Its classes are the column indices, which the held-out labels are encoded as; a
+    calibrator that takes group features gets ``groups``, those of the scored rows.
     """
 
-    def __init__(self, calibrator, n_classes):
+    def __init__(self, calibrator, n_classes, groups=None):
         self.calibrator = calibrator
         self.n_classes = n_classes
+        self.groups = groups
 
     def __sklearn_is_fitted__(self):
         return True
@@ -57,7 +60,7 @@ class _FittedCandidate(ClassifierMixin, BaseEstimator):
         return np.arange(self.n_classes)
 
     def predict_proba(self, scores):
-        return self.calibrator.predict_proba(scores)
+        return _calibrated(self.calibrator, scores, self.groups)
 
     def predict(self, scores):
         return np.argmax(self.predict_proba(scores), axis=1)
@@ -71,26 +74,47 @@ def _with_input(calibrator, kind):
     return candidate
 
 
-def _fit_candidate(calibrator, scores, y_index, sample_weight, n_classes):
-    """Fit a clone of a calibrator on scores whose labels are column indices."""
+def _rows(groups, rows):
+    """The group features of ``rows`` (None stays None; a DataFrame stays one)."""
+    return None if groups is None else _safe_indexing(groups, rows)
+
+
+def _calibrated(calibrator, scores, groups):
+    """``calibrator.predict_proba``, given ``groups`` when it takes group features."""
+    if groups is not None and takes_groups(calibrator):
+        return calibrator.predict_proba(scores, groups=groups)
+    return calibrator.predict_proba(scores)
+
+
+def _fit_candidate(calibrator, scores, y_index, sample_weight, n_classes, groups):
+    """Fit a clone of a calibrator on scores whose labels are column indices (and on the
+    group features when it takes them)."""
     return fit_calibrator(
-        calibrator, scores, y_index, classes=np.arange(n_classes), sample_weight=sample_weight
+        calibrator,
+        scores,
+        y_index,
+        classes=np.arange(n_classes),
+        sample_weight=sample_weight,
+        groups=groups if takes_groups(calibrator) else None,
     )
 
 
-def _score_on_fold(calibrator, scores, y_index, sample_weight, fold, scorer, n_classes):
+def _score_on_fold(calibrator, scores, y_index, sample_weight, groups, fold, scorer, n_classes):
     """Fit on the training part of a fold; return the held-out score and the fit time."""
     train, test = fold
     train_weight = None if sample_weight is None else sample_weight[train]
     start = time.perf_counter()
-    fitted = _fit_candidate(calibrator, scores[train], y_index[train], train_weight, n_classes)
+    fitted = _fit_candidate(
+        calibrator, scores[train], y_index[train], train_weight, n_classes, _rows(groups, train)
+    )
     fit_time = time.perf_counter() - start
     kwargs = {} if sample_weight is None else {"sample_weight": sample_weight[test]}
-    score = scorer(_FittedCandidate(fitted, n_classes), scores[test], y_index[test], **kwargs)
+    candidate = _FittedCandidate(fitted, n_classes, _rows(groups, test))
+    score = scorer(candidate, scores[test], y_index[test], **kwargs)
     return float(score), fit_time
 
 
-class CalibratorSelector(BaseCalibrator):
+class CalibratorSelector(GroupsMixin, BaseCalibrator):
     """Pick the best of several calibrators by a cross-fitted held-out score, then refit it.
 
     For each fold of ``cv`` over the calibration scores, every candidate is fitted on the
@@ -99,7 +123,9 @@ class CalibratorSelector(BaseCalibrator):
     rank) is refitted on all the scores and used by ``predict_proba``. Each
     candidate is a clone told the selector's ``input``; candidates fit on folds that may
     lack a class (they are told every class). The selector is a calibrator itself, so it
-    can be the ``calibrator`` of :class:`CalibratedClassifier`.
+    can be the ``calibrator`` of :class:`CalibratedClassifier`. Group features given to
+    ``fit`` and ``predict_proba`` (``groups=``) go to the candidates that take them, such
+    as :class:`MulticalibrationBoosting`; the others calibrate the scores alone.
 
     Parameters
     ----------
@@ -197,7 +223,7 @@ class CalibratorSelector(BaseCalibrator):
                 )
         return [_with_input(candidate, self.input) for candidate in candidates]
 
-    def _fit(self, scores, y_index, sample_weight):
+    def _fit(self, scores, y_index, sample_weight, groups=None):
         candidates = self._candidates()
         scorer = get_scorer("neg_nll" if self.scoring is None else self.scoring)
         n_classes = scores.shape[1]
@@ -205,7 +231,15 @@ class CalibratorSelector(BaseCalibrator):
         check_fold_weights(folds, sample_weight)
         results = Parallel(n_jobs=self.n_jobs)(
             delayed(call_recording_warnings)(
-                _score_on_fold, candidate, scores, y_index, sample_weight, fold, scorer, n_classes
+                _score_on_fold,
+                candidate,
+                scores,
+                y_index,
+                sample_weight,
+                groups,
+                fold,
+                scorer,
+                n_classes,
             )
             for candidate in candidates
             for fold in folds
@@ -227,7 +261,7 @@ class CalibratorSelector(BaseCalibrator):
             "mean_fit_time": fit_times.mean(axis=1),
         }
         self.best_calibrator_ = _fit_candidate(
-            candidates[self.best_index_], scores, y_index, sample_weight, n_classes
+            candidates[self.best_index_], scores, y_index, sample_weight, n_classes, groups
         )
 
     @staticmethod
@@ -247,5 +281,5 @@ class CalibratorSelector(BaseCalibrator):
                 stacklevel=5,
             )
 
-    def _predict_proba(self, scores):
-        return self.best_calibrator_.predict_proba(scores)
+    def _predict_proba(self, scores, groups=None):
+        return _calibrated(self.best_calibrator_, scores, groups)

@@ -7,6 +7,7 @@ from ._base import (
     load_fashion_mnist,
     make_gaussian_blobs,
 )
+from ._miscalibrated_groups import make_miscalibrated_groups
 
 __all__ = [
     "FASHION_MNIST_CLASSES",
@@ -14,4 +15,5 @@ __all__ = [
     "load_digits_images",
     "load_fashion_mnist",
     "make_gaussian_blobs",
+    "make_miscalibrated_groups",
 ]

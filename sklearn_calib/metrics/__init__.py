@@ -6,7 +6,8 @@ SECE and smECE, are in ``_smooth``. The statistics of calibration: bootstrap int
 (``_bootstrap``, over the resampling plans of ``_resampling``), tests
 (``_hypothesis_tests``), the debiased and top-label errors (``_debiased``,
 ``_top_label``), decompositions (``_decomposition``), the smooth reliability diagram
-(``_smooth_diagram``) and the calibration report (``_calibration_report``).
+(``_smooth_diagram``), the calibration report (``_calibration_report``) and calibration
+by group (``_groups``: per-group metrics, the worst group, the audit with corrected tests).
 :mod:`sklearn_calib.scoring` re-exports them with their scikit-learn scorers.
 :data:`REPORT_METRICS` is the one list of the metrics the main job's table shows
 (``_report``), and :func:`metric_values` computes them for one set of predictions.
@@ -20,6 +21,7 @@ from ._bootstrap import BootstrapInterval, calibration_error_ci
 from ._calibration_report import calibration_report
 from ._debiased import debiased_calibration_error
 from ._decomposition import calibration_decomposition, refinement_loss
+from ._groups import adjust_pvalues, calibration_audit, worst_group_calibration_error
 from ._hypothesis_tests import CalibrationTestResult, calibration_test
 from ._metrics import (
     adaptive_calibration_error,
@@ -44,7 +46,9 @@ __all__ = [
     "CalibrationTestResult",
     "ReportMetric",
     "adaptive_calibration_error",
+    "adjust_pvalues",
     "brier_score",
+    "calibration_audit",
     "calibration_decomposition",
     "calibration_error_ci",
     "calibration_report",
@@ -63,6 +67,7 @@ __all__ = [
     "smooth_reliability_diagram",
     "top_label_accuracy",
     "top_label_calibration_error",
+    "worst_group_calibration_error",
 ]
 
 

@@ -84,6 +84,11 @@ def _check_metric_arguments(metric, metric_kwargs, labels, sample_weight):
             f"Expected `metric` to be a metric function such as expected_calibration_error, "
             f"got {metric!r}."
         )
+    if "groups" in metric_kwargs:
+        raise ValueError(
+            "calibration_error_ci gives the interval of one error over all the samples and "
+            "takes no `groups`; calibration_audit gives each group's intervals."
+        )
     parameters = inspect.signature(metric).parameters
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
         return

@@ -10,6 +10,7 @@ from ._bootstrap import CI_METHODS, shared_bootstrap_intervals
 from ._debiased import debiased_calibration_error
 from ._decomposition import _calibration_decomposition
 from ._dispatch import dask_aware
+from ._groups import CORRECTIONS, _calibration_audit, format_audit
 from ._hypothesis_tests import _calibration_test, cumulative_tests, undefined_reason
 from ._kernels import KERNELS
 from ._metrics import (
@@ -98,7 +99,7 @@ def _format(report, digits):
 
 
 def check_report_options(
-    n_bins, convention, confidence_level, n_resamples, ci_method, output_dict, digits
+    n_bins, convention, correction, confidence_level, n_resamples, ci_method, output_dict, digits
 ):
     """Check the options of :func:`calibration_report`.
 
@@ -110,6 +111,7 @@ def check_report_options(
     n_bins = check_n_bins(n_bins)
     check_option(ci_method, "ci_method", CI_METHODS)
     check_option(convention, "convention", CONVENTIONS)
+    check_option(correction, "correction", CORRECTIONS)
     n_resamples, confidence_level = check_interval_options(n_resamples, confidence_level)
     if not isinstance(output_dict, (bool, np.bool_)):
         raise ValueError(f"Expected `output_dict` to be a bool, got {output_dict!r}.")
@@ -152,6 +154,8 @@ def calibration_report(
     random_state=None,
     labels=None,
     sample_weight=None,
+    groups=None,
+    correction="holm",
     output_dict=False,
     digits=4,
 ):
@@ -167,7 +171,10 @@ def calibration_report(
     - the decompositions (:func:`calibration_decomposition`) of the Brier score by
       isotonic recalibration (CORP; class by class beyond two classes) and of the log loss
       by temperature scaling: ``score = MCB - DSC + UNC``, the miscalibration MCB being
-      what recalibration removes.
+      what recalibration removes;
+    - with ``groups``, the audit of every group (:func:`calibration_audit`): its ECE and
+      smECE with intervals, its Kolmogorov-Smirnov test with p-values adjusted for the
+      number of groups, the smallest shift its size can detect, and the worst group.
 
     Parameters
     ----------
@@ -192,6 +199,11 @@ def calibration_report(
         The class of each column of ``y_prob``.
     sample_weight : array-like of shape (n_samples,), default=None
         Sample weights.
+    groups : array-like of shape (n_samples,) or (n_samples, n_columns), default=None
+        Group of each sample, or columns whose distinct rows are the groups; when given,
+        the report ends with the groups' audit.
+    correction : {"holm", "fdr_bh"}, default="holm"
+        The groups' multiple-testing correction (Holm's, or Benjamini and Hochberg's).
     output_dict : bool, default=False
         Return a dictionary instead of text.
     digits : int, default=4
@@ -212,11 +224,12 @@ def calibration_report(
         statistic is undefined on these scores (Spiegelhalter's when every score is 0,
         1/2 or 1, all of them when every score is 0 or 1) has NaN statistic and
         p-value and its reason under ``"undefined"``. In the text, flagged and
-        undefined rows point to numbered notes below the tables.
+        undefined rows point to numbered notes below the tables. With ``groups``,
+        ``"groups"`` holds the audit (the fields of :func:`calibration_audit`'s result).
 
     See Also
     --------
-    calibration_error_ci, calibration_test, calibration_decomposition
+    calibration_error_ci, calibration_test, calibration_decomposition, calibration_audit
 
     References
     ----------
@@ -270,7 +283,14 @@ def calibration_report(
     1.98
     """
     n_bins, n_resamples, confidence_level = check_report_options(
-        n_bins, convention, confidence_level, n_resamples, ci_method, output_dict, digits
+        n_bins,
+        convention,
+        correction,
+        confidence_level,
+        n_resamples,
+        ci_method,
+        output_dict,
+        digits,
     )
     data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
     rng = check_random_state(random_state)
@@ -316,4 +336,20 @@ def calibration_report(
         "tests": _tests(data, convention),
         "decomposition": decomposition,
     }
-    return report if output_dict else _format(report, digits)
+    if groups is None:
+        return report if output_dict else _format(report, digits)
+    audit = _calibration_audit(
+        data,
+        groups,
+        n_bins=n_bins,
+        convention=convention,
+        correction=correction,
+        confidence_level=confidence_level,
+        n_resamples=n_resamples,
+        ci_method=ci_method,
+        random_state=rng,
+    )
+    report["groups"] = dict(audit)
+    if output_dict:
+        return report
+    return f"{_format(report, digits)}\n\n{format_audit(audit, digits)}"

@@ -163,6 +163,7 @@ def calibration_report(call):
     n_bins, n_resamples, level = check_report_options(
         call.n_bins,
         call.convention,
+        call.correction,
         call.confidence_level,
         call.n_resamples,
         call.ci_method,

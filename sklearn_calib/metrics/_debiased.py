@@ -4,6 +4,7 @@ import numpy as np
 
 from .._validation import check_n_bins, check_option
 from ._dispatch import dask_aware
+from ._group_rows import overall_or_by_group
 from ._metrics import _STRATEGIES, binned_columns
 from ._predictions import check_predictions
 from ._resampling import ResamplingPlan, cell_sums
@@ -57,6 +58,7 @@ def debiased_calibration_error(
     convention="top_label",
     labels=None,
     sample_weight=None,
+    groups=None,
 ):
     """Debiased L2 calibration error (Kumar, Liang & Ma 2019).
 
@@ -95,6 +97,10 @@ def debiased_calibration_error(
         The class of each column of ``y_prob``.
     sample_weight : array-like of shape (n_samples,), default=None
         Sample weights.
+    groups : array-like of shape (n_samples,) or (n_samples, n_columns), default=None
+        Group of each sample, or columns whose distinct rows are the groups: when given,
+        the error of each group's rows, as a dict from group label to value (see
+        :func:`calibration_audit`).
 
     Returns
     -------
@@ -124,8 +130,13 @@ def debiased_calibration_error(
     True
     """
     data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
-    return _debiased_calibration_error(
-        data, n_bins=n_bins, strategy=strategy, convention=convention
+    return overall_or_by_group(
+        _debiased_calibration_error,
+        data,
+        groups,
+        n_bins=n_bins,
+        strategy=strategy,
+        convention=convention,
     )
 
 

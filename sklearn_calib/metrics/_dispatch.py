@@ -35,6 +35,8 @@ def register(name):
 def dask_aware(metric):
     """Decorator: route calls whose labels, scores or weights are Dask collections.
 
+    A Dask call with ``groups=`` (per-group values) raises NotImplementedError.
+
     Parameters
     ----------
     metric : callable
@@ -52,6 +54,12 @@ def dask_aware(metric):
         bound = signature.bind(*args, **kwargs)
         call = bound.arguments
         if uses_dask(call.get("y_true"), call.get("y_prob"), call.get("sample_weight")):
+            if call.get("groups") is not None:
+                raise NotImplementedError(
+                    f"{metric.__name__} of Dask input computes the value of all rows, not "
+                    "one per group: leave out `groups=`, or compute the Dask collections "
+                    "first (calibration_audit audits groups of in-memory arrays)."
+                )
             bound.apply_defaults()
             return HANDLERS[metric.__name__](Bunch(**bound.arguments))
         return metric(*args, **kwargs)

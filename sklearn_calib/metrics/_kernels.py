@@ -51,7 +51,8 @@ class MetricKernel(NamedTuple):
     ----------
     compute : callable
         ``compute(predictions, **options)`` returns the metric, ``options`` being the
-        public function's keyword arguments but ``labels`` and ``sample_weight``.
+        public function's keyword arguments but ``labels``, ``sample_weight`` and
+        ``groups`` (a kernel computes one set of predictions; see ``_group_rows``).
     plan : callable or None
         ``plan(predictions, **options)`` returns its :class:`ResamplingPlan`; None when
         a bootstrap recomputes the metric on every replicate.

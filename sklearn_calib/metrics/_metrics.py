@@ -17,6 +17,7 @@ from .._validation import check_confidence_level, check_n_bins, check_number, ch
 from ._binning import assign_bins, bin_sums, quantile_bin_edges, uniform_bin_edges
 from ._dispatch import dask_aware
 from ._fused import top_label_sums
+from ._group_rows import overall_or_by_group
 from ._intervals import clopper_pearson
 from ._predictions import _row_blocks, check_predictions
 from ._resampling import ResamplingPlan, cell_sums
@@ -198,6 +199,7 @@ def expected_calibration_error(
     convention="top_label",
     labels=None,
     sample_weight=None,
+    groups=None,
 ):
     """Expected calibration error (ECE) of the top-label confidence.
 
@@ -234,6 +236,10 @@ def expected_calibration_error(
         its labels are not the column indices.
     sample_weight : array-like of shape (n_samples,), default=None
         Sample weights; a bin's share and means are weighted.
+    groups : array-like of shape (n_samples,) or (n_samples, n_columns), default=None
+        Group of each sample, or columns whose distinct rows are the groups: when given,
+        the error of each group's rows, as a dict from group label to value (see
+        :func:`calibration_audit`).
 
     Returns
     -------
@@ -276,8 +282,14 @@ def expected_calibration_error(
     0.2
     """
     data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
-    return _expected_calibration_error(
-        data, n_bins=n_bins, strategy=strategy, norm=norm, convention=convention
+    return overall_or_by_group(
+        _expected_calibration_error,
+        data,
+        groups,
+        n_bins=n_bins,
+        strategy=strategy,
+        norm=norm,
+        convention=convention,
     )
 
 
@@ -311,6 +323,7 @@ def maximum_calibration_error(
     convention="top_label",
     labels=None,
     sample_weight=None,
+    groups=None,
 ):
     """Maximum calibration error (MCE): the largest ``|acc_b - conf_b|`` over non-empty bins.
 
@@ -332,6 +345,10 @@ def maximum_calibration_error(
         The class of each column of ``y_prob``.
     sample_weight : array-like of shape (n_samples,), default=None
         Sample weights.
+    groups : array-like of shape (n_samples,) or (n_samples, n_columns), default=None
+        Group of each sample, or columns whose distinct rows are the groups: when given,
+        the error of each group's rows, as a dict from group label to value (see
+        :func:`calibration_audit`).
 
     Returns
     -------
@@ -347,7 +364,14 @@ def maximum_calibration_error(
     0.25
     """
     data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
-    return _maximum_calibration_error(data, n_bins=n_bins, strategy=strategy, convention=convention)
+    return overall_or_by_group(
+        _maximum_calibration_error,
+        data,
+        groups,
+        n_bins=n_bins,
+        strategy=strategy,
+        convention=convention,
+    )
 
 
 def _maximum_calibration_error(data, *, n_bins=15, strategy="uniform", convention="top_label"):
@@ -359,7 +383,15 @@ def _maximum_calibration_error(data, *, n_bins=15, strategy="uniform", conventio
 
 @dask_aware
 def adaptive_calibration_error(
-    y_true, y_prob, *, n_bins=15, norm="l1", convention="top_label", labels=None, sample_weight=None
+    y_true,
+    y_prob,
+    *,
+    n_bins=15,
+    norm="l1",
+    convention="top_label",
+    labels=None,
+    sample_weight=None,
+    groups=None,
 ):
     """Adaptive calibration error (AdaECE / ACE): ECE over equal-mass bins.
 
@@ -389,6 +421,10 @@ def adaptive_calibration_error(
         The class of each column of ``y_prob``.
     sample_weight : array-like of shape (n_samples,), default=None
         Sample weights.
+    groups : array-like of shape (n_samples,) or (n_samples, n_columns), default=None
+        Group of each sample, or columns whose distinct rows are the groups: when given,
+        the error of each group's rows, as a dict from group label to value (see
+        :func:`calibration_audit`).
 
     Returns
     -------
@@ -404,7 +440,9 @@ def adaptive_calibration_error(
     0.34
     """
     data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
-    return _adaptive_calibration_error(data, n_bins=n_bins, norm=norm, convention=convention)
+    return overall_or_by_group(
+        _adaptive_calibration_error, data, groups, n_bins=n_bins, norm=norm, convention=convention
+    )
 
 
 def _adaptive_calibration_error(data, *, n_bins=15, norm="l1", convention="top_label"):
@@ -416,7 +454,7 @@ def _adaptive_calibration_error(data, *, n_bins=15, norm="l1", convention="top_l
 
 @dask_aware
 def classwise_calibration_error(
-    y_true, y_prob, *, n_bins=15, norm="l1", labels=None, sample_weight=None
+    y_true, y_prob, *, n_bins=15, norm="l1", labels=None, sample_weight=None, groups=None
 ):
     """Classwise ECE: the mean over classes of the ECE of ``p_k`` against ``1[y = k]``.
 
@@ -439,6 +477,10 @@ def classwise_calibration_error(
         The class of each column of ``y_prob``.
     sample_weight : array-like of shape (n_samples,), default=None
         Sample weights.
+    groups : array-like of shape (n_samples,) or (n_samples, n_columns), default=None
+        Group of each sample, or columns whose distinct rows are the groups: when given,
+        the error of each group's rows, as a dict from group label to value (see
+        :func:`calibration_audit`).
 
     Returns
     -------
@@ -454,7 +496,7 @@ def classwise_calibration_error(
     0.1733
     """
     data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
-    return _classwise_calibration_error(data, n_bins=n_bins, norm=norm)
+    return overall_or_by_group(_classwise_calibration_error, data, groups, n_bins=n_bins, norm=norm)
 
 
 def _classwise_calibration_error(data, *, n_bins=15, norm="l1"):
@@ -757,6 +799,7 @@ def reliability_diagram(
     confidence_level=None,
     labels=None,
     sample_weight=None,
+    groups=None,
 ):
     """Per-bin data of a reliability diagram of the top-label confidence.
 
@@ -786,6 +829,9 @@ def reliability_diagram(
         The class of each column of ``y_prob``.
     sample_weight : array-like of shape (n_samples,), default=None
         Sample weights; ``count`` is then the total weight of a bin.
+    groups : array-like of shape (n_samples,) or (n_samples, n_columns), default=None
+        Group of each sample, or columns whose distinct rows are the groups: when given,
+        the diagram of each group's rows, as a dict from group label to diagram.
 
     Returns
     -------
@@ -820,11 +866,26 @@ def reliability_diagram(
     >>> diagram.accuracy_low.round(3)
     array([  nan,   nan, 0.025, 0.224, 0.05 ])
     """
+    data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
+    return overall_or_by_group(
+        _reliability_diagram,
+        data,
+        groups,
+        n_bins=n_bins,
+        strategy=strategy,
+        convention=convention,
+        confidence_level=confidence_level,
+    )
+
+
+def _reliability_diagram(
+    data, *, n_bins=15, strategy="uniform", convention="top_label", confidence_level=None
+):
+    """:func:`reliability_diagram` of checked predictions."""
     n_bins = check_n_bins(n_bins)
     check_option(strategy, "strategy", _STRATEGIES)
     if confidence_level is not None:
         confidence_level = check_confidence_level(confidence_level)
-    data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
     sample_weight = data.sample_weight
     score, outcome = data.scores(convention)
     edges, counts, confidence_sums, accuracy_sums = binned_sums(

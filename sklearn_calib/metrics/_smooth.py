@@ -14,6 +14,7 @@ from scipy.signal import fftconvolve
 
 from .._validation import check_number, check_option
 from ._dispatch import dask_aware
+from ._group_rows import overall_or_by_group
 from ._metrics import SECE_EPS, _weighted_mean
 from ._predictions import check_predictions
 from ._resampling import ResamplingPlan
@@ -240,6 +241,7 @@ def smooth_calibration_error(
     convention="top_label",
     labels=None,
     sample_weight=None,
+    groups=None,
 ):
     """Smooth expected calibration error (SECE, Wang and Golebiowski 2024).
 
@@ -296,6 +298,10 @@ def smooth_calibration_error(
         The class of each column of ``y_prob``.
     sample_weight : array-like of shape (n_samples,), default=None
         Sample weights, applied to the neighbours in the kernel sums and to the mean.
+    groups : array-like of shape (n_samples,) or (n_samples, n_columns), default=None
+        Group of each sample, or columns whose distinct rows are the groups: when given,
+        the error of each group's rows, as a dict from group label to value (see
+        :func:`calibration_audit`).
 
     Returns
     -------
@@ -322,8 +328,14 @@ def smooth_calibration_error(
     0.34
     """
     data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
-    return _smooth_calibration_error(
-        data, bandwidth=bandwidth, include_self=include_self, method=method, convention=convention
+    return overall_or_by_group(
+        _smooth_calibration_error,
+        data,
+        groups,
+        bandwidth=bandwidth,
+        include_self=include_self,
+        method=method,
+        convention=convention,
     )
 
 
@@ -599,6 +611,7 @@ def smooth_ece(
     convention="top_label",
     labels=None,
     sample_weight=None,
+    groups=None,
 ):
     """Smooth ECE (smECE, Błasiok & Nakkiran 2024) with its automatic bandwidth.
 
@@ -636,6 +649,10 @@ def smooth_ece(
         Sample weights, multiplying each sample's kernel mass (``w_bar`` is the mean of
         the positive weights, so their scale and rows of weight 0 do not matter; integer
         weights equal repeated rows up to that epsilon).
+    groups : array-like of shape (n_samples,) or (n_samples, n_columns), default=None
+        Group of each sample, or columns whose distinct rows are the groups: when given,
+        the error of each group's rows, as a dict from group label to value (see
+        :func:`calibration_audit`).
 
     Returns
     -------
@@ -666,8 +683,13 @@ def smooth_ece(
     (0.1682, 0.1689)
     """
     data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
-    return _smooth_ece(
-        data, bandwidth=bandwidth, return_bandwidth=return_bandwidth, convention=convention
+    return overall_or_by_group(
+        _smooth_ece,
+        data,
+        groups,
+        bandwidth=bandwidth,
+        return_bandwidth=return_bandwidth,
+        convention=convention,
     )
 
 

@@ -5,6 +5,7 @@ import numpy as np
 from .._validation import check_n_bins, check_option
 from ._binning import assign_bins, quantile_bin_edges, uniform_bin_edges
 from ._dispatch import dask_aware
+from ._group_rows import overall_or_by_group
 from ._metrics import _NORMS, _STRATEGIES, _calibration_error_from_bins
 from ._predictions import check_predictions
 from ._resampling import ResamplingPlan, cell_sums
@@ -69,6 +70,7 @@ def top_label_calibration_error(
     average="weighted",
     labels=None,
     sample_weight=None,
+    groups=None,
 ):
     """Top-label calibration error (Gupta & Ramdas 2022): bins within each predicted class.
 
@@ -100,6 +102,10 @@ def top_label_calibration_error(
         The class of each column of ``y_prob``.
     sample_weight : array-like of shape (n_samples,), default=None
         Sample weights.
+    groups : array-like of shape (n_samples,) or (n_samples, n_columns), default=None
+        Group of each sample, or columns whose distinct rows are the groups: when given,
+        the error of each group's rows, as a dict from group label to value (see
+        :func:`calibration_audit`).
 
     Returns
     -------
@@ -124,8 +130,14 @@ def top_label_calibration_error(
     0.14
     """
     data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
-    return _top_label_calibration_error(
-        data, n_bins=n_bins, strategy=strategy, norm=norm, average=average
+    return overall_or_by_group(
+        _top_label_calibration_error,
+        data,
+        groups,
+        n_bins=n_bins,
+        strategy=strategy,
+        norm=norm,
+        average=average,
     )
 
 

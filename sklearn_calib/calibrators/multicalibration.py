@@ -1,0 +1,509 @@
+"""Multicalibration by gradient-boosted corrections of the scores, per group."""
+
+import numbers
+
+import numpy as np
+from scipy.special import expit, log_expit, logsumexp
+from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ._base import BaseCalibrator, GroupsMixin, normalised_weights
+from ._binary_logistic import fit_logistic
+from ._group_features import bin_counts, fit_group_bins, group_codes
+from ._histogram_tree import HistogramTree, fit_tree, quantile_edges
+from ._temperature_solver import fit_inverse_temperature
+from .platt import PlattScaling
+
+__all__ = ["MulticalibrationBoosting"]
+
+#: Log-odds of a class are computed from probabilities clipped to [eps, 1 - eps].
+_LOG_ODDS_EPS = 1e-12
+#: ``validation="auto"``: this many folds below ``AUTO_HOLDOUT_ROWS`` rows, else a holdout
+#: of ``AUTO_FRACTION`` of them (a small set's single holdout is too noisy to stop on).
+AUTO_FOLDS = 5
+AUTO_HOLDOUT_ROWS = 10000
+AUTO_FRACTION = 0.2
+
+
+class _Link:
+    """How margins become probabilities, gradients and the score feature of each column.
+
+    ``columns`` margins per row are boosted: one for a binary problem (the positive
+    class's log-odds) and the top-label mode (the top class's log-odds), one per class
+    (the logits) in the classwise mode.
+    """
+
+    def __init__(self, mode, n_classes):
+        self.mode = mode
+        self.n_classes = n_classes
+        self.columns = n_classes if mode == "classwise" else 1
+
+    def start(self, logits):
+        """Initial margins and, in the top-label mode, the predicted class of each row."""
+        if self.mode == "binary":
+            return (logits[:, 1] - logits[:, 0])[:, None], None
+        if self.mode == "classwise":
+            return logits.astype(np.float64), None
+        top = np.argmax(logits, axis=1)
+        rest = logits.astype(np.float64)
+        rest[np.arange(rest.shape[0]), top] = -np.inf
+        top_logit = logits[np.arange(logits.shape[0]), top]
+        return (top_logit - logsumexp(rest, axis=1))[:, None], top
+
+    def fit_scaling(self, margins, targets, y_index, sample_weight):
+        """``(a, b)`` of the global map ``a F + b`` of the margins fitted first: Platt
+        scaling of a sigmoid column (with Platt's smoothed targets, finite on separable
+        scores), temperature scaling (``b = 0``) of softmax margins."""
+        if self.mode == "classwise":
+            beta, _ = fit_inverse_temperature(margins, y_index, sample_weight)
+            return beta, 0.0
+        counts = np.ones(margins.shape[0]) if sample_weight is None else sample_weight
+        smoothed = PlattScaling._targets(targets[:, 0] == 1, counts)
+        weight = normalised_weights(margins.shape[0], sample_weight)
+        coef, intercept, _ = fit_logistic(
+            margins, smoothed, weight, name="MulticalibrationBoosting"
+        )
+        return float(coef[0]), float(intercept)
+
+    def targets(self, y_index, top):
+        if self.mode == "binary":
+            return (y_index == 1)[:, None].astype(np.float64)
+        if self.mode == "top_label":
+            return (y_index == top)[:, None].astype(np.float64)
+        return (y_index[:, None] == np.arange(self.n_classes)).astype(np.float64)
+
+    def probabilities(self, margins):
+        """Per-column event probabilities (sigmoid, or softmax across classes)."""
+        if self.mode == "classwise":
+            return np.exp(margins - logsumexp(margins, axis=1, keepdims=True))
+        return expit(margins)
+
+    def score_features(self, margins):
+        """Each column's log-odds, the feature the trees split besides the groups."""
+        if self.mode != "classwise":
+            return margins
+        proba = np.clip(self.probabilities(margins), _LOG_ODDS_EPS, 1.0 - _LOG_ODDS_EPS)
+        return np.log(proba) - np.log1p(-proba)
+
+    def loss(self, margins, targets, weight):
+        """Weighted mean negative log-likelihood."""
+        if self.mode == "classwise":
+            per_row = logsumexp(margins, axis=1) - np.sum(margins * targets, axis=1)
+        else:
+            per_row = -(targets * log_expit(margins) + (1 - targets) * log_expit(-margins))[:, 0]
+        return float(np.dot(weight, per_row) / weight.sum())
+
+    def output(self, margins, logits, top):
+        """Calibrated probabilities of every class."""
+        if self.mode == "binary":
+            positive = expit(margins[:, 0])
+            return np.column_stack([1.0 - positive, positive])
+        if self.mode == "classwise":
+            return self.probabilities(margins)
+        rows = np.arange(logits.shape[0])
+        rest = logits.astype(np.float64)
+        rest[rows, top] = -np.inf
+        rest = np.exp(rest - logsumexp(rest, axis=1, keepdims=True))
+        top_proba = expit(margins[:, 0])
+        proba = rest * (1.0 - top_proba)[:, None]
+        proba[rows, top] = top_proba
+        return proba
+
+
+class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
+    """Multicalibration by gradient-boosted corrections of the scores within groups.
+
+    The scores' margins (log-odds) first get one global map, Platt scaling (temperature
+    scaling of the logits in the classwise mode); then a sum of shallow regression trees,
+    each a Newton step on the log loss whose features are the group features and the
+    *current* calibrated log-odds, so that the corrections differ between groups and,
+    within a group, between score levels. Each leaf's correction is linear in the
+    current log-odds (``linear_leaves``): an intercept and a slope, a per-cell Platt
+    step, so a group that is over- or underconfident is fixed in a few trees. A model
+    whose log loss no tree can lower is calibrated on every cell a tree can carve (a
+    group, a score range, their intersections): this is how gradient boosting reaches
+    multicalibration (Tax et al. 2026, MCGrad), an alternative to the iterative patching
+    of Hébert-Johnson et al. (2018). Early stopping on held-out rows of the fit data
+    (``validation``) picks the number of rounds before groups too small to support a
+    correction are overfitted; the trees are then refitted on all the rows.
+
+    - Binary problems boost the positive class's log-odds (``multiclass`` is ignored).
+    - ``multiclass="classwise"``: one tree per class per round on that class's
+      one-vs-rest log-odds, boosting the softmax of the logits (classwise
+      multicalibration, ``P(y = k | p_k, group) = p_k``).
+    - ``multiclass="top_label"``: one tree per round on the top class's log-odds,
+      with the predicted class as a categorical feature; the other classes keep their
+      proportions (top-label multicalibration, Gupta and Ramdas 2022). A correction that
+      lowers the top probability below the runner-up's changes the predicted class.
+
+    Without ``groups`` the trees see the scores alone: a non-parametric recalibration.
+    Inside :class:`CalibratedClassifier`, its ``group_features`` name the columns of
+    ``X`` passed as ``groups``; through scikit-learn's metadata routing,
+    ``set_fit_request(groups=True)`` and ``set_predict_proba_request(groups=True)``.
+
+    Parameters
+    ----------
+    input : {"logits", "probabilities"}, default="logits"
+        What the scores are. See :mod:`sklearn_calib.calibrators` for 1-D binary scores.
+    multiclass : {"classwise", "top_label"}, default="classwise"
+        What is multicalibrated beyond two classes.
+    learning_rate : float, default=0.1
+        Shrinkage of each tree's Newton step, in (0, 1].
+    max_rounds : int, default=100
+        Most boosting rounds (a round fits one tree per column of margins).
+    max_depth : int, default=3
+        Levels of splits of a tree (``2^max_depth`` leaves).
+    min_samples_leaf : float, default=40
+        Least (weighted) number of rows in a leaf; a sample weight counts as that many
+        rows.
+    l2_regularization : float, default=1.0
+        L2 penalty (positive) on the leaf values and slopes, in units of the hessian sums
+        (rows times ``p (1 - p)``); it shrinks the corrections of small cells.
+    max_bins : int, default=64
+        Most bins of a numeric group feature and of the score feature (quantiles).
+    linear_leaves : bool, default=True
+        Whether a leaf's correction is linear in the current log-odds (split gains then
+        count the slope too), or constant.
+    categorical_features : "auto", array-like of bool or of int, default="auto"
+        Which group features are categories: ``"auto"`` takes the non-floating columns
+        (integers, booleans, strings) as categories and the floating ones as ordered;
+        otherwise a boolean mask or the indices of the categorical columns. A category
+        unseen in fit follows the larger child of each split.
+    early_stopping : bool, default=True
+        Keep the number of rounds with the lowest held-out log loss (else
+        ``max_rounds``).
+    validation : "auto", float or int, default="auto"
+        The held-out rows of early stopping: a float in (0, 1) holds out that share of
+        the rows; an int ``k >= 2`` uses ``k`` folds and the log loss pooled over them;
+        ``"auto"`` takes 5 folds below 10,000 rows, a fifth of the rows above. Splits
+        are stratified by class where every class has enough rows.
+    n_rounds_no_change : int, default=10
+        Stop when the held-out loss has not improved by ``tol`` for this many rounds.
+    tol : float, default=1e-7
+        Least improvement of the held-out loss that counts.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the held-out split.
+
+    Attributes
+    ----------
+    scaling_ : tuple of float
+        ``(a, b)`` of the global map ``a F + b`` of the margins fitted first.
+    n_rounds_ : int
+        Boosting rounds kept (0: the global map
+        alone).
+    validation_loss_ : ndarray of shape (n_rounds_tried + 1,)
+        Held-out log loss after the global map and after each round (early stopping
+        only).
+    trees_ : list of list of tuple
+        Per round and column of margins, the score feature's inner bin edges and the
+        tree's arrays: each internal node's feature and the bins it sends left, each
+        leaf's value, centre and slope.
+    group_bins_ : list of ndarray or None
+        Per group feature, its categories (categorical) or its inner bin edges (numeric);
+        None without ``groups``.
+    group_categorical_ : ndarray of shape (n_group_features,) or None
+        Which group features are categorical.
+    n_group_features_ : int
+        Number of group features seen in fit (0 without ``groups``).
+    classes_ : ndarray of shape (n_classes,)
+        Label of each score column.
+    n_classes_ : int
+        Number of classes.
+    n_features_in_ : int
+        Number of score columns (only for 2-D scores).
+
+    See Also
+    --------
+    sklearn_calib.metrics.calibration_audit : Per-group errors, tests and the worst group.
+    PlattScaling : The global map alone (binary problems).
+
+    References
+    ----------
+    .. [1] U. Hébert-Johnson, M. P. Kim, O. Reingold and G. N. Rothblum,
+       "Multicalibration: Calibration for the (Computationally-Identifiable) Masses",
+       International Conference on Machine Learning, 2018.
+    .. [2] N. Tax, L. Perini, F. Linder, D. Haimovich, D. Karamshuk, N. Okati,
+       M. Vojnovic and P. A. Apostolopoulos, "MCGrad: Multicalibration at Web Scale",
+       Knowledge Discovery and Data Mining, 2026.
+    .. [3] T. Chen and C. Guestrin, "XGBoost: A Scalable Tree Boosting System",
+       Knowledge Discovery and Data Mining, 2016.
+    .. [4] C. Gupta and A. Ramdas, "Top-label calibration and multiclass-to-binary
+       reductions", International Conference on Learning Representations, 2022.
+
+    Examples
+    --------
+    Two groups whose true probabilities lie on either side of the scores: one
+    temperature cannot fix both, the group-wise corrections do.
+
+    >>> import numpy as np
+    >>> from sklearn_calib.calibrators import MulticalibrationBoosting, TemperatureScaling
+    >>> rng = np.random.default_rng(0)
+    >>> log_odds = rng.normal(size=4000)
+    >>> group = rng.integers(0, 2, size=4000)
+    >>> truth = 1 / (1 + np.exp(-(log_odds + np.where(group == 1, 1.0, -1.0))))
+    >>> y = (rng.random(4000) < truth).astype(int)
+    >>> def gaps(proba):  # mean predicted minus observed, per group
+    ...     return [round(float(proba[group == g].mean() - y[group == g].mean()), 2)
+    ...             for g in (0, 1)]
+    >>> gaps(TemperatureScaling().fit(log_odds, y).predict_proba(log_odds)[:, 1])
+    [0.2, -0.19]
+    >>> mcb = MulticalibrationBoosting(random_state=0).fit(log_odds, y, groups=group)
+    >>> gaps(mcb.predict_proba(log_odds, groups=group)[:, 1])
+    [0.0, -0.0]
+    """
+
+    _parameter_constraints: dict = {
+        **BaseCalibrator._parameter_constraints,
+        "multiclass": [StrOptions({"classwise", "top_label"})],
+        "learning_rate": [Interval(numbers.Real, 0, 1, closed="right")],
+        "max_rounds": [Interval(numbers.Integral, 1, None, closed="left")],
+        "max_depth": [Interval(numbers.Integral, 1, 12, closed="both")],
+        "min_samples_leaf": [Interval(numbers.Real, 0, None, closed="left")],
+        "l2_regularization": [Interval(numbers.Real, 0, None, closed="neither")],
+        "max_bins": [Interval(numbers.Integral, 2, 1024, closed="both")],
+        "linear_leaves": ["boolean"],
+        "categorical_features": [StrOptions({"auto"}), "array-like"],
+        "early_stopping": ["boolean"],
+        "validation": [
+            StrOptions({"auto"}),
+            Interval(numbers.Real, 0, 1, closed="neither"),
+            Interval(numbers.Integral, 2, None, closed="left"),
+        ],
+        "n_rounds_no_change": [Interval(numbers.Integral, 1, None, closed="left")],
+        "tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(
+        self,
+        input="logits",
+        multiclass="classwise",
+        learning_rate=0.1,
+        max_rounds=100,
+        max_depth=3,
+        min_samples_leaf=40,
+        l2_regularization=1.0,
+        max_bins=64,
+        linear_leaves=True,
+        categorical_features="auto",
+        early_stopping=True,
+        validation="auto",
+        n_rounds_no_change=10,
+        tol=1e-7,
+        random_state=None,
+    ):
+        self.input = input
+        self.multiclass = multiclass
+        self.learning_rate = learning_rate
+        self.max_rounds = max_rounds
+        self.max_depth = max_depth
+        self.min_samples_leaf = min_samples_leaf
+        self.l2_regularization = l2_regularization
+        self.max_bins = max_bins
+        self.linear_leaves = linear_leaves
+        self.categorical_features = categorical_features
+        self.early_stopping = early_stopping
+        self.validation = validation
+        self.n_rounds_no_change = n_rounds_no_change
+        self.tol = tol
+        self.random_state = random_state
+
+    def _mode(self):
+        return "binary" if self.n_classes_ == 2 else self.multiclass
+
+    def _fit(self, scores, y_index, sample_weight, groups=None):
+        n_samples = scores.shape[0]
+        codes, self.group_bins_, self.group_categorical_ = None, None, None
+        self.n_group_features_ = 0
+        if groups is not None:
+            self.group_bins_, self.group_categorical_ = fit_group_bins(
+                groups, n_samples, self.categorical_features, self.max_bins, sample_weight
+            )
+            self.n_group_features_ = len(self.group_bins_)
+            codes = group_codes(groups, self.group_bins_, self.group_categorical_, n_samples)
+        link = _Link(self._mode(), self.n_classes_)
+        margins, top = link.start(self._logits(scores))
+        targets = link.targets(y_index, top)
+        self.scaling_ = link.fit_scaling(margins, targets, y_index, sample_weight)
+        margins = self.scaling_[0] * margins + self.scaling_[1]
+        weight = np.ones(n_samples) if sample_weight is None else sample_weight
+        fixed = self._fixed_codes(codes, top, n_samples)
+        n_rounds = self.max_rounds
+        if self.early_stopping:
+            n_rounds = self._early_stopping(link, margins, targets, weight, fixed, y_index)
+        self.trees_ = self._boost(link, margins, targets, weight, fixed, n_rounds)
+        self.n_rounds_ = len(self.trees_)
+
+    @staticmethod
+    def _fixed_codes(codes, top, n_samples):
+        """The features other than the score: group codes, and the predicted class."""
+        parts = [np.empty((n_samples, 0), dtype=np.intp)]
+        if codes is not None:
+            parts.append(codes)
+        if top is not None:
+            parts.append(top[:, None])
+        return np.hstack(parts)
+
+    def _fixed_layout(self):
+        """Number of bins and categorical flag of each fixed feature."""
+        n_bins, categorical = [], []
+        if self.group_bins_ is not None:
+            n_bins += bin_counts(self.group_bins_)
+            categorical += self.group_categorical_.tolist()
+        if self._mode() == "top_label":
+            n_bins.append(self.n_classes_)
+            categorical.append(True)
+        return n_bins, categorical
+
+    def _folds(self, y_index, n_samples):
+        """Training and held-out rows of each fold, stratified by class where possible."""
+        rng = check_random_state(self.random_state)
+        counts = np.bincount(y_index)
+        present = counts[counts > 0]
+        validation = self.validation
+        if validation == "auto":
+            validation = AUTO_FOLDS if n_samples < AUTO_HOLDOUT_ROWS else AUTO_FRACTION
+        if isinstance(validation, numbers.Integral):
+            n_folds = int(validation)
+            if n_folds > n_samples:
+                raise ValueError(
+                    f"early_stopping with validation={n_folds} folds needs at least as many "
+                    f"rows, got {n_samples}; set early_stopping=False."
+                )
+            if present.min() >= n_folds:
+                splitter = StratifiedKFold(n_folds, shuffle=True, random_state=rng)
+            else:
+                splitter = KFold(n_folds, shuffle=True, random_state=rng)
+            return list(splitter.split(np.zeros(n_samples), y_index))
+        n_validation = int(np.ceil(validation * n_samples))
+        if n_validation >= n_samples:
+            raise ValueError(
+                f"early_stopping needs a training and a validation part; with {n_samples} "
+                f"rows and validation={validation} the training part is empty; set "
+                "early_stopping=False."
+            )
+        can_stratify = present.min() >= 2 and n_validation >= present.shape[0]
+        can_stratify = can_stratify and n_samples - n_validation >= present.shape[0]
+        return [
+            train_test_split(
+                np.arange(n_samples),
+                test_size=n_validation,
+                stratify=y_index if can_stratify else None,
+                random_state=rng,
+            )
+        ]
+
+    def _early_stopping(self, link, margins, targets, weight, fixed, y_index):
+        """Boost on each fold's training rows; return the number of rounds of least pooled
+        held-out loss."""
+        folds = self._folds(y_index, margins.shape[0])
+        fit_margins = [margins[train].copy() for train, _ in folds]
+        held_margins = [margins[held].copy() for _, held in folds]
+        held_weight = np.concatenate([weight[held] for _, held in folds])
+        if held_weight.sum() <= 0 or any(weight[train].sum() <= 0 for train, _ in folds):
+            raise ValueError(
+                "The early-stopping split left a part whose sample weights sum to 0; pass "
+                "another random_state or set early_stopping=False."
+            )
+        held_targets = np.concatenate([targets[held] for _, held in folds])
+
+        def pooled_loss():
+            return link.loss(np.concatenate(held_margins), held_targets, held_weight)
+
+        losses = [pooled_loss()]
+        best = 0
+        for round_ in range(1, self.max_rounds + 1):
+            for fold, (train, held) in enumerate(folds):
+                change, trees = self._round(
+                    link, fit_margins[fold], targets[train], weight[train], fixed[train]
+                )
+                fit_margins[fold] += change
+                held_margins[fold] += self._apply_round(
+                    link, held_margins[fold], fixed[held], trees
+                )
+            losses.append(pooled_loss())
+            if losses[-1] < losses[best] - self.tol:
+                best = round_
+            elif round_ - best >= self.n_rounds_no_change:
+                break
+        self.validation_loss_ = np.array(losses)
+        return best
+
+    def _boost(self, link, margins, targets, weight, fixed, n_rounds):
+        margins = margins.copy()
+        trees = []
+        for _ in range(n_rounds):
+            change, round_trees = self._round(link, margins, targets, weight, fixed)
+            margins += change
+            trees.append(round_trees)
+        return trees
+
+    def _round(self, link, margins, targets, weight, fixed):
+        """Fit one tree per column of margins; return the change and the trees."""
+        proba = link.probabilities(margins)
+        gradient = weight[:, None] * (proba - targets)
+        hessian = weight[:, None] * proba * (1.0 - proba)
+        score = link.score_features(margins)
+        n_bins, categorical = self._fixed_layout()
+        change = np.zeros_like(margins)
+        trees = []
+        for k in range(link.columns):
+            edges = quantile_edges(score[:, k], self.max_bins, weight)
+            codes = np.column_stack([fixed, np.searchsorted(edges, score[:, k], side="left")])
+            tree = fit_tree(
+                codes,
+                n_bins + [edges.shape[0] + 1],
+                categorical + [False],
+                gradient[:, k],
+                hessian[:, k],
+                weight,
+                score[:, k] if self.linear_leaves else None,
+                max_depth=self.max_depth,
+                l2=self.l2_regularization,
+                min_samples_leaf=self.min_samples_leaf,
+            )
+            tree = tree.scaled(self.learning_rate)
+            change[:, k] = tree.predict(codes, score[:, k])
+            trees.append((edges, *tree))
+        return change, trees
+
+    @staticmethod
+    def _apply_round(link, margins, fixed, trees):
+        """The change one round's trees make to ``margins``."""
+        score = link.score_features(margins)
+        change = np.zeros_like(margins)
+        for k, (edges, *tree) in enumerate(trees):
+            codes = np.column_stack([fixed, np.searchsorted(edges, score[:, k], side="left")])
+            change[:, k] = HistogramTree(*tree).predict(codes, score[:, k])
+        return change
+
+    def _calibrate(self, scores, codes):
+        """Calibrated probabilities of validated 2-D scores with their group codes."""
+        logits = self._logits(scores)
+        link = _Link(self._mode(), self.n_classes_)
+        margins, top = link.start(logits)
+        margins = self.scaling_[0] * margins + self.scaling_[1]
+        fixed = self._fixed_codes(codes, top, scores.shape[0])
+        for trees in self.trees_:
+            margins += self._apply_round(link, margins, fixed, trees)
+        return link.output(margins, logits, top)
+
+    def _group_codes(self, groups, n_samples):
+        """Bin codes of the group features, checked against those seen in fit."""
+        if self.group_bins_ is None:
+            if groups is not None:
+                raise ValueError(
+                    f"{type(self).__name__} was fitted without groups; got `groups` in "
+                    "predict_proba."
+                )
+            return None
+        if groups is None:
+            raise ValueError(
+                f"{type(self).__name__} was fitted with {self.n_group_features_} group "
+                "feature(s); pass the same `groups` to predict_proba."
+            )
+        return group_codes(groups, self.group_bins_, self.group_categorical_, n_samples)
+
+    def _predict_proba(self, scores, groups=None):
+        return self._calibrate(scores, self._group_codes(groups, scores.shape[0]))

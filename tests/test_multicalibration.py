@@ -1,0 +1,510 @@
+"""MulticalibrationBoosting and its histogram trees."""
+
+import itertools
+import pickle
+import re
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.special import expit, softmax
+from sklearn.base import clone
+from sklearn.compose import make_column_transformer
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import StratifiedKFold, cross_val_score
+from sklearn.pipeline import make_pipeline
+
+from sklearn_calib.calibrators import (
+    CalibratedClassifier,
+    CalibratorSelector,
+    MulticalibrationBoosting,
+    TemperatureScaling,
+    fit_calibrator,
+)
+from sklearn_calib.calibrators._histogram_tree import fit_tree
+from sklearn_calib.datasets import make_miscalibrated_groups
+from sklearn_calib.metrics import (
+    calibration_audit,
+    expected_calibration_error,
+    negative_log_likelihood,
+)
+from sklearn_calib.persistence import dump, load, untrusted_types
+from sklearn_calib.scoring import make_worst_group_scorer
+
+# ------------------------------------------------------------------------------ the trees
+
+
+def brute_force_split(codes, categorical, gradient, hessian, l2, min_leaf):
+    """The best depth-1 split by trying every feature and every subset (or threshold)."""
+    best = (0.0, None)
+
+    def score(rows):
+        return gradient[rows].sum() ** 2 / (hessian[rows].sum() + l2)
+
+    everything = np.ones(len(gradient), dtype=bool)
+    for j in range(codes.shape[1]):
+        values = np.unique(codes[:, j])
+        if categorical[j]:
+            candidates = [
+                set(subset)
+                for size in range(1, len(values))
+                for subset in itertools.combinations(values.tolist(), size)
+            ]
+        else:
+            candidates = [set(values[values <= t].tolist()) for t in values[:-1]]
+        for left_set in candidates:
+            left = np.isin(codes[:, j], list(left_set))
+            if left.sum() < min_leaf or (~left).sum() < min_leaf:
+                continue
+            gain = score(left) + score(~left) - score(everything)
+            if gain > best[0] + 1e-12:
+                best = (gain, left)
+    return best
+
+
+def test_a_depth_one_tree_takes_the_best_split_and_newton_leaves():
+    rng = np.random.default_rng(0)
+    n = 300
+    codes = np.column_stack([rng.integers(0, 5, n), rng.integers(0, 8, n)])
+    # category-dependent gradients, non-monotone in the category code
+    effect = np.array([0.3, -0.5, 0.1, 0.6, -0.2])[codes[:, 0]]
+    gradient = effect + 0.3 * rng.normal(size=n)
+    hessian = rng.uniform(0.1, 0.25, n)
+    tree = fit_tree(
+        codes,
+        [5, 8],
+        [True, False],
+        gradient,
+        hessian,
+        np.ones(n),
+        None,
+        max_depth=1,
+        l2=1.0,
+        min_samples_leaf=10,
+    )
+    gain, left = brute_force_split(codes, [True, False], gradient, hessian, 1.0, 10)
+    leaf = tree.apply(codes)
+    np.testing.assert_array_equal(leaf == 0, left)
+    for side, rows in ((0, left), (1, ~left)):
+        expected = -gradient[rows].sum() / (hessian[rows].sum() + 1.0)
+        assert tree.value[side] == pytest.approx(expected)
+    np.testing.assert_allclose(tree.predict(codes, np.zeros(n)), tree.value[leaf])
+
+
+def test_linear_leaves_take_the_centred_newton_slope():
+    rng = np.random.default_rng(1)
+    n = 200
+    x = rng.normal(size=n)
+    gradient = 0.4 * x + 0.1 * rng.normal(size=n)
+    hessian = rng.uniform(0.1, 0.25, n)
+    codes = np.zeros((n, 1), dtype=np.intp)
+    tree = fit_tree(
+        codes,
+        [1],
+        [True],
+        gradient,
+        hessian,
+        np.ones(n),
+        x,
+        max_depth=1,
+        l2=0.5,
+        min_samples_leaf=1,
+    )
+    center = np.sum(hessian * x) / hessian.sum()
+    slope = -np.sum(gradient * (x - center)) / (np.sum(hessian * (x - center) ** 2) + 0.5)
+    value = -gradient.sum() / (hessian.sum() + 0.5)
+    leaf = tree.apply(codes)
+    assert np.all(leaf == 0)  # nothing to split on
+    assert (tree.center[0], tree.slope[0]) == pytest.approx((center, slope))
+    np.testing.assert_allclose(tree.predict(codes, x), value + slope * (x - center))
+
+
+def test_a_category_without_rows_follows_the_larger_child():
+    n = 100
+    codes = np.repeat([[0], [1]], [70, 30], axis=0)
+    gradient = np.where(codes[:, 0] == 0, 0.5, -0.5)
+    tree = fit_tree(
+        codes,
+        [3],
+        [True],
+        gradient,
+        np.full(n, 0.2),
+        np.ones(n),
+        None,
+        max_depth=1,
+        l2=1.0,
+        min_samples_leaf=5,
+    )
+    # category 2 (unseen in fit) goes with category 0, the side of more hessian
+    assert tree.apply(np.array([[2]]))[0] == tree.apply(np.array([[0]]))[0]
+    assert tree.apply(np.array([[1]]))[0] != tree.apply(np.array([[0]]))[0]
+
+
+# ---------------------------------------------------------------- planted group miscalibration
+
+
+@pytest.fixture(scope="module")
+def planted():
+    scores, groups, y, truth = make_miscalibrated_groups(20000, random_state=0)
+    fit, test = slice(0, 10000), slice(10000, None)
+    mcb = MulticalibrationBoosting(input="probabilities", random_state=0)
+    mcb.fit(scores[fit], y[fit], groups=groups[fit])
+    ts = TemperatureScaling(input="probabilities").fit(scores[fit], y[fit])
+    return {
+        "y": y[test],
+        "groups": groups[test],
+        "truth": truth[test],
+        "multicalibrated": mcb.predict_proba(scores[test], groups=groups[test])[:, 1],
+        "temperature": ts.predict_proba(scores[test])[:, 1],
+    }
+
+
+def test_planted_bias_is_removed_by_multicalibration_and_not_by_temperature(planted):
+    audits = {
+        name: calibration_audit(
+            planted["y"],
+            planted[name],
+            planted["groups"],
+            convention="positive_class",
+            n_resamples=300,
+            random_state=0,
+        )
+        for name in ("multicalibrated", "temperature")
+    }
+    fixed, scaled = audits["multicalibrated"], audits["temperature"]
+    # the worst group's ECE is within the noise of calibrated scores after multicalibration
+    assert fixed.worst_ece <= fixed.worst_ece_null_high
+    assert fixed.n_miscalibrated == 0
+    # one temperature cannot remove opposite shifts: three groups stay miscalibrated
+    assert scaled.worst_ece > scaled.worst_ece_null_high
+    assert scaled.n_miscalibrated >= 3
+    errors = {
+        name: np.abs(planted[name] - planted["truth"]).mean()
+        for name in ("multicalibrated", "temperature")
+    }
+    assert errors["multicalibrated"] < 0.5 * errors["temperature"]
+
+
+def test_held_out_log_loss_improves_on_temperature_scaling(planted):
+    y = planted["y"]
+    assert negative_log_likelihood(y, planted["multicalibrated"]) < negative_log_likelihood(
+        y, planted["temperature"]
+    )
+
+
+# ----------------------------------------------------------------------- multiclass modes
+
+
+def group_temperatures(n=12000, seed=0):
+    """Logits whose truth is the softmax at a different temperature in each group."""
+    rng = np.random.default_rng(seed)
+    logits = 2 * rng.normal(size=(n, 4))
+    groups = rng.integers(0, 3, n)
+    truth = softmax(logits * np.array([0.5, 1.0, 2.0])[groups, None], axis=1)
+    y = (truth.cumsum(axis=1) < rng.random((n, 1))).sum(axis=1)
+    return logits, groups, y
+
+
+@pytest.mark.parametrize("multiclass", ["classwise", "top_label"])
+def test_multiclass_modes_calibrate_every_group(multiclass):
+    logits, groups, y = group_temperatures()
+    fit, test = slice(0, 6000), slice(6000, None)
+    mcb = MulticalibrationBoosting(multiclass=multiclass, random_state=0)
+    proba = mcb.fit(logits[fit], y[fit], groups=groups[fit]).predict_proba(
+        logits[test], groups=groups[test]
+    )
+    scaled = TemperatureScaling().fit(logits[fit], y[fit]).predict_proba(logits[test])
+    for name, candidate in (("mcb", proba), ("ts", scaled)):
+        assert np.allclose(candidate.sum(axis=1), 1.0), name
+
+    def worst(p):
+        return max(
+            expected_calibration_error(y[test][groups[test] == g], p[groups[test] == g])
+            for g in range(3)
+        )
+
+    assert worst(proba) < 0.5 * worst(scaled)
+    assert negative_log_likelihood(y[test], proba) < negative_log_likelihood(y[test], scaled)
+
+
+def test_top_label_mode_keeps_the_other_classes_proportions():
+    logits, groups, y = group_temperatures(3000)
+    mcb = MulticalibrationBoosting(multiclass="top_label", random_state=0)
+    proba = mcb.fit(logits, y, groups=groups).predict_proba(logits, groups=groups)
+    before = softmax(logits, axis=1)
+    top = before.argmax(axis=1)
+    rest = np.ones_like(before, dtype=bool)
+    rest[np.arange(len(top)), top] = False
+    ratio = proba[rest].reshape(-1, 3) / before[rest].reshape(-1, 3)
+    np.testing.assert_allclose(ratio, ratio[:, :1] * np.ones((1, 3)), rtol=1e-9)
+    assert mcb.n_rounds_ > 0
+
+
+# -------------------------------------------------------------------- fitting and groups
+
+
+def weighted_problem(n=600, seed=0):
+    rng = np.random.default_rng(seed)
+    scores = rng.normal(size=n)
+    features = pd.DataFrame({"g": rng.choice(["a", "b", "c"], n), "x": rng.normal(size=n)})
+    shift = features["g"].map({"a": -0.5, "b": 0.0, "c": 0.8}).to_numpy()
+    y = (rng.random(n) < expit(scores + shift + 0.3 * features["x"].to_numpy())).astype(int)
+    return scores, features, y
+
+
+@pytest.mark.parametrize("linear_leaves", [True, False])
+def test_weights_count_as_repeated_rows(linear_leaves):
+    scores, features, y = weighted_problem()
+    weight = np.random.default_rng(1).integers(0, 4, len(y))
+    repeated = np.repeat(np.arange(len(y)), weight)
+    options = {"early_stopping": False, "max_rounds": 20, "linear_leaves": linear_leaves}
+    weighted = MulticalibrationBoosting(**options).fit(
+        scores, y, sample_weight=weight, groups=features
+    )
+    copies = MulticalibrationBoosting(**options).fit(
+        scores[repeated], y[repeated], groups=features.iloc[repeated]
+    )
+    np.testing.assert_allclose(
+        weighted.predict_proba(scores, groups=features),
+        copies.predict_proba(scores, groups=features),
+        atol=1e-12,
+    )
+
+
+def test_mixed_group_features_and_unseen_categories():
+    scores, features, y = weighted_problem(2000)
+    mcb = MulticalibrationBoosting(random_state=0).fit(scores, y, groups=features)
+    assert mcb.n_group_features_ == 2 and mcb.n_rounds_ > 0
+    unseen = features.assign(g="d")
+    proba = mcb.predict_proba(scores, groups=unseen)
+    assert np.isfinite(proba).all() and np.allclose(proba.sum(axis=1), 1.0)
+    # integer labels are categories by default; as floats they are ordered
+    as_codes = features.assign(g=features["g"].map({"a": 0, "b": 1, "c": 2}))
+    by_codes = MulticalibrationBoosting(random_state=0).fit(scores, y, groups=as_codes)
+    np.testing.assert_allclose(
+        by_codes.predict_proba(scores, groups=as_codes), mcb.predict_proba(scores, groups=features)
+    )
+    explicit = MulticalibrationBoosting(random_state=0, categorical_features=[0])
+    np.testing.assert_allclose(
+        explicit.fit(scores, y, groups=as_codes.astype(float)).predict_proba(
+            scores, groups=as_codes.astype(float)
+        ),
+        mcb.predict_proba(scores, groups=features),
+    )
+
+
+def test_early_stopping_keeps_the_iteration_of_least_held_out_loss():
+    scores, features, y = weighted_problem(3000)
+    for validation in (0.25, 4):
+        mcb = MulticalibrationBoosting(validation=validation, random_state=0, max_rounds=60)
+        mcb.fit(scores, y, groups=features)
+        assert mcb.n_rounds_ == int(np.argmin(mcb.validation_loss_))
+        assert len(mcb.trees_) == mcb.n_rounds_
+    fixed = MulticalibrationBoosting(early_stopping=False, max_rounds=7).fit(scores, y)
+    assert fixed.n_rounds_ == 7 and not hasattr(fixed, "validation_loss_")
+
+
+def test_calibrated_scores_without_signal_get_few_trees():
+    rng = np.random.default_rng(0)
+    scores = rng.normal(size=5000)
+    y = (rng.random(5000) < expit(scores)).astype(int)
+    noise = rng.integers(0, 5, 5000)
+    mcb = MulticalibrationBoosting(random_state=0).fit(scores, y, groups=noise)
+    proba = mcb.predict_proba(scores, groups=noise)[:, 1]
+    assert np.abs(proba - expit(scores)).max() < 0.05
+    assert mcb.validation_loss_[mcb.n_rounds_] <= mcb.validation_loss_[0]
+
+
+@pytest.mark.parametrize(
+    ("fit_groups", "predict_groups", "message"),
+    [
+        (None, np.zeros(50), "fitted without groups"),
+        (np.zeros(50), None, "fitted with 1 group feature"),
+        (np.zeros(50), np.zeros((50, 2)), "Expected 1 group feature"),
+        (np.zeros(50), np.zeros(49), r"one row per score \(50\), got 49"),
+    ],
+)
+def test_groups_must_match_between_fit_and_predict(fit_groups, predict_groups, message):
+    rng = np.random.default_rng(0)
+    scores, y = rng.normal(size=50), rng.integers(0, 2, 50)
+    mcb = MulticalibrationBoosting(early_stopping=False, max_rounds=2)
+    mcb.fit(scores, y, groups=fit_groups)
+    with pytest.raises(ValueError, match=message):
+        mcb.predict_proba(scores, groups=predict_groups)
+
+
+@pytest.mark.parametrize(
+    ("groups", "message"),
+    [
+        (np.array([0.0, np.nan] * 25), "declared numeric.*NaN|NaN"),
+        (np.arange(50), None),
+        (np.arange(2000) % 1100, "1100 categories, more than 1024"),
+        (np.array(["a", None] * 25, dtype=object), "cannot be compared"),
+    ],
+)
+def test_bad_group_features_are_named(groups, message):
+    rng = np.random.default_rng(0)
+    n = len(groups)
+    scores, y = rng.normal(size=n), rng.integers(0, 2, n)
+    mcb = MulticalibrationBoosting(early_stopping=False, max_rounds=1)
+    if message is None:
+        mcb.fit(scores, y, groups=groups)  # one category per row is allowed
+        return
+    with pytest.raises(ValueError, match=message):
+        mcb.fit(scores, y, groups=groups)
+
+
+def test_a_failed_fit_leaves_the_fitted_calibrator_unchanged():
+    scores, features, y = weighted_problem()
+    mcb = MulticalibrationBoosting(random_state=0).fit(scores, y, groups=features)
+    before = mcb.predict_proba(scores, groups=features)
+    with pytest.raises(ValueError):
+        mcb.fit(scores, y, groups=features.iloc[:10])
+    np.testing.assert_array_equal(mcb.predict_proba(scores, groups=features), before)
+
+
+def test_a_fit_with_groups_warns_once_at_its_caller():
+    # probabilities declared as logits: the warning names the line that called fit
+    rng = np.random.default_rng(3)
+    proba = softmax(3 * rng.normal(size=(400, 3)), axis=1)
+    y, groups = proba.argmax(axis=1), rng.integers(0, 2, 400)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        MulticalibrationBoosting(max_rounds=3, random_state=0).fit(proba, y, groups=groups)
+    declared = [w for w in caught if "declared as logits" in str(w.message)]
+    assert len(declared) == 1
+    assert declared[0].filename == __file__
+
+
+def test_pickle_and_skops_round_trips_and_metadata_requests(tmp_path):
+    scores, features, y = weighted_problem()
+    mcb = MulticalibrationBoosting(random_state=0).fit(scores, y, groups=features)
+    loaded = pickle.loads(pickle.dumps(mcb))
+    np.testing.assert_array_equal(
+        loaded.predict_proba(scores, groups=features), mcb.predict_proba(scores, groups=features)
+    )
+    # skops needs no type beyond the trusted ones: the fitted state is plain arrays
+    pytest.importorskip("skops")
+    path = tmp_path / "mcb.skops"
+    dump(mcb, path)
+    assert untrusted_types(path) == []
+    np.testing.assert_array_equal(
+        load(path).predict_proba(scores, groups=features),
+        mcb.predict_proba(scores, groups=features),
+    )
+    routing = mcb.get_metadata_routing()
+    assert "groups" in routing.fit.requests and "groups" in routing.predict_proba.requests
+
+
+# --------------------------------------------- inside CalibratedClassifier and the selector
+
+
+def grouped_frame(n=3000, seed=0):
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame({"x": rng.normal(size=n), "g": rng.choice(["a", "b", "c"], n)})
+    shift = X["g"].map({"a": -1.0, "b": 0.0, "c": 1.0}).to_numpy()
+    y = (rng.random(n) < expit(2 * X["x"].to_numpy() + shift)).astype(int)
+    model = make_pipeline(make_column_transformer(("passthrough", ["x"])), LogisticRegression())
+    return X, y, model
+
+
+@pytest.mark.parametrize("selector", [["g"], "g", lambda X: X[["g"]]])
+def test_calibrated_classifier_passes_columns_of_X_as_groups(selector):
+    X, y, model = grouped_frame()
+    model.fit(X, y)
+    clf = CalibratedClassifier(
+        model, MulticalibrationBoosting(random_state=0), method="prefit", group_features=selector
+    ).fit(X, y)
+    by_hand = MulticalibrationBoosting(input="logits", random_state=0).fit(
+        model.decision_function(X), y, groups=X[["g"]]
+    )
+    np.testing.assert_allclose(
+        clf.predict_proba(X), by_hand.predict_proba(model.decision_function(X), groups=X[["g"]])
+    )
+
+
+def test_calibrated_classifier_with_group_features_cross_validates():
+    X, y, model = grouped_frame()
+    # opposite shifts cancel in the top-label bins of a binary problem: bin the positive class
+    scorer = make_worst_group_scorer(group_features=["g"], convention="positive_class")
+    scores = {}
+    for name, calibrator, features in (
+        ("mcb", MulticalibrationBoosting(random_state=0), ["g"]),
+        ("ts", TemperatureScaling(), None),
+    ):
+        clf = CalibratedClassifier(
+            model, calibrator, calibration_size=0.5, random_state=0, group_features=features
+        )
+        scores[name] = cross_val_score(clf, X, y, cv=3, scoring=scorer).mean()
+    assert scores["mcb"] > scores["ts"]  # negated worst-group ECE: greater is better
+    with pytest.raises(ValueError, match="needs a calibrator that takes group features"):
+        CalibratedClassifier(model, TemperatureScaling(), group_features=["g"]).fit(X, y)
+    with pytest.raises(ValueError, match="Could not select `group_features`"):
+        CalibratedClassifier(model, MulticalibrationBoosting(), group_features=["missing"]).fit(
+            X, y
+        )
+
+
+def test_selector_gives_groups_to_the_candidates_that_take_them():
+    scores, groups, y, _ = make_miscalibrated_groups(4000, random_state=1)
+    candidates = [
+        TemperatureScaling(),
+        MulticalibrationBoosting(random_state=0),
+    ]
+    cv = StratifiedKFold(3)
+    selector = CalibratorSelector(candidates, cv=cv, input="probabilities")
+    selector.fit(scores, y, groups=groups)
+    for index, candidate in enumerate(candidates):
+        folds = []
+        for train, test in cv.split(scores, y):
+            fitted = clone(candidate).set_params(input="probabilities")
+            if index == 1:
+                fitted.fit(scores[train], y[train], groups=groups[train])
+                proba = fitted.predict_proba(scores[test], groups=groups[test])
+            else:
+                proba = fitted.fit(scores[train], y[train]).predict_proba(scores[test])
+            folds.append(-negative_log_likelihood(y[test], proba))
+        assert selector.cv_results_["mean_test_score"][index] == pytest.approx(np.mean(folds))
+    assert isinstance(selector.best_calibrator_, MulticalibrationBoosting)
+    two_columns = np.column_stack([1 - scores, scores])  # what the selector's candidates see
+    np.testing.assert_array_equal(
+        selector.predict_proba(scores, groups=groups),
+        selector.best_calibrator_.predict_proba(two_columns, groups=groups),
+    )
+
+
+def test_fit_calibrator_passes_groups_to_a_calibrator_that_takes_them():
+    scores, groups, y, _ = make_miscalibrated_groups(2000, random_state=2)
+    fitted = fit_calibrator(
+        MulticalibrationBoosting(random_state=0),
+        scores,
+        y,
+        input="probabilities",
+        classes=np.array([0, 1]),
+        groups=groups,
+    )
+    by_hand = MulticalibrationBoosting(input="probabilities", random_state=0).fit(
+        scores, y, groups=groups
+    )
+    np.testing.assert_array_equal(
+        fitted.predict_proba(scores, groups=groups), by_hand.predict_proba(scores, groups=groups)
+    )
+    assert fitted.n_group_features_ == 1
+    with pytest.raises(ValueError, match="`groups` needs a calibrator that takes group features"):
+        fit_calibrator(TemperatureScaling(), scores, y, input="probabilities", groups=groups)
+
+
+def test_readme_recipe_for_groups_runs(capsys):
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    text = readme.split("## Is it calibrated for every group? Audits and multicalibration\n")[1]
+    exec(re.search(r"```python\n(.*?)```", text, re.S).group(1), {})
+    lines = capsys.readouterr().out.splitlines()
+    pattern = r"(\w+): worst group \d, ECE ([\d.]+) \(noise bound ([\d.]+)\), (\d) groups flagged"
+    found = {m.group(1): m.groups()[1:] for line in lines if (m := re.match(pattern, line))}
+    ece, bound, flagged = found["temperature"]
+    assert float(ece) > float(bound) and int(flagged) >= 3
+    ece, bound, flagged = found["multicalibrated"]
+    assert float(ece) <= float(bound) and int(flagged) == 0
+    assert any(line.startswith("Calibration by group: 4 groups") for line in lines)
