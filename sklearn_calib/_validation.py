@@ -502,10 +502,34 @@ def check_classification_inputs(y_true, y_prob, *, labels=None, sample_weight=No
     sample_weight : ndarray of shape (n_samples,) or None
     """
     proba = check_probabilities(y_prob)
-    y = _check_y_true(y_true, proba.shape[0])
-    classes = resolve_classes(y, labels, proba.shape[1])
-    y_index = encode_labels(y, classes)
-    return y_index, proba, check_sample_weight(sample_weight, proba.shape[0])
+    y_index, sample_weight = check_targets(y_true, proba.shape, labels, sample_weight)
+    return y_index, proba, sample_weight
+
+
+def check_targets(y_true, shape, labels=None, sample_weight=None):
+    """Validate the labels and weights of predictions whose probabilities are checked.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        True labels of any type.
+    shape : tuple of 2 int
+        ``(n_samples, n_classes)`` of the checked probabilities.
+    labels : array-like of shape (n_classes,), default=None
+        The class of each column (as in :func:`check_classification_inputs`).
+    sample_weight : array-like of shape (n_samples,), default=None
+        Non-negative sample weights.
+
+    Returns
+    -------
+    y_index : ndarray of shape (n_samples,), dtype int64
+        Column index of each sample's true class.
+    sample_weight : ndarray of shape (n_samples,) or None
+    """
+    n_samples, n_classes = shape
+    y = _check_y_true(y_true, n_samples)
+    y_index = encode_labels(y, resolve_classes(y, labels, n_classes))
+    return y_index, check_sample_weight(sample_weight, n_samples)
 
 
 def select_columns(X, columns, name="group_features"):

@@ -277,8 +277,6 @@ def test_numpy_and_numba_kernels_give_the_same_sums(monkeypatch):
         _, *expected = binned_sums(score, outcome, data.sample_weight, 15, "uniform")
         for found, wanted in zip(fused, expected, strict=True):
             assert np.array_equal(found, wanted)
-        # predictions that hold their scores already bin them instead
-        assert _fused.top_label_sums(data, 15, _TOP_LABEL_ROWS) is None
         ece = expected_calibration_error(y, proba, sample_weight=sample_weight)
         monkeypatch.setenv("SKLEARN_CALIB_NUMBA", "0")
         fresh = check_predictions(y, proba, sample_weight=sample_weight)
@@ -290,6 +288,52 @@ def test_numpy_and_numba_kernels_give_the_same_sums(monkeypatch):
     monkeypatch.setenv("SKLEARN_CALIB_NUMBA", "0")
     slow = accumulate(y[:3000], proba[:3000], weight[:3000], **options)._state["replicates"]
     assert np.array_equal(fast, slow)
+
+
+def test_the_numba_check_keeps_the_top_label_scores_the_numpy_path_computes(monkeypatch):
+    pytest.importorskip("numba")
+    y, proba, _ = overconfident(100000, 5, seed=3, dtype=np.float32)
+    proba[:300] = [0.3, 0.3, 0.2, 0.1, 0.1]  # tied maxima: argmax takes the first column
+    y[:300] = np.arange(300) % 2
+    data = check_predictions(y, proba)
+    assert data.has_scores("top_label") and data.proba is proba
+    monkeypatch.setenv("SKLEARN_CALIB_NUMBA", "0")
+    plain = check_predictions(y, proba)
+    assert not plain.has_scores("top_label")
+    for found, wanted in zip(data.scores(), plain.scores(), strict=True):
+        assert found.dtype == wanted.dtype and np.array_equal(found, wanted)
+    assert data.scores()[1][:300].tolist() == (y[:300] == 0).tolist()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_numba_check_passes_only_rows_the_checks_return_unchanged(dtype):
+    pytest.importorskip("numba")
+    y, proba, _ = overconfident(20000, 4, seed=4, dtype=dtype)
+    assert _fused.takes_probabilities(proba)
+    assert _fused.checked_top_label(proba, y, 1e-3) is not None
+    for entry in (np.nan, np.inf, -np.inf, -1e-9):
+        broken = proba.copy()
+        broken[12345, 2] = entry
+        assert _fused.checked_top_label(broken, y, 1e-3) is None
+        with pytest.raises(ValueError, match="NaN|negative"):
+            check_predictions(y, broken)
+    rounded = proba.copy()
+    rounded[9] = [1.0 + 2e-4, 0.0, 0.0, 0.0]  # within the tolerance, but clipped by the checks
+    assert _fused.checked_top_label(rounded, y, 1e-3) is None
+    assert check_predictions(y, rounded).proba[9, 0] == 1.0
+    off = proba.copy()
+    off[777] *= 1.01  # a row sum outside the tolerance
+    assert _fused.checked_top_label(off, y, 1e-3) is None
+    assert _fused.checked_top_label(off, y, 0.02) is not None
+    # bad probabilities are named before bad labels
+    with pytest.raises(ValueError, match="sum to 1"):
+        check_predictions(y[:-1], off)
+    with pytest.raises(ValueError, match="same length"):
+        check_predictions(y[:-1], proba)
+    # small, Fortran-ordered or 1-D input goes to the numpy checks
+    assert not _fused.takes_probabilities(proba[:100])
+    assert not _fused.takes_probabilities(np.asfortranarray(proba))
+    assert not _fused.takes_probabilities(proba[:, 1])
 
 
 def test_the_numba_ece_takes_the_checked_probabilities():

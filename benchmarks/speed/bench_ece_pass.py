@@ -3,8 +3,9 @@
 On ``--rows`` x ``--classes`` float32 probabilities (default 10^7 x 10, 381 MiB), times
 the best of ``--repeat`` rounds (the candidates take turns in each round) of:
 ``np.sum`` and ``torch.sum`` over the array (one memory pass, the limit),
-``expected_calibration_error`` with numba (the input check every metric makes, then one
-pass: row maxima and their columns, bins and weighted sums in one read) and with numpy
+``expected_calibration_error`` with numba (the check every metric makes, in one read of
+the probabilities that also finds each row's maximum and whether its column is the true
+class; then the bins and weighted sums of those maxima) and with numpy
 (``SKLEARN_CALIB_NUMBA=0``), and prints each as a ratio of the ``np.sum`` pass, with the
 two ECE values (equal bit for bit). Run from the repository root::
 
@@ -71,7 +72,7 @@ def main():
     candidates = {
         "np.sum pass": proba.sum,
         "torch.sum pass": tensor.sum,
-        "ECE, numba (check + pass)": fused,
+        "ECE, numba (one read)": fused,
         "ECE, numpy": plain,
     }
     times = best_times(candidates, args.repeat)

@@ -3,11 +3,12 @@
 numba is an optional accelerator (the ``fast`` extra). Both implementations add the same
 float64 terms in the same order, so they return the same sums bit for bit:
 
+- :func:`checked_top_label`: each row's maximum and its column, and the probability
+  checks (entries in [0, 1], row sums near 1), in one read of the probabilities (numba
+  only: without it the checks and the top-label scores take four reads).
 - :func:`top_label_sums`: the per-bin weight, confidence and correctness sums of the
-  top label over equal-width bins (``max``/``argmax`` of each row, its bin, three
-  weighted sums) of checked predictions, in the blocks of rows of ``binned_sums``, in
-  one read of them (numba only: without it the metric bins the predictions' top-label
-  scores, which gives the same sums).
+  top label over equal-width bins, in the blocks of rows of ``binned_sums`` (numba only:
+  without it the metric calls ``binned_sums``, which gives the same sums).
 - :func:`replicate_sums`: the Poisson bootstrap's replicate sums, each row's values
   times its Poisson(1) count of every replicate (:mod:`._poisson`).
 """
@@ -26,6 +27,10 @@ from ._poisson import THRESHOLDS, counts_from_keys
 NUMBA_SWITCH = "SKLEARN_CALIB_NUMBA"
 #: Rows per call of the numpy replicate sums (bounds its temporaries).
 _REPLICATE_ROWS = 256
+#: Probabilities with fewer entries are checked by numpy (numba's threads cost more).
+_CHECKED_ELEMENTS = 1 << 16
+#: Rows per parallel block of the numba probability checks.
+_CHECKED_ROWS = 1 << 15
 
 
 @functools.cache
@@ -42,11 +47,61 @@ def numba_kernels():
     return _load_numba_kernels()
 
 
-def top_label_sums(data, n_bins, block):
-    """The top-label bin sums of ``expected_calibration_error`` in one read of the rows.
+def takes_probabilities(y_prob):
+    """Whether :func:`checked_top_label` can read ``y_prob``: numba is there, and
+    ``y_prob`` is a C-ordered 2-D float32 or float64 array of at least 2 columns and
+    ``_CHECKED_ELEMENTS`` entries."""
+    return (
+        numba_kernels() is not None
+        and isinstance(y_prob, np.ndarray)
+        and y_prob.ndim == 2
+        and y_prob.dtype in (np.float32, np.float64)
+        and y_prob.flags.c_contiguous
+        and y_prob.dtype.isnative
+        and y_prob.shape[1] >= 2
+        and y_prob.size >= _CHECKED_ELEMENTS
+    )
 
-    With numba, each row's maximum and its column, the maximum's bin among ``n_bins``
-    equal-width bins and three weighted sums come from one pass over the probabilities.
+
+def checked_top_label(proba, y_index, tol):
+    """The top-label scores of probabilities that pass the probability checks, from one
+    read of the rows; None when they do not pass.
+
+    The rows pass when every entry is finite and in [0, 1] and every row sums to 1 within
+    ``tol``: exactly the probabilities that
+    :func:`~sklearn_calib._validation.check_probabilities` returns unchanged (up to the
+    rounding of its row sums). Other input goes to those checks, for their errors or
+    their clipping.
+
+    Parameters
+    ----------
+    proba : ndarray of shape (n_samples, n_classes)
+        Probabilities that :func:`takes_probabilities` takes.
+    y_index : ndarray of shape (n_samples,), dtype int64
+        Column of each sample's true class.
+    tol : float
+        Largest accepted deviation of a row sum from 1.
+
+    Returns
+    -------
+    top_label : tuple of 2 ndarray of shape (n_samples,) or None
+        Each row's maximum (in the input's precision) and whether its first maximal
+        column (``argmax``) is the true class: :meth:`Predictions.scores` of
+        ``"top_label"``.
+    """
+    confidence, correct, ranges = numba_kernels().probability_rows(
+        proba, y_index, _CHECKED_ROWS
+    )
+    lowest_sum, highest_sum, smallest, largest, finite = ranges
+    if not (finite and smallest >= 0 and largest <= 1):
+        return None
+    if max(highest_sum - 1.0, 1.0 - lowest_sum) > tol:
+        return None
+    return confidence, correct
+
+
+def top_label_sums(data, n_bins, block):
+    """The top-label bin sums of ``expected_calibration_error`` in one read of the scores.
 
     Parameters
     ----------
@@ -60,23 +115,21 @@ def top_label_sums(data, n_bins, block):
     Returns
     -------
     sums : tuple of 3 ndarray of shape (n_bins,) or None
-        Per-bin weight, confidence and correctness sums, equal bit for bit to those of
-        ``binned_sums`` on the predictions' top-label scores; None when numba is not
-        there, when the probabilities are not C-ordered, or when the predictions already
-        hold their top-label scores (binning those is cheaper): the caller then bins
-        the scores.
+        Per-bin weight, confidence and correctness sums over ``n_bins`` equal-width
+        bins, equal bit for bit to those of ``binned_sums`` on the predictions'
+        top-label scores; None without numba: the caller then calls ``binned_sums``.
     """
     kernels = numba_kernels()
-    proba = data.proba
-    if kernels is None or not proba.flags.c_contiguous or data.has_scores("top_label"):
+    if kernels is None:
         return None
+    score, outcome = data.scores("top_label")
     weighted = data.sample_weight is not None
-    sums = kernels.top_label_bins(
-        proba,
-        np.ascontiguousarray(data.y_index, dtype=np.int64),
+    sums = kernels.score_bins(
+        score,
+        outcome,
         data.sample_weight if weighted else np.empty(0),
         weighted,
-        uniform_bin_edges(n_bins)[1:-1].astype(proba.dtype),
+        uniform_bin_edges(n_bins)[1:-1].astype(score.dtype),
         n_bins,
         block,
     )

@@ -29,8 +29,76 @@ def _bin_of(value, inner, n_bins):
 
 
 @njit(parallel=True, nogil=True, cache=True)
-def top_label_bins(proba, y_index, weight, weighted, inner, n_bins, block):
-    """Per-bin weight, confidence and correctness sums of the top label of checked rows.
+def probability_rows(proba, y_index, block):
+    """Each row's maximum and whether its first column (``argmax``) is the true class, and
+    what the probability checks need, in one read of the rows.
+
+    Returns
+    -------
+    confidence : ndarray of shape (n_rows,)
+        Row maxima, in the input's precision.
+    correct : ndarray of shape (n_rows,), dtype bool
+        Whether the first column holding each row's maximum is ``y_index``.
+    ranges : ndarray of shape (5,)
+        The smallest and largest float64 row sum, the smallest and largest entry, and 1.0
+        when every row sum is finite (so every entry is), else 0.0.
+    """
+    n_rows, n_classes = proba.shape
+    n_blocks = (n_rows + block - 1) // block
+    confidence = np.empty(n_rows, proba.dtype)
+    correct = np.empty(n_rows, np.bool_)
+    partial = np.empty((n_blocks, 5))
+    for b in prange(n_blocks):
+        best = np.empty(_TILE, proba.dtype)
+        low = np.empty(_TILE, proba.dtype)
+        arg = np.empty(_TILE, np.int64)
+        total = np.empty(_TILE)
+        lowest_sum, highest_sum, smallest, largest = np.inf, -np.inf, np.inf, -np.inf
+        finite = 1.0
+        stop = min(n_rows, (b + 1) * block)
+        for start in range(b * block, stop, _TILE):
+            size = min(_TILE, stop - start)
+            for i in range(size):
+                value = proba[start + i, 0]
+                best[i] = value
+                low[i] = value
+                arg[i] = 0
+                total[i] = np.float64(value)
+            for j in range(1, n_classes):
+                for i in range(size):
+                    value = proba[start + i, j]
+                    greater = value > best[i]
+                    best[i] = value if greater else best[i]
+                    arg[i] = j if greater else arg[i]
+                    low[i] = value if value < low[i] else low[i]
+                    total[i] += np.float64(value)
+            for i in range(size):
+                row_sum = total[i]
+                # a non-finite entry makes its float64 row sum non-finite (NaN fails too)
+                finite = finite if abs(row_sum) < np.inf else 0.0
+                lowest_sum = min(lowest_sum, row_sum)
+                highest_sum = max(highest_sum, row_sum)
+                smallest = min(smallest, np.float64(low[i]))
+                largest = max(largest, np.float64(best[i]))
+                confidence[start + i] = best[i]
+                correct[start + i] = arg[i] == y_index[start + i]
+        partial[b, 0] = lowest_sum
+        partial[b, 1] = highest_sum
+        partial[b, 2] = smallest
+        partial[b, 3] = largest
+        partial[b, 4] = finite
+    ranges = np.empty(5)
+    ranges[0] = partial[:, 0].min()
+    ranges[1] = partial[:, 1].max()
+    ranges[2] = partial[:, 2].min()
+    ranges[3] = partial[:, 3].max()
+    ranges[4] = partial[:, 4].min()
+    return confidence, correct, ranges
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def score_bins(score, outcome, weight, weighted, inner, n_bins, block):
+    """Per-bin weight, score and outcome sums of scores over bins with ``inner`` edges.
 
     Blocks of ``block`` rows are summed in parallel, each row after row, and the block
     sums are added in block order (as ``binned_sums`` adds its ``np.bincount`` blocks).
@@ -39,40 +107,25 @@ def top_label_bins(proba, y_index, weight, weighted, inner, n_bins, block):
     -------
     sums : ndarray of shape (3, n_bins)
     """
-    n_rows, n_classes = proba.shape
+    n_rows = score.shape[0]
     n_blocks = (n_rows + block - 1) // block
     # flat per-bin sums: indexing a 2-D array here costs three times the whole pass
     partial = np.zeros((n_blocks, 3 * n_bins))
     for b in prange(n_blocks):
-        best = np.empty(_TILE, proba.dtype)
-        arg = np.empty(_TILE, np.int64)
         sums = np.zeros(3 * n_bins)
-        stop = min(n_rows, (b + 1) * block)
-        for start in range(b * block, stop, _TILE):
-            size = min(_TILE, stop - start)
-            for i in range(size):
-                best[i] = proba[start + i, 0]
-                arg[i] = 0
-            for j in range(1, n_classes):
-                for i in range(size):
-                    value = proba[start + i, j]
-                    greater = value > best[i]
-                    best[i] = value if greater else best[i]
-                    arg[i] = j if greater else arg[i]
-            for i in range(size):
-                row = start + i
-                confidence = best[i]
-                g = _bin_of(confidence, inner, n_bins)
-                correct = 1.0 if arg[i] == y_index[row] else 0.0
-                if weighted:
-                    w = weight[row]
-                    sums[g] += w
-                    sums[n_bins + g] += np.float64(confidence) * w
-                    sums[2 * n_bins + g] += correct * w
-                else:
-                    sums[g] += 1.0
-                    sums[n_bins + g] += np.float64(confidence)
-                    sums[2 * n_bins + g] += correct
+        for row in range(b * block, min(n_rows, (b + 1) * block)):
+            value = score[row]
+            g = _bin_of(value, inner, n_bins)
+            hit = 1.0 if outcome[row] else 0.0
+            if weighted:
+                w = weight[row]
+                sums[g] += w
+                sums[n_bins + g] += np.float64(value) * w
+                sums[2 * n_bins + g] += hit * w
+            else:
+                sums[g] += 1.0
+                sums[n_bins + g] += np.float64(value)
+                sums[2 * n_bins + g] += hit
         partial[b] = sums
     total_sums = np.zeros(3 * n_bins)
     for b in range(n_blocks):

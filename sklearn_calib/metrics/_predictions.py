@@ -13,7 +13,14 @@ import warnings
 import numpy as np
 import torch
 
-from .._validation import ROW_SUM_TOLERANCE, check_classification_inputs, check_option
+from .._validation import (
+    ROW_SUM_TOLERANCE,
+    check_classification_inputs,
+    check_option,
+    check_probabilities,
+    check_targets,
+)
+from ._fused import checked_top_label, takes_probabilities
 
 #: What a sample is judged on: its top-label confidence against whether the prediction is
 #: right, or (binary problems) the positive-class probability against ``y == positive``.
@@ -149,11 +156,14 @@ class Predictions:
     def scores(self, convention="top_label"):
         """Each sample's score and outcome under ``convention`` (:func:`scores_and_outcomes`)."""
         if convention not in self._scores:
-            score, outcome = scores_and_outcomes(self.proba, self.y_index, convention)
-            score.setflags(write=False)
-            outcome.setflags(write=False)
-            self._scores[convention] = score, outcome
+            self.set_scores(convention, *scores_and_outcomes(self.proba, self.y_index, convention))
         return self._scores[convention]
+
+    def set_scores(self, convention, score, outcome):
+        """Keep ``score`` and ``outcome`` as :meth:`scores` of ``convention`` (read-only)."""
+        score.setflags(write=False)
+        outcome.setflags(write=False)
+        self._scores[convention] = score, outcome
 
     def has_scores(self, convention="top_label"):
         """Whether :meth:`scores` of ``convention`` are computed already."""
@@ -201,6 +211,10 @@ class Predictions:
 def check_predictions(y_true, y_prob, *, labels=None, sample_weight=None):
     """Check one set of predictions (``check_classification_inputs``) for the kernels.
 
+    With numba, large C-ordered probabilities are checked in the same read of the rows
+    that finds their top-label scores (:func:`~sklearn_calib.metrics._fused.checked_top_label`);
+    the predictions keep those scores.
+
     Parameters
     ----------
     y_true : array-like of shape (n_samples,)
@@ -216,6 +230,20 @@ def check_predictions(y_true, y_prob, *, labels=None, sample_weight=None):
     -------
     predictions : Predictions
     """
-    return Predictions(
-        *check_classification_inputs(y_true, y_prob, labels=labels, sample_weight=sample_weight)
-    )
+    if not takes_probabilities(y_prob):
+        return Predictions(
+            *check_classification_inputs(
+                y_true, y_prob, labels=labels, sample_weight=sample_weight
+            )
+        )
+    try:
+        y_index, sample_weight = check_targets(y_true, y_prob.shape, labels, sample_weight)
+    except ValueError:
+        check_probabilities(y_prob)  # bad probabilities are named first, as always
+        raise
+    top_label = checked_top_label(y_prob, y_index, ROW_SUM_TOLERANCE)
+    if top_label is None:
+        return Predictions(y_index, check_probabilities(y_prob), sample_weight)
+    data = Predictions(y_index, y_prob, sample_weight)
+    data.set_scores("top_label", *top_label)
+    return data
