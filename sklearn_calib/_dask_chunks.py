@@ -7,6 +7,8 @@ when a Dask collection is met: :func:`is_dask_collection` recognises one by its
 
 import numpy as np
 
+from ._validation import check_label_values
+
 
 def is_dask_collection(value):
     """Whether ``value`` is a Dask collection (array, DataFrame, Series), without Dask.
@@ -34,7 +36,7 @@ def _as_array(value, name, *, columns):
     import dask.array as da
 
     if hasattr(value, "to_dask_array"):
-        value = value.to_dask_array(lengths=True)
+        value = _partition_values(value)
     elif not isinstance(value, da.Array):
         value = da.from_array(np.asarray(value))
     if not columns and value.ndim == 2 and value.shape[1] == 1:
@@ -42,6 +44,28 @@ def _as_array(value, name, *, columns):
     if any(np.isnan(size) for size in value.shape):
         raise ValueError(f"Expected `{name}` with known chunk sizes, got shape {value.shape}.")
     return value
+
+
+def _partition_values(frame):
+    """A Dask array of a Dask DataFrame or Series, one chunk per partition.
+
+    Each partition is read by ``np.asarray``, as the in-memory functions read a pandas
+    object: nullable and Arrow-backed columns become numpy numbers (missing values NaN),
+    strings and categories objects. The partitions' lengths are counted in one pass.
+    """
+    import dask
+    import dask.array as da
+    from dask.dataframe.utils import make_meta
+
+    (lengths,) = dask.compute(frame.map_partitions(len))
+    meta = np.asarray(make_meta(frame))
+    chunks = [
+        da.from_delayed(
+            dask.delayed(np.asarray)(partition), (length, *meta.shape[1:]), dtype=meta.dtype
+        )
+        for partition, length in zip(frame.to_delayed(), lengths, strict=True)
+    ]
+    return da.concatenate(chunks)
 
 
 class ChunkedRows:
@@ -64,6 +88,7 @@ class ChunkedRows:
         if scores.ndim == 2 and scores.numblocks[1] > 1:
             scores = scores.rechunk({1: -1})
         rows = scores.chunks[0]
+        self.names = names
         self.scores = scores
         self.y = self._aligned(y, rows, names[0], names[1])
         self.sample_weight = self._aligned(sample_weight, rows, names[2], names[1])
@@ -83,10 +108,12 @@ class ChunkedRows:
         return value.rechunk({0: rows})
 
     def distinct_labels(self):
-        """The sorted distinct labels (one pass over the labels)."""
+        """The sorted distinct labels (one pass over the labels, each chunk checked as
+        :func:`check_label_values` checks labels in memory)."""
         import dask.array as da
 
-        return np.asarray(da.unique(self.y).compute())
+        checked = self.y.map_blocks(_checked_labels, self.names[0], dtype=self.y.dtype)
+        return np.asarray(da.unique(checked).compute())
 
     def blocks(self):
         """Per chunk: delayed labels, scores, weights (or None) and the first row's index."""
@@ -126,6 +153,11 @@ class ChunkedRows:
         y, scores = self.y[index], self.scores[index]
         weight = None if self.sample_weight is None else self.sample_weight[index]
         return dask.compute(y, scores, weight)
+
+
+def _checked_labels(y, name):
+    check_label_values(y, name)
+    return y
 
 
 def _plus(first, second):

@@ -242,10 +242,23 @@ def _check_y_true(y_true, n_samples):
             f"`y_true` has {y.shape[0]} samples but `y_prob` has {n_samples}; "
             "they must have the same length."
         )
-    if y.dtype.kind == "f" and not np.isfinite(y).all():
-        raise ValueError("`y_true` contains NaN or infinite values.")
-    check_label_types(y, "y_true")
+    check_label_values(y, "y_true")
     return y
+
+
+def check_label_values(y, name):
+    """Check that labels are finite (no NaN) and orderable (:func:`check_label_types`).
+
+    Parameters
+    ----------
+    y : ndarray
+        Labels.
+    name : str
+        Name of the argument in error messages.
+    """
+    if y.dtype.kind == "f" and not np.isfinite(y).all():
+        raise ValueError(f"`{name}` contains NaN or infinite values.")
+    check_label_types(y, name)
 
 
 def check_label_types(y, name):

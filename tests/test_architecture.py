@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: ``_experiment``). The package's ``__init__`` may import any part but the main job.
 ALLOWED = {
     "_validation": set(),
-    "_dask_chunks": set(),
+    "_dask_chunks": {"_validation"},
     "metrics": {"_validation", "_dask_chunks"},
     "scoring": {"metrics", "_validation"},
     "datasets": {"_validation"},
