@@ -247,15 +247,8 @@ def _check_y_true(y_true, n_samples):
 
 
 def check_label_values(y, name):
-    """Check that labels are finite (no NaN) and orderable (:func:`check_label_types`).
-
-    Parameters
-    ----------
-    y : ndarray
-        Labels.
-    name : str
-        Name of the argument in error messages.
-    """
+    """Check that the labels ``y`` (an ndarray) are finite and orderable
+    (:func:`check_label_types`); ``name`` is the argument's name in error messages."""
     if y.dtype.kind == "f" and not np.isfinite(y).all():
         raise ValueError(f"`{name}` contains NaN or infinite values.")
     check_label_types(y, name)
