@@ -104,7 +104,7 @@ DEVIATIONS = (
         "learning-rate decays at the same fractions of training.",
         "What the machines here can train (two CPU cores; a GPU in a few sessions).",
         "The papers' premise, a cross-entropy that overfits the NLL and ends overconfident, "
-        "holds in the cpu regime (CE's validation T 1.90 and 2.63) and hardly in the quick "
+        "holds in the cpu regime (CE's validation T 1.92 and 2.62) and hardly in the quick "
         "and full ones (T about 1 to 1.4): the Regimes table below gives it per regime, and "
         "benchmarks/reports/cpu/README.md explains, claim by claim, the verdicts it changes.",
     ),
