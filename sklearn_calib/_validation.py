@@ -515,22 +515,9 @@ def check_classification_inputs(y_true, y_prob, *, labels=None, sample_weight=No
 def check_targets(y_true, shape, labels=None, sample_weight=None):
     """Validate the labels and weights of predictions whose probabilities are checked.
 
-    Parameters
-    ----------
-    y_true : array-like of shape (n_samples,)
-        True labels of any type.
-    shape : tuple of 2 int
-        ``(n_samples, n_classes)`` of the checked probabilities.
-    labels : array-like of shape (n_classes,), default=None
-        The class of each column (as in :func:`check_classification_inputs`).
-    sample_weight : array-like of shape (n_samples,), default=None
-        Non-negative sample weights.
-
-    Returns
-    -------
-    y_index : ndarray of shape (n_samples,), dtype int64
-        Column index of each sample's true class.
-    sample_weight : ndarray of shape (n_samples,) or None
+    ``y_true``, ``labels`` and ``sample_weight`` are read as by
+    :func:`check_classification_inputs`, for probabilities of ``shape``
+    ``(n_samples, n_classes)``; returns ``(y_index, sample_weight)`` as it does.
     """
     n_samples, n_classes = shape
     y = _check_y_true(y_true, n_samples)
