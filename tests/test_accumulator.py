@@ -336,6 +336,23 @@ def test_the_numba_check_passes_only_rows_the_checks_return_unchanged(dtype):
     assert not _fused.takes_probabilities(proba[:, 1])
 
 
+def test_read_only_and_memory_mapped_probabilities_take_the_numba_check(tmp_path, monkeypatch):
+    pytest.importorskip("numba")
+    y, proba, weight = overconfident(30000, 6, seed=6, dtype=np.float32)
+    np.save(tmp_path / "proba.npy", proba)
+    mapped = np.load(tmp_path / "proba.npy", mmap_mode="r")
+    read_only = proba.copy()
+    read_only.setflags(write=False)
+    for array in (mapped, read_only):
+        assert _fused.takes_probabilities(array)
+        assert check_predictions(y, array).has_scores("top_label")
+    monkeypatch.setenv("SKLEARN_CALIB_NUMBA", "0")
+    expected = expected_calibration_error(y, proba, sample_weight=weight)
+    monkeypatch.delenv("SKLEARN_CALIB_NUMBA")
+    for array in (mapped, read_only):
+        assert expected_calibration_error(y, array, sample_weight=weight) == expected
+
+
 def test_the_numba_ece_takes_the_checked_probabilities():
     pytest.importorskip("numba")
     y, proba, _ = overconfident(5000, 3, seed=10)
