@@ -11,6 +11,16 @@ float64 terms in the same order, so they return the same sums bit for bit:
   without it the metric calls ``binned_sums``, which gives the same sums).
 - :func:`replicate_sums`: the Poisson bootstrap's replicate sums, each row's values
   times its Poisson(1) count of every replicate (:mod:`._poisson`).
+- :func:`classwise_sums`: the classwise ECE's per (group, class, bin) sums, each
+  probability binned as it is read (numba only: without it ``_classwise_sums`` bins
+  all the probabilities first and sums them with ``np.bincount``).
+- :func:`grid_sums`: smECE's linear-binning grid sums per group, every column in one
+  pass (numba only: without it ``_grid_statistics`` sums each column with
+  ``np.bincount``).
+
+The grouped sums (a bootstrap's, :mod:`._resampling`) read each group's rows together
+(a counting sort of the groups), so one group's sums stay in cache, and add them in
+row order: the numpy path's additions.
 """
 
 import functools
@@ -167,3 +177,80 @@ def replicate_sums(base, cells, values, out):
         index = offsets[rows, :, :, None] + np.arange(n_resamples)
         added = values[rows, :, :, None] * counts.T[:, None, None, :]
         np.add.at(flat, index.ravel(), added.ravel())
+
+
+def classwise_sums(data, n_bins, block, group, n_groups):
+    """The classwise ECE's per (group, class, bin) sums in one read of the probabilities.
+
+    Parameters
+    ----------
+    data : Predictions
+        Checked predictions.
+    n_bins : int
+        Number of equal-width bins per class.
+    block : int
+        Rows per block of the sums (those of ``_classwise_sums``, for the same additions).
+    group : ndarray of shape (n_samples,) of int or None
+        Each row's group in ``[0, n_groups)``; None: one group.
+    n_groups : int
+        Number of groups.
+
+    Returns
+    -------
+    sums : ndarray of shape (n_groups, 3 * n_classes * n_bins) or None
+        The weights', probabilities' and true-class indicators' sums of each group,
+        equal bit for bit to those of ``_classwise_sums``; None without numba.
+    """
+    kernels = numba_kernels()
+    if kernels is None:
+        return None
+    proba = data.proba
+    weighted = data.sample_weight is not None
+    arguments = (
+        proba,
+        data.y_index,
+        data.sample_weight if weighted else np.empty(0),
+        weighted,
+        _padded_edges(n_bins, proba.dtype),
+        n_bins,
+        block,
+    )
+    if group is None:
+        return kernels.classwise_bins(*arguments).reshape(1, -1)
+    return kernels.grouped_classwise_bins(*arguments, *kernels.group_order(group, n_groups))
+
+
+def _padded_edges(n_bins, dtype):
+    """The inner edges of ``n_bins`` equal-width bins in ``dtype``, between -inf and +inf."""
+    edges = uniform_bin_edges(n_bins).astype(dtype)
+    edges[0], edges[-1] = -np.inf, np.inf
+    return edges
+
+
+def grid_sums(index, frac, columns, n_points, group, n_groups):
+    """smECE's linear-binning grid sums of each column per group, in one pass.
+
+    Parameters
+    ----------
+    index, frac : ndarray of shape (n_rows,)
+        Each row's grid cell and position within it (``linear_binning``).
+    columns : sequence of ndarray of shape (n_rows,), float64
+        The summed columns.
+    n_points : int
+        Number of grid points.
+    group : ndarray of shape (n_rows,) of int
+        Each row's group in ``[0, n_groups)``.
+    n_groups : int
+        Number of groups.
+
+    Returns
+    -------
+    sums : ndarray of shape (len(columns), n_groups, n_points) or None
+        Equal bit for bit to ``_grid_statistics`` of each column; None without numba.
+    """
+    kernels = numba_kernels()
+    if kernels is None:
+        return None
+    return kernels.grouped_grid_sums(
+        index, frac, np.stack(columns, axis=1), n_points, *kernels.group_order(group, n_groups)
+    )

@@ -16,10 +16,10 @@ from sklearn.utils import Bunch
 from .._validation import check_confidence_level, check_n_bins, check_number, check_option
 from ._binning import assign_bins, bin_sums, quantile_bin_edges, uniform_bin_edges
 from ._dispatch import dask_aware
-from ._fused import top_label_sums
+from ._fused import classwise_sums, top_label_sums
 from ._group_rows import overall_or_by_group
 from ._intervals import clopper_pearson
-from ._predictions import _row_blocks, check_predictions
+from ._predictions import _row_blocks, block_rows, check_predictions
 from ._resampling import ResamplingPlan, cell_sums
 from ._weights import unit_scale
 
@@ -512,7 +512,9 @@ def _classwise_sums(data, n_bins, group, n_groups):
     one group).
 
     The probabilities are binned in their own precision, block by block; the indicator
-    is 1 on each row's true class only, so its sums run over one entry per row.
+    is 1 on each row's true class only, so its sums run over one entry per row. With
+    numba the bins are found as the probabilities are read (:func:`classwise_sums`,
+    the same sums).
 
     Returns
     -------
@@ -521,6 +523,9 @@ def _classwise_sums(data, n_bins, group, n_groups):
     """
     y_index, proba, sample_weight = data.y_index, data.proba, data.sample_weight
     n_rows, n_classes = proba.shape
+    fused = classwise_sums(data, n_bins, block_rows(n_classes), group, n_groups)
+    if fused is not None:
+        return fused
     bins = data.derived(("classwise_bins", n_bins), lambda: _probability_bins(proba, n_bins))
     n_cells = n_classes * n_bins
     size = n_groups * n_cells

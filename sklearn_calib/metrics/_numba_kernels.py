@@ -230,6 +230,153 @@ def replicate_sums(base, cells, values, thresholds, out, n_threads):
             _replicate_range(base, cells, values, thresholds, out, first_pair, last_pair)
 
 
+@njit(nogil=True, cache=True)
+def group_order(group, n_groups):
+    """The rows of each group, in row order (a counting sort of ``group``).
+
+    Returns
+    -------
+    starts : ndarray of shape (n_groups + 1,), int64
+        Group ``g``'s rows are ``order[starts[g]:starts[g + 1]]``.
+    order : ndarray of shape (n_rows,), int64
+    """
+    starts = np.zeros(n_groups + 1, np.int64)
+    for row in range(group.shape[0]):
+        starts[group[row] + 1] += 1
+    for g in range(n_groups):
+        starts[g + 1] += starts[g]
+    filled = starts[:-1].copy()
+    order = np.empty(group.shape[0], np.int64)
+    for row in range(group.shape[0]):
+        g = group[row]
+        order[filled[g]] = row
+        filled[g] += 1
+    return starts, order
+
+
+@njit(inline="always")
+def _padded_bin_of(value, edges, n_bins):
+    """:func:`_bin_of` with ``edges`` the inner edges between -inf and +inf: each bound
+    is one comparison, whose outcome the branch predictor learns (twice as fast)."""
+    guess = int(value * n_bins) if 0.0 <= value <= 1.0 else 0
+    bin_index = min(max(guess, 0), n_bins - 1)
+    while value <= edges[bin_index]:
+        bin_index -= 1
+    while value > edges[bin_index + 1]:
+        bin_index += 1
+    return bin_index
+
+
+@njit(inline="always")
+def _add_classwise_row(proba, y_index, weight, weighted, edges, n_bins, row, sums):
+    """Add one row's weight, probability and true-class indicator to its bins' sums."""
+    n_classes = proba.shape[1]
+    n_cells = n_classes * n_bins
+    w = weight[row] if weighted else 1.0
+    for c in range(n_classes):
+        value = proba[row, c]
+        cell = c * n_bins + _padded_bin_of(value, edges, n_bins)
+        sums[cell] += w
+        sums[n_cells + cell] += np.float64(value) * w
+    true_class = y_index[row]
+    sums[2 * n_cells + true_class * n_bins + _padded_bin_of(proba[row, true_class], edges, n_bins)] += w
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def classwise_bins(proba, y_index, weight, weighted, edges, n_bins, block):
+    """Per (class, bin) sums of weight, probability and true-class indicator.
+
+    Blocks of ``block`` rows are summed in parallel, each row after row, and the block
+    sums are added in block order (as ``_classwise_sums`` adds its ``np.bincount``
+    blocks).
+
+    Returns
+    -------
+    sums : ndarray of shape (3 * n_classes * n_bins,)
+        The weights' sums, then the probabilities', then the indicators'.
+    """
+    n_rows = proba.shape[0]
+    size = 3 * proba.shape[1] * n_bins
+    n_blocks = (n_rows + block - 1) // block
+    partial = np.zeros((n_blocks, size))
+    for b in prange(n_blocks):
+        sums = np.zeros(size)
+        for row in range(b * block, min(n_rows, (b + 1) * block)):
+            _add_classwise_row(proba, y_index, weight, weighted, edges, n_bins, row, sums)
+        partial[b] = sums
+    total = np.zeros(size)
+    for b in range(n_blocks):
+        total += partial[b]
+    return total
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def grouped_classwise_bins(proba, y_index, weight, weighted, edges, n_bins, block, starts, order):
+    """:func:`classwise_bins` of each group's rows (``starts``, ``order``: :func:`group_order`).
+
+    Groups are summed in parallel, each group's rows in row order, block by block of
+    ``block`` rows, the block sums added in block order: the additions of
+    ``_classwise_sums``.
+
+    Returns
+    -------
+    sums : ndarray of shape (n_groups, 3 * n_classes * n_bins)
+    """
+    n_groups = starts.shape[0] - 1
+    size = 3 * proba.shape[1] * n_bins
+    out = np.zeros((n_groups, size))
+    for g in prange(n_groups):
+        total = out[g]
+        sums = np.zeros(size)
+        current = -1
+        for position in range(starts[g], starts[g + 1]):
+            row = order[position]
+            if row // block != current:
+                if current >= 0:
+                    total += sums
+                    sums[:] = 0.0
+                current = row // block
+            _add_classwise_row(proba, y_index, weight, weighted, edges, n_bins, row, sums)
+        if current >= 0:
+            total += sums
+    return out
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def grouped_grid_sums(index, frac, columns, n_points, starts, order):
+    """Linear-binning sums of each column on the grid, per group.
+
+    Each row adds ``1 - frac`` of its value at grid point ``index`` and ``frac`` at
+    ``index + 1``; each group's rows (``starts``, ``order``: :func:`group_order`) add
+    their lower shares in row order, then their upper shares: the additions of the
+    ``np.bincount`` in ``_grid_statistics``. Groups are summed in parallel.
+
+    Parameters
+    ----------
+    columns : ndarray of shape (n_rows, n_columns), float64
+
+    Returns
+    -------
+    sums : ndarray of shape (n_columns, n_groups, n_points)
+    """
+    n_groups = starts.shape[0] - 1
+    n_columns = columns.shape[1]
+    out = np.zeros((n_columns, n_groups, n_points))
+    for g in prange(n_groups):
+        first, stop = starts[g], starts[g + 1]
+        for position in range(first, stop):
+            row = order[position]
+            point, share = index[row], 1.0 - frac[row]
+            for k in range(n_columns):
+                out[k, g, point] += columns[row, k] * share
+        for position in range(first, stop):
+            row = order[position]
+            point, share = index[row] + 1, frac[row]
+            for k in range(n_columns):
+                out[k, g, point] += columns[row, k] * share
+    return out
+
+
 def thread_count():
     """numba's number of threads (for reports)."""
     return numba.get_num_threads()

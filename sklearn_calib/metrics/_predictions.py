@@ -30,9 +30,14 @@ CONVENTIONS = ("top_label", "positive_class")
 _BLOCK_ELEMENTS = 1 << 20
 
 
+def block_rows(n_cols):
+    """Rows of one block of :func:`_row_blocks` (about ``_BLOCK_ELEMENTS`` elements)."""
+    return max(1, _BLOCK_ELEMENTS // max(n_cols, 1))
+
+
 def _row_blocks(n_rows, n_cols):
     """Yield slices of consecutive rows holding about ``_BLOCK_ELEMENTS`` elements each."""
-    step = max(1, _BLOCK_ELEMENTS // max(n_cols, 1))
+    step = block_rows(n_cols)
     for start in range(0, n_rows, step):
         yield slice(start, min(start + step, n_rows))
 

@@ -14,6 +14,7 @@ from scipy.signal import fftconvolve
 
 from .._validation import check_number, check_option
 from ._dispatch import dask_aware
+from ._fused import grid_sums
 from ._group_rows import overall_or_by_group
 from ._metrics import SECE_EPS, _weighted_mean
 from ._predictions import check_predictions
@@ -574,8 +575,12 @@ class _SmoothECE:
 
         def accumulate(group, n_groups):
             sums = np.empty((n_groups, n_columns * width + 1))
+            grids = grid_sums(index, frac, columns, n_points, group, n_groups)
             for position, column in enumerate(columns):
-                grid = _grid_statistics(index, frac, column, n_points, group, n_groups)
+                if grids is None:
+                    grid = _grid_statistics(index, frac, column, n_points, group, n_groups)
+                else:
+                    grid = grids[position]
                 if position == 0:
                     sums[:, -1] = grid.sum(axis=-1)
                 if operator is not None:
