@@ -99,9 +99,7 @@ def checked_top_label(proba, y_index, tol):
         column (``argmax``) is the true class: :meth:`Predictions.scores` of
         ``"top_label"``.
     """
-    confidence, correct, ranges = numba_kernels().probability_rows(
-        proba, y_index, _CHECKED_ROWS
-    )
+    confidence, correct, ranges = numba_kernels().probability_rows(proba, y_index, _CHECKED_ROWS)
     lowest_sum, highest_sum, smallest, largest, finite = ranges
     if not (finite and smallest >= 0 and largest <= 1):
         return None
@@ -217,7 +215,9 @@ def classwise_sums(data, n_bins, block, group, n_groups):
     )
     if group is None:
         return kernels.classwise_bins(*arguments).reshape(1, -1)
-    return kernels.grouped_classwise_bins(*arguments, *kernels.group_order(group, n_groups))
+    sums = np.zeros((n_groups, 3 * proba.shape[1] * n_bins))
+    kernels.grouped_classwise_bins(*arguments, *kernels.group_order(group, n_groups), sums)
+    return sums
 
 
 def _padded_edges(n_bins, dtype):
@@ -251,6 +251,7 @@ def grid_sums(index, frac, columns, n_points, group, n_groups):
     kernels = numba_kernels()
     if kernels is None:
         return None
-    return kernels.grouped_grid_sums(
-        index, frac, np.stack(columns, axis=1), n_points, *kernels.group_order(group, n_groups)
-    )
+    sums = np.zeros((len(columns), n_groups, n_points))
+    starts, order = kernels.group_order(group, n_groups)
+    kernels.grouped_grid_sums(index, frac, np.stack(columns, axis=1), starts, order, sums)
+    return sums

@@ -279,7 +279,8 @@ def _add_classwise_row(proba, y_index, weight, weighted, edges, n_bins, row, sum
         sums[cell] += w
         sums[n_cells + cell] += np.float64(value) * w
     true_class = y_index[row]
-    sums[2 * n_cells + true_class * n_bins + _padded_bin_of(proba[row, true_class], edges, n_bins)] += w
+    true_bin = _padded_bin_of(proba[row, true_class], edges, n_bins)
+    sums[2 * n_cells + true_class * n_bins + true_bin] += w
 
 
 @njit(parallel=True, nogil=True, cache=True)
@@ -311,21 +312,22 @@ def classwise_bins(proba, y_index, weight, weighted, edges, n_bins, block):
 
 
 @njit(parallel=True, nogil=True, cache=True)
-def grouped_classwise_bins(proba, y_index, weight, weighted, edges, n_bins, block, starts, order):
-    """:func:`classwise_bins` of each group's rows (``starts``, ``order``: :func:`group_order`).
+def grouped_classwise_bins(
+    proba, y_index, weight, weighted, edges, n_bins, block, starts, order, out
+):
+    """Add :func:`classwise_bins` of each group's rows to ``out``.
 
-    Groups are summed in parallel, each group's rows in row order, block by block of
-    ``block`` rows, the block sums added in block order: the additions of
-    ``_classwise_sums``.
+    Groups (``starts``, ``order``: :func:`group_order`) are summed in parallel, each
+    group's rows in row order, block by block of ``block`` rows, the block sums added in
+    block order: the additions of ``_classwise_sums``.
 
-    Returns
-    -------
-    sums : ndarray of shape (n_groups, 3 * n_classes * n_bins)
+    Parameters
+    ----------
+    out : ndarray of shape (n_groups, 3 * n_classes * n_bins), float64
+        Zeros (numpy's: see :func:`grouped_grid_sums`).
     """
-    n_groups = starts.shape[0] - 1
-    size = 3 * proba.shape[1] * n_bins
-    out = np.zeros((n_groups, size))
-    for g in prange(n_groups):
+    size = out.shape[1]
+    for g in prange(starts.shape[0] - 1):
         total = out[g]
         sums = np.zeros(size)
         current = -1
@@ -339,30 +341,28 @@ def grouped_classwise_bins(proba, y_index, weight, weighted, edges, n_bins, bloc
             _add_classwise_row(proba, y_index, weight, weighted, edges, n_bins, row, sums)
         if current >= 0:
             total += sums
-    return out
 
 
 @njit(parallel=True, nogil=True, cache=True)
-def grouped_grid_sums(index, frac, columns, n_points, starts, order):
-    """Linear-binning sums of each column on the grid, per group.
+def grouped_grid_sums(index, frac, columns, starts, order, out):
+    """The linear-binning sums of each column on the grid, per group, into ``out``.
 
     Each row adds ``1 - frac`` of its value at grid point ``index`` and ``frac`` at
-    ``index + 1``; each group's rows (``starts``, ``order``: :func:`group_order`) add
-    their lower shares in row order, then their upper shares: the additions of the
-    ``np.bincount`` in ``_grid_statistics``. Groups are summed in parallel.
+    ``index + 1``; each group's rows (``order[starts[g]:starts[g + 1]]``, from
+    :func:`group_order`) add their lower shares in row order, then their upper shares:
+    the additions of the ``np.bincount`` in ``_grid_statistics``. Groups are summed in
+    parallel.
 
     Parameters
     ----------
     columns : ndarray of shape (n_rows, n_columns), float64
-
-    Returns
-    -------
-    sums : ndarray of shape (n_columns, n_groups, n_points)
+    starts : ndarray of shape (n_groups + 1,), int64
+    out : ndarray of shape (n_columns, n_groups, n_points), float64
+        Zeros, added to (numpy's, whose pages the threads fault in as they write: numba's
+        ``np.zeros`` writes every page on one thread first).
     """
-    n_groups = starts.shape[0] - 1
     n_columns = columns.shape[1]
-    out = np.zeros((n_columns, n_groups, n_points))
-    for g in prange(n_groups):
+    for g in prange(starts.shape[0] - 1):
         first, stop = starts[g], starts[g + 1]
         for position in range(first, stop):
             row = order[position]
@@ -374,7 +374,6 @@ def grouped_grid_sums(index, frac, columns, n_points, starts, order):
             point, share = index[row] + 1, frac[row]
             for k in range(n_columns):
                 out[k, g, point] += columns[row, k] * share
-    return out
 
 
 def thread_count():
