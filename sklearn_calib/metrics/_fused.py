@@ -18,9 +18,9 @@ float64 terms in the same order, so they return the same sums bit for bit:
 """
 
 import functools
-from concurrent.futures import ThreadPoolExecutor
 import importlib.util
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
