@@ -2,7 +2,9 @@
 
 Each kernel adds in the same order as its numpy counterpart in :mod:`._fused`, so the two
 give the same float64 sums bit for bit (no fast-math contraction or reassociation of the
-sums).
+sums); the isotonic fits (``column_keys``, ``isotonic_score_sum``) are not run in parallel
+(the decomposition calls them from threads) and add one term per block of the fit, so
+they agree with the numpy path to rounding.
 """
 
 import numba
