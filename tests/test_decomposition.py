@@ -226,3 +226,23 @@ def test_corp_pools_tied_scores_alike_in_float32_and_float64(weighted):
     )
     refined = np.average(2 * (fitted[np.searchsorted(distinct, p)] - y) ** 2, weights=weight)
     assert single.refinement == pytest.approx(refined, rel=1e-12)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_temperature_split_alike_with_and_without_numba(monkeypatch, weighted):
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(11)
+    logits = rng.normal(size=(70_000, 6)) * 3  # beyond the warm start's subsample
+    proba = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    truth = np.exp(logits / 2) / np.exp(logits / 2).sum(axis=1, keepdims=True)
+    y = (truth.cumsum(axis=1) < rng.random((70_000, 1))).sum(axis=1).clip(0, 5)
+    weight = rng.random(70_000) if weighted else None
+    found = {}
+    for switch in ("1", "0"):
+        monkeypatch.setenv("SKLEARN_CALIB_NUMBA", switch)
+        found[switch] = calibration_decomposition(
+            y, proba, score="log_loss", method="temperature", sample_weight=weight
+        )
+    assert found["1"].temperature == pytest.approx(2.0, rel=0.1)
+    for part in ("refinement", "miscalibration", "temperature"):
+        assert found["1"][part] == pytest.approx(found["0"][part], rel=1e-12), part

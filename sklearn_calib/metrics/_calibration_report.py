@@ -1,6 +1,7 @@
 """A one-call summary of calibration: errors with intervals, tests, decompositions."""
 
 import numbers
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from sklearn.utils import check_random_state
@@ -139,6 +140,46 @@ def _tests(data, convention):
         for key, (statistic, pvalue) in cumulative_tests(data, convention).items():
             tests[key] = {"statistic": statistic, "pvalue": pvalue}
     return {key: tests[key] for key, _ in _TESTS}
+
+
+def _errors(data, n_bins, convention, n_resamples, confidence_level, ci_method, rng):
+    """The errors' entries: estimates and intervals read off one shared bootstrap."""
+    # one automatic-bandwidth search, reused by the interval (whose plan would search again)
+    _, smece_bandwidth = _smooth_ece(data, return_bandwidth=True, convention=convention)
+    metrics = []
+    for _, _, metric, binned, conventional in _ERRORS:
+        options = {}
+        if metric is smooth_ece:
+            options["bandwidth"] = smece_bandwidth
+        if binned:
+            options["n_bins"] = n_bins
+        if conventional:
+            options["convention"] = convention
+        metrics.append((KERNELS[metric], options, metric.__name__))
+    intervals = shared_bootstrap_intervals(
+        metrics,
+        data,
+        n_resamples=n_resamples,
+        confidence_level=confidence_level,
+        ci_method=ci_method,
+        rng=rng,
+    )
+    parts = ("estimate", "low", "high", "flags")
+    errors = {
+        key: {part: interval[part] for part in parts}
+        for (key, *_), interval in zip(_ERRORS, intervals, strict=True)
+    }
+    errors["smooth_ece"]["bandwidth"] = smece_bandwidth
+    return errors
+
+
+def _decompositions_and_tests(data, convention):
+    """The decompositions' and the tests' entries."""
+    decomposition = {
+        key: dict(_calibration_decomposition(data, score=score, method=method))
+        for key, _, score, method in _DECOMPOSITIONS
+    }
+    return decomposition, _tests(data, convention)
 
 
 @dask_aware
@@ -294,36 +335,12 @@ def calibration_report(
     )
     data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
     rng = check_random_state(random_state)
-    # one automatic-bandwidth search, reused by the interval (whose plan would search again)
-    _, smece_bandwidth = _smooth_ece(data, return_bandwidth=True, convention=convention)
-    metrics = []
-    for _, _, metric, binned, conventional in _ERRORS:
-        options = {}
-        if metric is smooth_ece:
-            options["bandwidth"] = smece_bandwidth
-        if binned:
-            options["n_bins"] = n_bins
-        if conventional:
-            options["convention"] = convention
-        metrics.append((KERNELS[metric], options, metric.__name__))
-    intervals = shared_bootstrap_intervals(
-        metrics,
-        data,
-        n_resamples=n_resamples,
-        confidence_level=confidence_level,
-        ci_method=ci_method,
-        rng=rng,
-    )
-    parts = ("estimate", "low", "high", "flags")
-    errors = {
-        key: {part: interval[part] for part in parts}
-        for (key, *_), interval in zip(_ERRORS, intervals, strict=True)
-    }
-    errors["smooth_ece"]["bandwidth"] = smece_bandwidth
-    decomposition = {}
-    for key, _, score, method in _DECOMPOSITIONS:
-        parts = _calibration_decomposition(data, score=score, method=method)
-        decomposition[key] = dict(parts)
+    # the decompositions and tests read the checked predictions only: a second thread
+    # computes them while this one resamples (numpy and the kernels release the GIL)
+    with ThreadPoolExecutor(max_workers=1) as worker:
+        beside = worker.submit(_decompositions_and_tests, data, convention)
+        errors = _errors(data, n_bins, convention, n_resamples, confidence_level, ci_method, rng)
+        decomposition, tests = beside.result()
     report = {
         "n_samples": data.n_samples,
         "n_classes": data.n_classes,
@@ -333,7 +350,7 @@ def calibration_report(
         "ci_method": ci_method,
         "n_resamples": n_resamples,
         "errors": errors,
-        "tests": _tests(data, convention),
+        "tests": tests,
         "decomposition": decomposition,
     }
     if groups is None:

@@ -6,7 +6,7 @@ from sklearn.isotonic import isotonic_regression
 from sklearn.utils import Bunch
 
 from .._validation import check_option
-from ._fused import isotonic_scores
+from ._fused import isotonic_scores, tempered_moments
 from ._metrics import SCORES, _weighted_mean, log_loss_clip, per_sample_score
 from ._predictions import _row_blocks, check_predictions
 from ._weights import sample_count
@@ -165,13 +165,10 @@ class _TemperedNLL:
         first = second = 0.0
         totals = np.empty(self.gap.shape[0])
         for rows, block, expo in _scaled_exponentials(self.gap, beta):
-            total = totals[rows] = _row_sums(expo)
-            expo *= block
-            mean = _row_sums(expo) / total
-            expo *= block
-            square = _row_sums(expo) / total
-            first += _dot(self.share[rows], mean - self.true_gap[rows])
-            second += _dot(self.share[rows], square - mean * mean)
+            parts = tempered_moments(expo, block, self.share[rows], self.true_gap[rows])
+            totals[rows], block_first, block_second = parts
+            first += block_first
+            second += block_second
         self.beta, self.totals = beta, totals
         return first, second
 

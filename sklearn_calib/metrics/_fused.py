@@ -10,6 +10,9 @@ isotonic fits, which agree to rounding):
 - :func:`top_label_sums`: the per-bin weight, confidence and correctness sums of the
   top label over equal-width bins, in the blocks of rows of ``binned_sums`` (numba only:
   without it the metric calls ``binned_sums``, which gives the same sums).
+- :func:`tempered_moments`: the row totals of the tempered exponentials and the
+  derivatives of the tempered NLL over a block of rows, in one read of the exponentials
+  (numpy takes three row sums).
 - :func:`replicate_sums`: the Poisson bootstrap's replicate sums, each row's values
   times its Poisson(1) count of every replicate (:mod:`._poisson`).
 - :func:`isotonic_scores`: each column's score against its isotonic fit, for the CORP
@@ -100,9 +103,7 @@ def checked_top_label(proba, y_index, tol):
         column (``argmax``) is the true class: :meth:`Predictions.scores` of
         ``"top_label"``.
     """
-    confidence, correct, ranges = numba_kernels().probability_rows(
-        proba, y_index, _CHECKED_ROWS
-    )
+    confidence, correct, ranges = numba_kernels().probability_rows(proba, y_index, _CHECKED_ROWS)
     lowest_sum, highest_sum, smallest, largest, finite = ranges
     if not (finite and smallest >= 0 and largest <= 1):
         return None
@@ -145,6 +146,42 @@ def top_label_sums(data, n_bins, block):
         block,
     )
     return sums[0], sums[1], sums[2]
+
+
+def tempered_moments(expo, gap, share, true_gap):
+    """The row totals of ``exp(beta * gap)`` over a block of rows, and the block's terms of
+    the tempered NLL's first and second derivatives in ``beta``.
+
+    Parameters
+    ----------
+    expo, gap : ndarray of shape (n_rows, n_classes)
+        ``exp(beta * gap)`` (overwritten without numba) and the logit gaps, float64.
+    share : ndarray of shape (n_rows,)
+        Each row's share of the total weight.
+    true_gap : ndarray of shape (n_rows,)
+        The gap of each row's true class.
+
+    Returns
+    -------
+    totals : ndarray of shape (n_rows,)
+    first, second : float
+        ``sum share * (mean - true_gap)`` and ``sum share * variance``, the mean and
+        variance of each row's gap under ``softmax(beta * gap)``.
+    """
+    kernels = numba_kernels()
+    if kernels is not None:
+        totals = np.empty(expo.shape[0])
+        first, second = kernels.tempered_moments(expo, gap, share, true_gap, totals)
+        return totals, first, second
+    # einsum's row sums start no BLAS threads, unlike a matrix-vector product
+    totals = np.einsum("ij->i", expo)
+    expo *= gap
+    mean = np.einsum("ij->i", expo) / totals
+    expo *= gap
+    square = np.einsum("ij->i", expo) / totals
+    first = np.einsum("i,i->", share, mean - true_gap)
+    second = np.einsum("i,i->", share, square - mean * mean)
+    return totals, float(first), float(second)
 
 
 def replicate_sums(base, cells, values, out):

@@ -100,6 +100,37 @@ def probability_rows(proba, y_index, block):
     return confidence, correct, ranges
 
 
+@njit(nogil=True, cache=True)
+def tempered_moments(expo, gap, share, true_gap, totals):
+    """The NLL's derivatives in ``beta`` over a block of rows, from ``exp(beta * gap)``.
+
+    Each row's totals of ``e``, ``e * gap`` and ``e * gap**2`` give the mean and variance
+    of its gap under the scaled softmax; ``totals`` receives the first.
+
+    Returns
+    -------
+    first, second : float
+        ``sum share * (mean - true_gap)`` and ``sum share * variance``.
+    """
+    first = 0.0
+    second = 0.0
+    for i in range(expo.shape[0]):
+        total = 0.0
+        moment = 0.0
+        square = 0.0
+        for j in range(expo.shape[1]):
+            value = expo[i, j]
+            g = gap[i, j]
+            total += value
+            moment += value * g
+            square += value * g * g
+        totals[i] = total
+        mean = moment / total
+        first += share[i] * (mean - true_gap[i])
+        second += share[i] * (square / total - mean * mean)
+    return first, second
+
+
 @njit(parallel=True, nogil=True, cache=True)
 def score_bins(score, outcome, weight, weighted, inner, n_bins, block):
     """Per-bin weight, score and outcome sums of scores over bins with ``inner`` edges.
