@@ -28,6 +28,7 @@ baseline named in the same row, measured in the same run.
 
 import argparse
 import contextlib
+import importlib.util
 import os
 import platform
 import time
@@ -44,7 +45,6 @@ from sklearn_calib import (
     smooth_calibration_error,
     smooth_ece,
 )
-from sklearn_calib.metrics._fused import NUMBA_SWITCH, numba_kernels
 
 
 def make_probabilities(n, k, seed):
@@ -61,6 +61,10 @@ def make_probabilities(n, k, seed):
         expo = np.exp(logits - logits.max(axis=1, keepdims=True))
         proba[start : start + len(logits)] = expo / expo.sum(axis=1, keepdims=True)
     return proba, np.minimum(labels, k - 1)
+
+
+#: Set to ``0``, this environment variable switches the optional numba kernels off.
+NUMBA_SWITCH = "SKLEARN_CALIB_NUMBA"
 
 
 @contextlib.contextmanager
@@ -318,7 +322,7 @@ def main(argv=None):
         ("expected_calibration_error (timed again)", again_time, None, ""),
         (f"calibration_report, x{args.resamples}", report_time, best_ece_time, ""),
     ]
-    if numba_kernels() is not None:
+    if importlib.util.find_spec("numba") and os.environ.get(NUMBA_SWITCH) != "0":
         with numpy_path():
             numpy_ece_time, _ = best_time(
                 lambda: expected_calibration_error(labels, proba), args.repeat

@@ -6,7 +6,7 @@ from sklearn.isotonic import isotonic_regression
 from sklearn.utils import Bunch
 
 from .._validation import check_option
-from ._fused import tempered_moments
+from ._fused import isotonic_scores, tempered_moments
 from ._metrics import SCORES, _weighted_mean, log_loss_clip, per_sample_score
 from ._predictions import _row_blocks, check_predictions
 from ._weights import sample_count
@@ -82,6 +82,18 @@ def _isotonic_fit(key, weight):
     return isotonic_regression(positive / mass, sample_weight=mass), mass, positive
 
 
+def _isotonic_score(key, weight, clip):
+    """The weighted sum of the score of a column's isotonic fit against its indicator:
+    the log loss with the fit clipped to ``clip``, or the Brier score when it is None."""
+    fitted, mass, positive = _isotonic_fit(key, weight)
+    if clip is not None:
+        hit = -np.log(np.clip(fitted, *clip))
+        miss = -np.log(np.clip(1.0 - fitted, *clip))
+        return _dot(positive, hit) + _dot(mass - positive, miss)
+    # sum of w (g - 1[y = k])^2, the indicator being 1 on the positive weight
+    return _dot(mass, fitted**2) - 2.0 * _dot(positive, fitted) + positive.sum()
+
+
 def _isotonic_refinement(data, score):
     """CORP: the weighted mean score once each class's probability is refitted by isotonic
     regression on its indicator (the positive class's alone for a binary problem)."""
@@ -95,18 +107,14 @@ def _isotonic_refinement(data, score):
             "by class)."
         )
     classes = [1] if n_classes == 2 else list(range(n_classes))
-    keys = _indicator_keys(proba, y_index, classes)
+    clip = log_loss_clip(np.float64) if score == "log_loss" else None
+    column_scores = isotonic_scores(proba, y_index, classes, weight, clip)
+    if column_scores is None:
+        keys = _indicator_keys(proba, y_index, classes)
+        column_scores = (_isotonic_score(key, weight, clip) for key in keys)
     total = 0.0
-    for key in keys:
-        fitted, mass, positive = _isotonic_fit(key, weight)
-        if score == "log_loss":
-            low, high = log_loss_clip(np.float64)
-            hit = -np.log(np.clip(fitted, low, high))
-            miss = -np.log(np.clip(1.0 - fitted, low, high))
-            total += _dot(positive, hit) + _dot(mass - positive, miss)
-        else:
-            # sum of w (g - 1[y = k])^2, the indicator being 1 on the positive weight
-            total += _dot(mass, fitted**2) - 2.0 * _dot(positive, fitted) + positive.sum()
+    for column_score in column_scores:
+        total += column_score
     if score == "brier" and n_classes == 2:
         total *= 2.0  # the negative column is 1 - g, with the same squared errors
     return float(total / data.weight.sum())

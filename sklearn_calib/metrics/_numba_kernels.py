@@ -2,7 +2,9 @@
 
 Each kernel adds in the same order as its numpy counterpart in :mod:`._fused`, so the two
 give the same float64 sums bit for bit (no fast-math contraction or reassociation of the
-sums).
+sums); the isotonic fits (``column_keys``, ``isotonic_score_sum``) are not run in parallel
+(the decomposition calls them from threads) and add one term per block of the fit, so
+they agree with the numpy path to rounding.
 """
 
 import numba
@@ -14,6 +16,8 @@ from ._poisson import _MIX1, _MIX2, GAMMA
 #: Rows whose maxima are found together, column by column (the loop over rows vectorises).
 _TILE = 512
 _MASK32 = np.uint64(0xFFFFFFFF)
+_ONE = np.uint64(1)
+_ZERO = np.uint64(0)
 
 
 @njit(inline="always")
@@ -162,6 +166,88 @@ def score_bins(score, outcome, weight, weighted, inner, n_bins, block):
     for b in range(n_blocks):
         total_sums += partial[b]
     return total_sums.reshape(3, n_bins)
+
+
+@njit(nogil=True, cache=True)
+def column_keys(bits, y_index, column):
+    """The sort keys of one column from the probabilities' bits (``_indicator_keys``):
+    each bit pattern shifted left by one in its width, with the indicator of the column's
+    class in the freed bit."""
+    keys = np.empty(bits.shape[0], bits.dtype)
+    for i in range(bits.shape[0]):
+        keys[i] = (bits[i, column] << _ONE) | (_ONE if y_index[i] == column else _ZERO)
+    return keys
+
+
+@njit(nogil=True, cache=True)
+def isotonic_score_sum(key, weight, weighted, log_loss, low, high):
+    """The summed score of an indicator against its isotonic (PAV) fit on one column.
+
+    ``key`` holds the column's sorted keys (the value's bits above the indicator bit),
+    ``weight`` the sample weights sorted alongside when ``weighted``. One pass pools tied
+    values (their weight and the weight of their indicators), leaves out values of zero
+    total weight, and pools adjacent blocks on a stack while the block below has a mean
+    at least that of the top one (the weighted least-squares non-decreasing fit, Ayer
+    et al. 1955); the fit of a block is its mean ``g = P / M``.
+
+    Returns
+    -------
+    total : float
+        For the Brier score ``sum_blocks P (1 - g)``, which is ``sum m g^2 - 2 p g + p``
+        over the values of each block; for the log loss (``log_loss``)
+        ``sum_blocks -P log clip(g) - (M - P) log clip(1 - g)``, ``clip`` to
+        ``[low, high]``.
+    """
+    n_rows = key.shape[0]
+    # pages of the stack are mapped only once reached, and it stays far below n_rows
+    # on most columns
+    mass = np.empty(n_rows)
+    positive = np.empty(n_rows)
+    top = -1
+    # the top block is kept in registers too: the pooling test then waits on no load
+    block_mass = block_positive = 0.0
+    start = 0
+    while start < n_rows:
+        value = key[start] >> _ONE
+        stop = start + 1
+        while stop < n_rows and key[stop] >> _ONE == value:
+            stop += 1
+        if weighted:
+            m = 0.0
+            p = 0.0
+            for i in range(start, stop):
+                m += weight[i]
+                p += weight[i] * np.float64(key[i] & _ONE)
+        else:
+            hits = _ZERO
+            for i in range(start, stop):
+                hits += key[i] & _ONE
+            m = np.float64(stop - start)
+            p = np.float64(hits)
+        start = stop
+        if not m > 0.0:
+            continue
+        # the top block has a mean at least the new one's: pool them
+        while top >= 0 and block_positive * m >= p * block_mass:
+            m += block_mass
+            p += block_positive
+            top -= 1
+            if top >= 0:
+                block_mass = mass[top]
+                block_positive = positive[top]
+        top += 1
+        mass[top] = block_mass = m
+        positive[top] = block_positive = p
+    total = 0.0
+    for b in range(top + 1):
+        fit = positive[b] / mass[b]
+        if log_loss:
+            hit = -np.log(min(max(fit, low), high))
+            miss = -np.log(min(max(1.0 - fit, low), high))
+            total += positive[b] * hit + (mass[b] - positive[b]) * miss
+        else:
+            total += positive[b] * (1.0 - fit)
+    return total
 
 
 @njit(inline="always")
