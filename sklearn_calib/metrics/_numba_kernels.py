@@ -227,8 +227,9 @@ def isotonic_score_sum(key, weight, weighted, log_loss, low, high):
         start = stop
         if not m > 0.0:
             continue
-        # the top block has a mean at least the new one's: pool them
-        while top >= 0 and block_positive * m >= p * block_mass:
+        # the top block has a mean at least the new one's: pool them (means, not cross
+        # products, which overflow or underflow for weights far from 1)
+        while top >= 0 and block_positive / block_mass >= p / m:
             m += block_mass
             p += block_positive
             top -= 1
