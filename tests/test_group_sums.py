@@ -137,3 +137,17 @@ def test_bootstrap_intervals_and_estimates_equal_the_numpy_path(
     fast, slow = both_paths(monkeypatch, compute)
     assert fast == slow
     assert fast[1] < fast[2]
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_the_automatic_bandwidth_search_equals_the_numpy_path(monkeypatch, weighted):
+    # the search's grid sums are the numba grid kernel's, over one group
+    y, proba, weight = awkward_predictions(30_000, 4, np.float32, seed=5)
+    weight = weight if weighted else None
+
+    def compute():
+        return smooth_ece(y, proba, sample_weight=weight, return_bandwidth=True)
+
+    fast, slow = both_paths(monkeypatch, compute)
+    assert fast == slow
+    assert 0.001 <= fast[1] < 1.0

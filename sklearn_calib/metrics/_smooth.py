@@ -540,12 +540,11 @@ class _SmoothECE:
         if n_points not in self._grids:
             index, frac = self.binning(n_points)
             group = np.zeros(self.score.shape[0], dtype=np.intp)
-            self._grids[n_points] = np.vstack(
-                [
-                    _grid_statistics(index, frac, column, n_points, group, 1)
-                    for column in (self.weight, self.residual)
-                ]
-            )
+            columns = (self.weight, self.residual)
+            grids = grid_sums(index, frac, columns, n_points, group, 1)
+            if grids is None:
+                grids = [_grid_statistics(index, frac, c, n_points, group, 1) for c in columns]
+            self._grids[n_points] = np.vstack(grids).reshape(len(columns), n_points)
         return self._grids[n_points]
 
     def __call__(self, bandwidth):
