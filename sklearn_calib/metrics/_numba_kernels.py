@@ -2,9 +2,11 @@
 
 Each kernel adds in the same order as its numpy counterpart in :mod:`._fused`, so the two
 give the same float64 sums bit for bit (no fast-math contraction or reassociation of the
-sums); the isotonic fits (``column_keys``, ``isotonic_score_sum``) are not run in parallel
-(the decomposition calls them from threads) and add one term per block of the fit, so
-they agree with the numpy path to rounding.
+sums). Two agree with the numpy path to rounding only: the isotonic fits
+(``column_keys``, ``isotonic_score_sum``) add one term per block of the fit, and
+``tempered_moments`` sums each row's exponentials in column order. Neither runs in
+parallel: ``calibration_report`` calls them from a second thread while the main thread's
+kernels use numba's threads.
 """
 
 import numba
