@@ -217,6 +217,9 @@ def calibration_report(
       smECE with intervals, its Kolmogorov-Smirnov test with p-values adjusted for the
       number of groups, the smallest shift its size can detect, and the worst group.
 
+    The decompositions and tests are computed on a second thread while the bootstrap
+    resamples; the result does not depend on which finishes first.
+
     Parameters
     ----------
     y_true : array-like of shape (n_samples,)
