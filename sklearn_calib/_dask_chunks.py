@@ -7,7 +7,7 @@ when a Dask collection is met: :func:`is_dask_collection` recognises one by its
 
 import numpy as np
 
-from ._validation import check_label_values
+from ._validation import check_label_values, numeric_values
 
 
 def is_dask_collection(value):
@@ -49,19 +49,20 @@ def _as_array(value, name, *, columns):
 def _partition_values(frame):
     """A Dask array of a Dask DataFrame or Series, one chunk per partition.
 
-    Each partition is read by ``np.asarray``, as the in-memory functions read a pandas
-    object: nullable and Arrow-backed columns become numpy numbers (missing values NaN),
-    strings and categories objects. The partitions' lengths are counted in one pass.
+    Each partition is read as the in-memory functions read a pandas object
+    (:func:`~sklearn_calib._validation.numeric_values`): nullable and Arrow-backed columns
+    become numpy numbers (missing values NaN), strings and categories objects. The
+    partitions' lengths are counted in one pass.
     """
     import dask
     import dask.array as da
     from dask.dataframe.utils import make_meta
 
     (lengths,) = dask.compute(frame.map_partitions(len))
-    meta = np.asarray(make_meta(frame))
+    meta = numeric_values(make_meta(frame))
     chunks = [
         da.from_delayed(
-            dask.delayed(np.asarray)(partition), (length, *meta.shape[1:]), dtype=meta.dtype
+            dask.delayed(numeric_values)(partition), (length, *meta.shape[1:]), dtype=meta.dtype
         )
         for partition, length in zip(frame.to_delayed(), lengths, strict=True)
     ]

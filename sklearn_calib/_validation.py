@@ -120,9 +120,34 @@ def check_n_bins(n_bins):
     return int(n_bins)
 
 
+def numeric_values(values):
+    """``np.asarray(values)``, but a pandas DataFrame of nullable numeric columns (such as
+    ``Float64`` or ``Int64``), which numpy reads as objects, becomes float64 with NaN for
+    its missing values (as scikit-learn's ``check_array`` reads it)."""
+    array = np.asarray(values)
+    if array.dtype == object and array.ndim == 2 and hasattr(values, "to_numpy"):
+        if all(getattr(dtype, "kind", "O") in "biuf" for dtype in values.dtypes):
+            return values.to_numpy(dtype=np.float64, na_value=np.nan)
+    return array
+
+
+def check_probability_shape(shape, name="y_prob"):
+    """Check that probabilities of ``shape`` are 1-D, or 2-D with at least 2 columns."""
+    if len(shape) not in (1, 2):
+        raise ValueError(
+            f"Expected `{name}` to be 1-D (positive-class probabilities) or 2-D "
+            f"(n_samples, n_classes), got an array of shape {shape}."
+        )
+    if len(shape) == 2 and shape[1] < 2:
+        raise ValueError(
+            f"Expected `{name}` to have at least 2 columns, got shape {shape}; "
+            "pass a 1-D array for the positive-class probabilities of a binary problem."
+        )
+
+
 def _as_float_array(values, name):
     """Return ``values`` as a floating array without copying float32/float64 input."""
-    array = np.asarray(values)
+    array = numeric_values(values)
     if array.dtype.kind in "biu":
         return array.astype(np.float64)
     if array.dtype.kind != "f":
@@ -181,11 +206,7 @@ def check_probabilities(y_prob, *, tol=ROW_SUM_TOLERANCE, name="y_prob", logits_
         float32 or float64 probabilities.
     """
     proba = _as_float_array(y_prob, name)
-    if proba.ndim not in (1, 2):
-        raise ValueError(
-            f"Expected `{name}` to be 1-D (positive-class probabilities) or 2-D "
-            f"(n_samples, n_classes), got an array of shape {proba.shape}."
-        )
+    check_probability_shape(proba.shape, name)
     if proba.shape[0] == 0:
         raise ValueError(f"Expected at least one sample, got empty `{name}`.")
     if proba.ndim == 1:
@@ -199,11 +220,6 @@ def check_probabilities(y_prob, *, tol=ROW_SUM_TOLERANCE, name="y_prob", logits_
             )
         proba = np.minimum(proba, proba.dtype.type(1))
         return np.column_stack([1 - proba, proba])
-    if proba.shape[1] < 2:
-        raise ValueError(
-            f"Expected `{name}` to have at least 2 columns, got shape {proba.shape}; "
-            "pass a 1-D array for the positive-class probabilities of a binary problem."
-        )
     row_sums = proba @ np.ones(proba.shape[1], dtype=proba.dtype)
     lowest, highest = row_sums.min(), row_sums.max()
     if not (np.isfinite(lowest) and np.isfinite(highest)):

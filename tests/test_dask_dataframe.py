@@ -182,3 +182,33 @@ def test_wrong_or_missing_labels_raise_the_in_memory_errors(client, frame):
         metrics.expected_calibration_error(words, proba)
     with pytest.raises(ValueError, match=message.format("(float|NAType)")):
         metrics.expected_calibration_error(dd.from_pandas(words, npartitions=3), dproba)
+
+
+def test_nullable_probability_columns_are_read_as_floats(client, frame):
+    # numpy reads a DataFrame of several Float64 columns as objects
+    proba, _, y, _ = in_memory(frame)
+    nullable = frame[COLUMNS].astype("Float64")
+    expected = metrics.expected_calibration_error(y, proba)
+    assert metrics.expected_calibration_error(frame["y"], nullable) == expected
+    lazy = dd.from_pandas(nullable, npartitions=3)
+    found = metrics.expected_calibration_error(dd.from_pandas(frame["y"], npartitions=3), lazy)
+    assert found == pytest.approx(expected, rel=1e-12)
+    # a missing probability is named, in memory and under Dask
+    nullable.iloc[5, 1] = pd.NA
+    with pytest.raises(ValueError, match="`y_prob` contains NaN"):
+        metrics.expected_calibration_error(frame["y"], nullable)
+    with pytest.raises(ValueError, match="`y_prob` contains NaN"):
+        metrics.expected_calibration_error(
+            dd.from_pandas(frame["y"], npartitions=3), dd.from_pandas(nullable, npartitions=3)
+        )
+
+
+def test_one_probability_column_gets_the_in_memory_error(client, frame):
+    one = frame[["p0"]]
+    message = re.escape("Expected `y_prob` to have at least 2 columns, got shape (4000, 1)")
+    with pytest.raises(ValueError, match=message):
+        metrics.expected_calibration_error(frame["y"], one)
+    with pytest.raises(ValueError, match="Expected `y_prob` to have at least 2 columns"):
+        metrics.expected_calibration_error(
+            dd.from_pandas(frame["y"], npartitions=3), dd.from_pandas(one, npartitions=3)
+        )

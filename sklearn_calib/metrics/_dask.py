@@ -21,7 +21,7 @@ import copy
 import numpy as np
 
 from .._dask_chunks import ChunkedRows
-from .._validation import resolve_classes
+from .._validation import check_probability_shape, resolve_classes
 from ._accumulator import CalibrationAccumulator, check_batch
 from ._binning import _group_ends, assign_bins, uniform_bin_edges
 from ._dispatch import register
@@ -44,6 +44,7 @@ class DaskPredictions(ChunkedRows):
 
     def __init__(self, y_true, y_prob, sample_weight=None, labels=None):
         super().__init__(y_true, y_prob, sample_weight)
+        check_probability_shape(self.scores.shape)
         self.n_classes = 2 if self.scores.ndim == 1 else self.scores.shape[1]
         if labels is None:
             labels = resolve_classes(self.distinct_labels(), None, self.n_classes)
