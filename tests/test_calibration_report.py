@@ -145,3 +145,23 @@ def test_suspect_intervals_are_flagged_in_the_text_and_the_dictionary():
     assert flagged[0].endswith(")") and "(" in flagged[0][-5:]
     mark = flagged[0].split()[-1]
     assert f"{mark} classwise ECE: the interval lies above the estimate" in text
+
+
+def test_the_decompositions_thread_runs_in_the_callers_numpy_and_sklearn_settings(monkeypatch):
+    import sklearn
+
+    from sklearn_calib.metrics import _calibration_report
+
+    seen = {}
+    compute = _calibration_report._decompositions_and_tests
+
+    def recorded(data, convention):
+        seen["errors"] = np.geterr()["divide"]
+        seen["finite"] = sklearn.get_config()["assume_finite"]
+        return compute(data, convention)
+
+    monkeypatch.setattr(_calibration_report, "_decompositions_and_tests", recorded)
+    y, p = np.array([0, 1, 1, 0]), np.array([0.2, 0.7, 0.6, 0.4])
+    with np.errstate(divide="raise"), sklearn.config_context(assume_finite=True):
+        calibration_report(y, p, n_resamples=20, random_state=0)
+    assert seen == {"errors": "raise", "finite": True}

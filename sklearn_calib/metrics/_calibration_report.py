@@ -1,9 +1,11 @@
 """A one-call summary of calibration: errors with intervals, tests, decompositions."""
 
+import contextvars
 import numbers
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from sklearn import config_context, get_config
 from sklearn.utils import check_random_state
 
 from .._validation import check_n_bins, check_option
@@ -171,6 +173,19 @@ def _errors(data, n_bins, convention, n_resamples, confidence_level, ci_method, 
     }
     errors["smooth_ece"]["bandwidth"] = smece_bandwidth
     return errors
+
+
+def _submit_in_this_context(worker, function, *args):
+    """Submit ``function(*args)`` to ``worker`` as if called here: numpy's error state
+    (a context variable) and scikit-learn's configuration (per thread) carry over."""
+    context = contextvars.copy_context()
+    config = get_config()
+
+    def call():
+        with config_context(**config):
+            return function(*args)
+
+    return worker.submit(context.run, call)
 
 
 def _decompositions_and_tests(data, convention):
@@ -341,7 +356,7 @@ def calibration_report(
     # the decompositions and tests read the checked predictions only: a second thread
     # computes them while this one resamples (numpy and the kernels release the GIL)
     with ThreadPoolExecutor(max_workers=1) as worker:
-        beside = worker.submit(_decompositions_and_tests, data, convention)
+        beside = _submit_in_this_context(worker, _decompositions_and_tests, data, convention)
         errors = _errors(data, n_bins, convention, n_resamples, confidence_level, ci_method, rng)
         decomposition, tests = beside.result()
     report = {
