@@ -24,7 +24,7 @@ from sklearn_calib.metrics import (
     top_label_accuracy,
     top_label_calibration_error,
 )
-from sklearn_calib.metrics._binning import assign_bins
+from sklearn_calib.metrics._binning import assign_bins, uniform_bin_edges
 from sklearn_calib.metrics._metrics import _TOP_LABEL_ROWS, binned_sums
 from sklearn_calib.metrics._poisson import poisson_counts, seed_key, torch_poisson_counts
 from sklearn_calib.metrics._predictions import check_predictions
@@ -497,3 +497,21 @@ def test_all_reduce_over_two_gloo_processes_equals_one_process(tmp_path):
             np.testing.assert_allclose(
                 merged.intervals[name].replicates, single.intervals[name].replicates, rtol=1e-12
             )
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_numba_ece_bins_scores_on_the_edges_as_numpy_does(monkeypatch, dtype):
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(6)
+    edges = uniform_bin_edges(15).astype(dtype)
+    # top-label scores exactly on the edges (those at or above 1/2), and 1
+    top = np.maximum(edges[rng.integers(0, 16, 70_000)], dtype(0.5))
+    proba = np.column_stack([top, 1 - top]).astype(dtype)
+    y, weight = rng.integers(0, 2, 70_000), rng.random(70_000)
+    found = {}
+    for switch in ("1", "0"):
+        monkeypatch.setenv("SKLEARN_CALIB_NUMBA", switch)
+        found[switch] = [
+            expected_calibration_error(y, proba, sample_weight=w) for w in (None, weight)
+        ]
+    assert found["1"] == found["0"]

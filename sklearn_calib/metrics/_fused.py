@@ -151,7 +151,7 @@ def top_label_sums(data, n_bins, block):
         outcome,
         data.sample_weight if weighted else np.empty(0),
         weighted,
-        uniform_bin_edges(n_bins)[1:-1].astype(score.dtype),
+        _padded_edges(n_bins, score.dtype),
         n_bins,
         block,
     )
@@ -321,7 +321,8 @@ def classwise_sums(data, n_bins, block, group, n_groups):
 
 
 def _padded_edges(n_bins, dtype):
-    """The inner edges of ``n_bins`` equal-width bins in ``dtype``, between -inf and +inf."""
+    """The inner edges of ``n_bins`` equal-width bins in ``dtype``, between -inf and +inf
+    (the edges the kernels' bin lookup takes)."""
     edges = uniform_bin_edges(n_bins).astype(dtype)
     edges[0], edges[-1] = -np.inf, np.inf
     return edges

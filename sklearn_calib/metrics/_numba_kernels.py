@@ -23,13 +23,14 @@ _ZERO = np.uint64(0)
 
 
 @njit(inline="always")
-def _bin_of(value, inner, n_bins):
-    """Bin of ``value`` under ``(lower, upper]``: the number of inner edges below it."""
+def _bin_of(value, edges, n_bins):
+    """Bin of ``value`` under ``(lower, upper]``, ``edges`` the inner edges between -inf and
+    +inf (each bound is then one comparison, whose outcome the branch predictor learns)."""
     guess = int(value * n_bins) if 0.0 <= value <= 1.0 else 0
     bin_index = min(max(guess, 0), n_bins - 1)
-    while bin_index > 0 and value <= inner[bin_index - 1]:
+    while value <= edges[bin_index]:
         bin_index -= 1
-    while bin_index < n_bins - 1 and value > inner[bin_index]:
+    while value > edges[bin_index + 1]:
         bin_index += 1
     return bin_index
 
@@ -134,8 +135,9 @@ def tempered_moments(expo, gap, share, true_gap, totals):
 
 
 @njit(parallel=True, nogil=True, cache=True)
-def score_bins(score, outcome, weight, weighted, inner, n_bins, block):
-    """Per-bin weight, score and outcome sums of scores over bins with ``inner`` edges.
+def score_bins(score, outcome, weight, weighted, edges, n_bins, block):
+    """Per-bin weight, score and outcome sums of scores over bins with ``edges`` (the
+    inner edges between -inf and +inf).
 
     Blocks of ``block`` rows are summed in parallel, each row after row, and the block
     sums are added in block order (as ``binned_sums`` adds its ``np.bincount`` blocks).
@@ -152,7 +154,7 @@ def score_bins(score, outcome, weight, weighted, inner, n_bins, block):
         sums = np.zeros(3 * n_bins)
         for row in range(b * block, min(n_rows, (b + 1) * block)):
             value = score[row]
-            g = _bin_of(value, inner, n_bins)
+            g = _bin_of(value, edges, n_bins)
             hit = 1.0 if outcome[row] else 0.0
             if weighted:
                 w = weight[row]
@@ -375,19 +377,6 @@ def group_order(group, n_groups):
 
 
 @njit(inline="always")
-def _padded_bin_of(value, edges, n_bins):
-    """:func:`_bin_of` with ``edges`` the inner edges between -inf and +inf: each bound
-    is one comparison, whose outcome the branch predictor learns (twice as fast)."""
-    guess = int(value * n_bins) if 0.0 <= value <= 1.0 else 0
-    bin_index = min(max(guess, 0), n_bins - 1)
-    while value <= edges[bin_index]:
-        bin_index -= 1
-    while value > edges[bin_index + 1]:
-        bin_index += 1
-    return bin_index
-
-
-@njit(inline="always")
 def _add_classwise_row(proba, y_index, weight, weighted, edges, n_bins, row, sums):
     """Add one row's weight, probability and true-class indicator to its bins' sums."""
     n_classes = proba.shape[1]
@@ -395,11 +384,11 @@ def _add_classwise_row(proba, y_index, weight, weighted, edges, n_bins, row, sum
     w = weight[row] if weighted else 1.0
     for c in range(n_classes):
         value = proba[row, c]
-        cell = c * n_bins + _padded_bin_of(value, edges, n_bins)
+        cell = c * n_bins + _bin_of(value, edges, n_bins)
         sums[cell] += w
         sums[n_cells + cell] += np.float64(value) * w
     true_class = y_index[row]
-    true_bin = _padded_bin_of(proba[row, true_class], edges, n_bins)
+    true_bin = _bin_of(proba[row, true_class], edges, n_bins)
     sums[2 * n_cells + true_class * n_bins + true_bin] += w
 
 
