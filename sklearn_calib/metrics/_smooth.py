@@ -393,6 +393,22 @@ def _grid_statistics(index, frac, column, n_points, group, n_groups):
     return sums.reshape(n_groups, n_points)
 
 
+def _column_grids(index, frac, columns, n_points, group, n_groups):
+    """:func:`_grid_statistics` of each column: one numba pass over all of them, or one
+    ``np.bincount`` each (the same sums).
+
+    Returns
+    -------
+    sums : ndarray of shape (len(columns), n_groups, n_points)
+    """
+    grids = grid_sums(index, frac, columns, n_points, group, n_groups)
+    if grids is None:
+        grids = np.stack(
+            [_grid_statistics(index, frac, column, n_points, group, n_groups) for column in columns]
+        )
+    return grids
+
+
 def reflected_smoothing(grid, bandwidth):
     """Smooth grid values with a Gaussian reflected at both ends of [0, 1].
 
@@ -541,10 +557,7 @@ class _SmoothECE:
             index, frac = self.binning(n_points)
             group = np.zeros(self.score.shape[0], dtype=np.intp)
             columns = (self.weight, self.residual)
-            grids = grid_sums(index, frac, columns, n_points, group, 1)
-            if grids is None:
-                grids = [_grid_statistics(index, frac, c, n_points, group, 1) for c in columns]
-            self._grids[n_points] = np.vstack(grids).reshape(len(columns), n_points)
+            self._grids[n_points] = _column_grids(index, frac, columns, n_points, group, 1)[:, 0]
         return self._grids[n_points]
 
     def __call__(self, bandwidth):
@@ -574,12 +587,8 @@ class _SmoothECE:
 
         def accumulate(group, n_groups):
             sums = np.empty((n_groups, n_columns * width + 1))
-            grids = grid_sums(index, frac, columns, n_points, group, n_groups)
-            for position, column in enumerate(columns):
-                if grids is None:
-                    grid = _grid_statistics(index, frac, column, n_points, group, n_groups)
-                else:
-                    grid = grids[position]
+            grids = _column_grids(index, frac, columns, n_points, group, n_groups)
+            for position, grid in enumerate(grids):
                 if position == 0:
                     sums[:, -1] = grid.sum(axis=-1)
                 if operator is not None:
