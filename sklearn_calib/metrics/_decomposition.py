@@ -165,10 +165,12 @@ class _TemperedNLL:
         first = second = 0.0
         totals = np.empty(self.gap.shape[0])
         for rows, block, expo in _scaled_exponentials(self.gap, beta):
-            parts = tempered_moments(expo, block, self.share[rows], self.true_gap[rows])
-            totals[rows], block_first, block_second = parts
-            first += block_first
-            second += block_second
+            share, true_gap = self.share[rows], self.true_gap[rows]
+            parts = tempered_moments(expo, block, share, true_gap, totals[rows])
+            if parts is None:
+                parts = _moments(expo, block, share, true_gap, totals[rows])
+            first += parts[0]
+            second += parts[1]
         self.beta, self.totals = beta, totals
         return first, second
 
@@ -177,6 +179,18 @@ class _TemperedNLL:
         if self.beta == beta:
             return self.totals
         return exponential_row_totals(self.gap, beta)
+
+
+def _moments(expo, gap, share, true_gap, totals):
+    """numpy's :func:`~._fused.tempered_moments`: the derivatives' terms of a block of
+    rows from three row sums, its row totals written to ``totals`` (``expo`` is
+    overwritten)."""
+    totals[:] = _row_sums(expo)
+    expo *= gap
+    mean = _row_sums(expo) / totals
+    expo *= gap
+    square = _row_sums(expo) / totals
+    return _dot(share, mean - true_gap), _dot(share, square - mean * mean)
 
 
 def exponential_row_totals(gap, beta):

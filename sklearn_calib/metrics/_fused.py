@@ -12,7 +12,8 @@ isotonic fits and the tempered moments, which agree to rounding):
   without it the metric calls ``binned_sums``, which gives the same sums).
 - :func:`tempered_moments`: the row totals of the tempered exponentials and the
   derivatives of the tempered NLL over a block of rows, in one read of the exponentials
-  (numpy takes three row sums; the sums agree to rounding, about 1e-15 relative).
+  (numba only: without it the decomposition takes three row sums; the sums agree to
+  rounding, about 1e-15 relative).
 - :func:`replicate_sums`: the Poisson bootstrap's replicate sums, each row's values
   times its Poisson(1) count of every replicate (:mod:`._poisson`).
 - :func:`isotonic_scores`: each column's score against its isotonic fit, for the CORP
@@ -158,40 +159,32 @@ def top_label_sums(data, n_bins, block):
     return sums[0], sums[1], sums[2]
 
 
-def tempered_moments(expo, gap, share, true_gap):
-    """The row totals of ``exp(beta * gap)`` over a block of rows, and the block's terms of
-    the tempered NLL's first and second derivatives in ``beta``.
+def tempered_moments(expo, gap, share, true_gap, totals):
+    """The tempered NLL's first and second derivatives in ``beta`` over a block of rows,
+    in one read of its exponentials.
 
     Parameters
     ----------
     expo, gap : ndarray of shape (n_rows, n_classes)
-        ``exp(beta * gap)`` (overwritten without numba) and the logit gaps, float64.
+        ``exp(beta * gap)`` and the logit gaps, float64.
     share : ndarray of shape (n_rows,)
         Each row's share of the total weight.
     true_gap : ndarray of shape (n_rows,)
         The gap of each row's true class.
+    totals : ndarray of shape (n_rows,)
+        Receives the row totals of ``expo``.
 
     Returns
     -------
-    totals : ndarray of shape (n_rows,)
-    first, second : float
+    derivatives : tuple of 2 float or None
         ``sum share * (mean - true_gap)`` and ``sum share * variance``, the mean and
-        variance of each row's gap under ``softmax(beta * gap)``.
+        variance of each row's gap under ``softmax(beta * gap)``; None without numba:
+        the caller then takes three row sums.
     """
     kernels = numba_kernels()
-    if kernels is not None:
-        totals = np.empty(expo.shape[0])
-        first, second = kernels.tempered_moments(expo, gap, share, true_gap, totals)
-        return totals, first, second
-    # einsum's row sums start no BLAS threads, unlike a matrix-vector product
-    totals = np.einsum("ij->i", expo)
-    expo *= gap
-    mean = np.einsum("ij->i", expo) / totals
-    expo *= gap
-    square = np.einsum("ij->i", expo) / totals
-    first = np.einsum("i,i->", share, mean - true_gap)
-    second = np.einsum("i,i->", share, square - mean * mean)
-    return totals, float(first), float(second)
+    if kernels is None:
+        return None
+    return kernels.tempered_moments(expo, gap, share, true_gap, totals)
 
 
 def replicate_sums(base, cells, values, out):
