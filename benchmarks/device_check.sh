@@ -100,15 +100,34 @@ print('cuda', torch.cuda.is_available(), '|', torch.cuda.get_device_name(0) if t
 "
 
 # The tests marked to skip without CUDA, wherever they are (a plugin selects them by their
-# skip reason); on the CPU of a dry run they are collected and skip.
+# skip reason); on the CPU of a dry run they are collected and skip. The GPU machine lacks
+# some reference packages that other test modules import (relplot, mapie, ...): those
+# modules are listed as not collected, and only an error of another kind, or a failing
+# CUDA test, fails the step.
 step "the tests that need CUDA" "$TEST_LIMIT" "$PYTHON" - <<'EOF'
 import sys
 
 import pytest
 
+MISSING = "ModuleNotFoundError: No module named '"
+
 
 class NeedsCuda:
-    """Keep the tests whose skipif marks name CUDA."""
+    """Keep the tests whose skipif marks name CUDA; tolerate missing reference packages."""
+
+    def __init__(self):
+        self.missing = {}
+        self.broken = []
+
+    def pytest_collectreport(self, report):
+        if not report.failed:
+            return
+        text = str(report.longrepr)
+        package = text.split(MISSING, 1)[1].split("'", 1)[0].split(".")[0] if MISSING in text else None
+        if package not in (None, "sklearn_calib"):
+            self.missing[report.nodeid] = package
+        else:
+            self.broken.append(report.nodeid)
 
     def pytest_collection_modifyitems(self, config, items):
         kept = [
@@ -121,8 +140,18 @@ class NeedsCuda:
         items[:] = kept
         print(f"{len(kept)} tests need CUDA")
 
+    def pytest_sessionfinish(self, session, exitstatus):
+        for module, package in sorted(self.missing.items()):
+            print(f"not collected (reference package {package!r} missing here): {module}")
+        tests_failed = session.testsfailed - len(self.missing) - len(self.broken)
+        if self.missing and not self.broken and tests_failed == 0:
+            session.exitstatus = pytest.ExitCode.OK
 
-sys.exit(pytest.main(["-q", "-rs", "-p", "no:cacheprovider", "tests"], plugins=[NeedsCuda()]))
+
+sys.exit(pytest.main(
+    ["-q", "-rs", "-p", "no:cacheprovider", "--continue-on-collection-errors", "tests"],
+    plugins=[NeedsCuda()],
+))
 EOF
 
 if [[ $DRY == 1 ]]; then
