@@ -71,14 +71,56 @@ def test_groups_are_the_sorted_labels_or_the_distinct_rows_of_columns():
     ("groups", "message"),
     [
         (np.arange(3), r"one row per sample \(4\), got 3"),
-        (np.array([0.0, np.nan, 1.0, 1.0]), "column 0 holds NaN"),
-        (np.array(["a", None, "b", "a"], dtype=object), "cannot be compared"),
+        (np.array(["a", 1, "b", "a"], dtype=object), "cannot be compared"),
         (np.zeros((4, 1, 1)), r"shape \(n_samples,\) or \(n_samples, n_columns\)"),
     ],
 )
 def test_bad_groups_are_named(groups, message):
     with pytest.raises(ValueError, match=message):
         encode_groups(groups, 4)
+
+
+MISSING = r"without missing values, got {} in {} of 4 rows of `groups` column {}"
+
+
+@pytest.mark.parametrize(
+    ("groups", "message"),
+    [
+        (np.array([0.0, np.nan, 1.0, np.nan]), MISSING.format("nan", 2, 0)),
+        (np.array([0.0, np.nan, 1.0, np.nan], dtype=object), MISSING.format("nan", 2, 0)),
+        (np.array(["a", None, "b", "a"], dtype=object), MISSING.format("None", 1, 0)),
+        (
+            np.array(["a", None, np.nan, pd.NA], dtype=object),
+            MISSING.format("<NA>, None, nan", 3, 0),
+        ),
+        (pd.Series(["a", "b", None, "a"], dtype="string"), MISSING.format("<NA>", 1, 0)),
+        (pd.Series([1, None, 2, 2], dtype="Int64"), MISSING.format("nan", 1, 0)),
+        (
+            np.array(["2024-01-01", "NaT", "NaT", "NaT"], dtype="datetime64[D]"),
+            MISSING.format("NaT", 3, 0),
+        ),
+        (
+            pd.DataFrame({"a": ["x", "y", "x", "y"], "b": [1.0, 2.0, np.nan, 1.0]}),
+            MISSING.format("nan", 1, 1),
+        ),
+    ],
+)
+def test_missing_group_labels_are_refused_and_named(groups, message):
+    # a NaN is unequal to itself: read as labels, each NaN row would be its own group
+    with pytest.raises(ValueError, match=message):
+        encode_groups(groups, 4)
+
+
+def test_metrics_refuse_missing_group_labels_instead_of_one_group_per_row():
+    y, p, groups = shifted_groups(200)
+    groups = groups.astype(object)
+    groups[[3, 7]] = np.nan
+    with pytest.raises(ValueError, match="got nan in 2 of 200 rows"):
+        expected_calibration_error(y, p, groups=groups)
+    with pytest.raises(ValueError, match="got nan in 2 of 200 rows"):
+        calibration_audit(y, p, groups, n_resamples=20)
+    groups[[3, 7]] = "missing"
+    assert "missing" in expected_calibration_error(y, p, groups=groups)
 
 
 # ---------------------------------------------------------------------- per-group metrics
