@@ -267,6 +267,29 @@ def test_holm_and_benjamini_hochberg_on_known_pvalues():
         adjust_pvalues(pvalues, "bonferroni")
 
 
+@pytest.mark.parametrize(
+    ("pvalues", "message"),
+    [
+        ([-0.1, 0.5], r"Expected `pvalues` in \[0, 1\], got -0.1 \(1 of 2\)"),
+        ([0.2, 1.5, np.nan], r"in \[0, 1\], got 1.5, nan \(2 of 3\)"),
+        ([0.2, np.inf], r"in \[0, 1\], got inf"),
+        (0.3, r"Expected `pvalues` of shape \(m,\), got shape \(\)"),
+        ([[0.1, 0.2], [0.3, 0.4]], r"of shape \(m,\), got shape \(2, 2\)"),
+        (["0.1", "0.2"], "Expected `pvalues` to hold numbers"),
+    ],
+)
+def test_adjust_pvalues_refuses_what_is_not_pvalues(pvalues, message):
+    for method in ("holm", "fdr_bh"):
+        with pytest.raises(ValueError, match=message):
+            adjust_pvalues(pvalues, method)
+
+
+def test_adjust_pvalues_of_no_and_of_boundary_pvalues():
+    assert adjust_pvalues([]).shape == (0,)
+    np.testing.assert_array_equal(adjust_pvalues([0.0, 1.0, 0.5]), [0.0, 1.0, 1.0])
+    np.testing.assert_array_equal(adjust_pvalues([True, False], "fdr_bh"), [1.0, 0.0])
+
+
 # ------------------------------------------------------------------------------- the audit
 
 

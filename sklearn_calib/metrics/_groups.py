@@ -14,7 +14,7 @@ from scipy.optimize import brentq
 from scipy.stats import norm
 from sklearn.utils import Bunch, check_random_state
 
-from .._validation import check_n_bins, check_option
+from .._validation import check_n_bins, check_option, check_pvalues
 from ._binning import assign_bins, uniform_bin_edges
 from ._bootstrap import CI_METHODS, bootstrap_interval
 from ._debiased import debiased_calibration_error
@@ -141,7 +141,8 @@ def adjust_pvalues(pvalues, method="holm"):
     Parameters
     ----------
     pvalues : array-like of shape (m,)
-        Raw p-values in [0, 1].
+        Raw p-values in [0, 1] (NaN is refused: a test without a p-value cannot be
+        counted in ``m``).
     method : {"holm", "fdr_bh"}, default="holm"
         The correction.
 
@@ -159,7 +160,7 @@ def adjust_pvalues(pvalues, method="holm"):
        Statistical Society B 57(1), 1995.
     """
     check_option(method, "correction", CORRECTIONS)
-    pvalues = np.asarray(pvalues, dtype=np.float64)
+    pvalues = check_pvalues(pvalues)
     m = pvalues.shape[0]
     order = np.argsort(pvalues, kind="stable")
     ranked = pvalues[order]
