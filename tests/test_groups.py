@@ -1,5 +1,7 @@
 """Calibration by group: per-group metrics, corrected tests, detectable shifts, scorers."""
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -27,7 +29,11 @@ from sklearn_calib.metrics import (
     worst_group_calibration_error,
 )
 from sklearn_calib.metrics._group_rows import encode_groups, metric_by_group
-from sklearn_calib.metrics._groups import calibrated_ece_quantiles, detectable_shift
+from sklearn_calib.metrics._groups import (
+    calibrated_ece_quantiles,
+    detectable_shift,
+    format_audit,
+)
 from sklearn_calib.metrics._kernels import KERNELS
 from sklearn_calib.metrics._predictions import check_predictions
 from sklearn_calib.scoring import get_scorer, make_worst_group_scorer
@@ -362,6 +368,35 @@ def test_calibration_report_ends_with_the_audit_of_the_groups(correction):
     assert "Calibration by group: 3 groups, Kolmogorov-Smirnov tests" in text
     assert "worst group by ECE: y (" in text
     assert "groups" not in calibration_report(y, p, output_dict=True, **options)
+
+
+def test_audit_flags_intervals_that_exclude_their_estimate():
+    # group "exact": scores 0.3 and 0.7 with exactly 30 % and 70 % positives, an ECE of 0;
+    # almost every resample is off balance, so the interval lies above the estimate
+    p_exact = np.repeat([0.3, 0.7], 100)
+    y_exact = np.concatenate([np.arange(100) < 30, np.arange(100) < 70]).astype(int)
+    y, p, groups = shifted_groups(1000)
+    y, p = np.concatenate([y, y_exact]), np.concatenate([p, p_exact])
+    groups = np.concatenate([groups, np.full(200, "exact")])
+    audit = calibration_audit(
+        y, p, groups, convention="positive_class", n_resamples=200, random_state=0
+    )
+    table = audit.table
+    exact = table["group"].index("exact")
+    assert table["ece"][exact] == pytest.approx(0.0, abs=1e-12)
+    assert table["ece_low"][exact] > 0.005
+    assert "lies above the estimate" in table["ece_flags"][exact]["excludes_estimate"]
+    for key in ("ece", "smooth_ece", "debiased_ce"):
+        outside = (table[key] < table[f"{key}_low"]) | (table[key] > table[f"{key}_high"])
+        suspect = outside | (table[f"{key}_low"] >= table[f"{key}_high"])
+        np.testing.assert_array_equal([bool(f) for f in table[f"{key}_flags"]], suspect)
+    text = format_audit(audit)
+    assert re.search(r"\nexact .* \(1\)\n", text)
+    assert re.search(r"\n\(1\) exact ECE, exact smECE(, \w+ ECE)*: the interval lies above", text)
+    report = calibration_report(
+        y, p, groups=groups, convention="positive_class", n_resamples=200, random_state=0
+    )
+    assert "(1) exact ECE, exact smECE, " in report
 
 
 def test_audit_of_intersections_of_several_columns():

@@ -356,8 +356,11 @@ def calibration_audit(
     audit : :class:`~sklearn.utils.Bunch`
         ``table``: a dict of equal-length columns, one row per audited group
         (``pandas.DataFrame(audit.table)`` shows it): ``group``, ``n_samples``, for
-        each error ``ece``, ``smooth_ece``, ``debiased_ce`` its estimate and its
-        ``<name>_low`` and ``<name>_high`` bounds, ``statistic``, ``pvalue``,
+        each error ``ece``, ``smooth_ece``, ``debiased_ce`` its estimate, its
+        ``<name>_low`` and ``<name>_high`` bounds and ``<name>_flags`` (a dict per group
+        of what makes the interval suspect, as in :func:`calibration_error_ci`: on a small
+        group the interval often lies above a plug-in error's estimate, or below a
+        debiased error clipped at 0; empty when nothing does), ``statistic``, ``pvalue``,
         ``pvalue_adjusted``, ``miscalibrated``, ``ece_null_high`` and ``detectable``;
         ``worst_group`` (the label with the largest ECE), ``worst_ece``,
         ``worst_ece_null_high``, ``n_miscalibrated``,
@@ -498,7 +501,7 @@ def _calibration_audit(
     }
     columns = {"group": [name for name, *_ in audited], "n_samples": []}
     columns.update(
-        {f"{key}{part}": [] for key, *_ in AUDIT_ERRORS for part in ("", "_low", "_high")}
+        {f"{key}{part}": [] for key, *_ in AUDIT_ERRORS for part in ("", "_low", "_high", "_flags")}
     )
     columns.update({"statistic": [], "pvalue": [], "detectable": []})
     level = alpha / len(audited)
@@ -520,6 +523,7 @@ def _calibration_audit(
             columns[key].append(interval.estimate)
             columns[f"{key}_low"].append(interval.low)
             columns[f"{key}_high"].append(interval.high)
+            columns[f"{key}_flags"].append(interval.flags)
         try:
             statistic, pvalue = _calibration_test(part, method=test, convention=convention)
         except ValueError as exc:
@@ -530,7 +534,8 @@ def _calibration_audit(
         weights.append(part.sample_weight)
         columns["detectable"].append(detectable_shift(scores[-1], weights[-1], test, level, power))
     table = {
-        key: (value if key == "group" else np.asarray(value)) for key, value in columns.items()
+        key: (value if key == "group" or key.endswith("_flags") else np.asarray(value))
+        for key, value in columns.items()
     }
     table["pvalue_adjusted"] = adjust_pvalues(table["pvalue"], correction)
     table["miscalibrated"] = table["pvalue_adjusted"] <= alpha
@@ -569,14 +574,21 @@ def format_audit(audit, digits=4):
     cell = digits + 4
     titles = ["n", "ECE", "low", "high", "null", "smECE", "low", "high", "p adj.", "detect."]
     lines = [header, "", f"{'group':<{width}}" + "".join(f"  {t:>{cell}}" for t in titles)]
+    notes = {}  # explanation: the flagged cells
     for i, name in enumerate(names):
         values = [f"{table['n_samples'][i]:d}"]
         for parts in (("ece", "ece_low", "ece_high", "ece_null_high"), ("smooth_ece",)):
             values += [f"{table[part][i]:.{digits}f}" for part in parts]
         values += [f"{table['smooth_ece' + part][i]:.{digits}f}" for part in ("_low", "_high")]
         values += [f"{table['pvalue_adjusted'][i]:.3g}", f"{table['detectable'][i]:.{digits}f}"]
-        flag = " *" if table["miscalibrated"][i] else ""
-        lines.append(f"{name:<{width}}" + "".join(f"  {v:>{cell}}" for v in values) + flag)
+        marks = " *" if table["miscalibrated"][i] else ""
+        for key, label in (("ece", "ECE"), ("smooth_ece", "smECE")):
+            for explanation in table[f"{key}_flags"][i].values():
+                cells = notes.setdefault(explanation, [])
+                cells.append(f"{name} {label}")
+                mark = f" ({list(notes).index(explanation) + 1})"
+                marks += "" if mark in marks else mark
+        lines.append(f"{name:<{width}}" + "".join(f"  {v:>{cell}}" for v in values) + marks)
     level = f"{100 * audit.confidence_level:g} %"
     lines += [
         f"(* miscalibrated after the correction: {audit.n_miscalibrated} of {len(names)}; "
@@ -587,4 +599,8 @@ def format_audit(audit, digits=4):
     ]
     if audit.skipped:
         lines.append(f"not audited (too few samples): {audit.skipped}")
+    lines += [
+        f"({k}) {', '.join(cells)}: {explanation}."
+        for k, (explanation, cells) in enumerate(notes.items(), start=1)
+    ]
     return "\n".join(lines)
