@@ -10,6 +10,7 @@ from scipy.stats import norm
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, KFold, StratifiedKFold, cross_validate
 
+from sklearn_calib.datasets import make_miscalibrated_groups
 from sklearn_calib.metrics import (
     adaptive_calibration_error,
     adjust_pvalues,
@@ -192,7 +193,7 @@ def test_metric_options_pass_through_to_each_group():
     )
     with_bandwidth = smooth_ece(y, p, groups=groups, return_bandwidth=True)
     assert with_bandwidth["x"] == smooth_ece(
-        y[groups == "x"], p[groups == "x"], return_bandwidth=True
+        y[groups == "x"], p[groups == "x"], return_bandwidth=True, convention="positive_class"
     )
 
 
@@ -202,7 +203,8 @@ def test_worst_group_error_is_the_largest_group_error():
     worst = worst_group_calibration_error(y, p, groups=groups, n_bins=10)
     assert worst == max(per_group.values()) == per_group["y"]
     smooth = worst_group_calibration_error(y, p, groups=groups, metric=smooth_ece)
-    assert smooth == max(smooth_ece(y[groups == g], p[groups == g]) for g in "xyz")
+    positive = {"convention": "positive_class"}
+    assert smooth == max(smooth_ece(y[groups == g], p[groups == g], **positive) for g in "xyz")
     with pytest.raises(ValueError, match="needs `groups`.*set_score_request"):
         worst_group_calibration_error(y, p)
 
@@ -222,6 +224,71 @@ def test_worst_group_error_of_a_metric_of_ones_own():
     ]
     assert worst == pytest.approx(max(gaps), rel=1e-12)
     assert max(gaps) == gaps[1] > 0.1
+
+
+def log_odds_shifted_group(seed=2):
+    """A binary model calibrated in group 0 whose log-odds are 0.8 too low in group 1."""
+    options = {"group_proportions": (0.5, 0.5), "shifts": (0.0, 0.8), "slopes": (1.0, 1.0)}
+    p, groups, y, _ = make_miscalibrated_groups(4000, random_state=seed, **options)
+    return y, p, groups
+
+
+GROUPED_METRICS = [
+    (expected_calibration_error, {}),
+    (maximum_calibration_error, {}),
+    (adaptive_calibration_error, {}),
+    (smooth_calibration_error, {"bandwidth": 0.05}),
+    (smooth_ece, {}),
+    (debiased_calibration_error, {}),
+]
+
+
+@pytest.mark.parametrize(("metric", "options"), GROUPED_METRICS)
+def test_binary_values_by_group_are_of_the_positive_class_by_default(metric, options):
+    y, p, groups = log_odds_shifted_group()
+    by_group = metric(y, p, groups=groups, **options)
+    for g, value in by_group.items():
+        rows = groups == g
+        assert value == metric(y[rows], p[rows], convention="positive_class", **options)
+    # without groups the default stays the top label; with it, the convention given holds
+    assert metric(y, p, **options) == metric(y, p, convention="top_label", **options)
+    top = metric(y, p, groups=groups, convention="top_label", **options)
+    assert top[1] == metric(y[groups == 1], p[groups == 1], convention="top_label", **options)
+    # two columns are a binary problem too; beyond two classes the top label is judged
+    assert metric(y, np.column_stack([1 - p, p]), groups=groups, **options) == by_group
+    y3, proba, groups3 = three_classes()
+    assert metric(y3, proba, groups=groups3, **options) == metric(
+        y3, proba, groups=groups3, convention="top_label", **options
+    )
+
+
+def test_the_positive_class_finds_the_shifted_group_the_top_label_hides():
+    y, p, groups = log_odds_shifted_group()
+    audit = calibration_audit(y, p, groups, n_resamples=100, random_state=0)
+    assert audit.convention == "positive_class"
+    np.testing.assert_array_equal(audit.table["miscalibrated"], [False, True])
+    assert audit.worst_group == 1 and audit.worst_ece > 0.1 > audit.table["ece"][0]
+    assert worst_group_calibration_error(y, p, groups=groups) == audit.worst_ece
+    # folded onto [0.5, 1], the shift nearly cancels: both groups look alike
+    folded = calibration_audit(
+        y, p, groups, convention="top_label", n_resamples=100, random_state=0
+    )
+    assert not folded.table["miscalibrated"].any()
+    assert abs(folded.table["ece"][1] - folded.table["ece"][0]) < 0.01
+    # the report judges all rows by the top label and the groups by the positive class
+    report = calibration_report(
+        y, p, groups=groups, n_resamples=50, random_state=0, output_dict=True
+    )
+    assert report["convention"] == "top_label"
+    assert report["errors"]["ece"]["estimate"] == expected_calibration_error(y, p)
+    assert report["groups"]["convention"] == "positive_class"
+    assert report["groups"]["table"]["ece"][1] == audit.table["ece"][1]
+    ci = calibration_error_ci(
+        expected_calibration_error, y, p, convention="auto", n_resamples=20, random_state=0
+    )
+    assert ci.estimate == expected_calibration_error(y, p, convention="top_label")
+    with pytest.raises(ValueError, match="`convention` to be one of"):
+        expected_calibration_error(y, p, groups=groups, convention="positive")
 
 
 def test_calibration_error_ci_points_to_the_audit_for_groups():
@@ -365,7 +432,7 @@ def test_calibration_report_ends_with_the_audit_of_the_groups(correction):
     np.testing.assert_allclose(table["pvalue_adjusted"], by_hand(table["pvalue"].tolist()))
     assert report["groups"]["worst_group"] == "y"
     text = calibration_report(y, p, groups=groups, correction=correction, **options)
-    assert "Calibration by group: 3 groups, Kolmogorov-Smirnov tests" in text
+    assert "Calibration by group: 3 groups, positive-class convention, Kolmogorov" in text
     assert "worst group by ECE: y (" in text
     assert "groups" not in calibration_report(y, p, output_dict=True, **options)
 
@@ -587,7 +654,9 @@ def test_reliability_diagram_of_each_group():
     y, p, groups = shifted_groups()
     diagrams = reliability_diagram(y, p, groups=groups, n_bins=8, confidence_level=0.9)
     rows = groups == "z"
-    expected = reliability_diagram(y[rows], p[rows], n_bins=8, confidence_level=0.9)
+    expected = reliability_diagram(
+        y[rows], p[rows], n_bins=8, confidence_level=0.9, convention="positive_class"
+    )
     for key in ("edges", "count", "mean_confidence", "accuracy", "accuracy_low"):
         np.testing.assert_array_equal(diagrams["z"][key], expected[key])
 

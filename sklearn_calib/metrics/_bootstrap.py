@@ -11,7 +11,7 @@ from sklearn.utils import Bunch, check_random_state
 from .._validation import check_option
 from ._dispatch import dask_aware
 from ._kernels import KERNELS
-from ._predictions import check_predictions
+from ._predictions import check_predictions, resolve_convention
 from ._resampling import (
     bootstrap_sums,
     check_interval_options,
@@ -478,6 +478,10 @@ def calibration_error_ci(
         "name": name,
     }
     if metric in KERNELS:
+        if "convention" in metric_kwargs:
+            metric_kwargs["convention"] = resolve_convention(
+                metric_kwargs["convention"], data.n_classes, by_group=False
+            )
         return bootstrap_interval(KERNELS[metric], data, metric_kwargs, **settings)
     # a metric of the user's: called on the raw input, with the rows' weights
     options = dict(metric_kwargs, **({} if labels is None else {"labels": labels}))

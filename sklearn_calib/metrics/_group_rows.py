@@ -9,6 +9,8 @@ import numbers
 
 import numpy as np
 
+from ._predictions import resolve_convention
+
 
 def group_columns(groups):
     """The columns of a groups table: a DataFrame's own (each keeps its type), or those of
@@ -178,7 +180,13 @@ def metric_by_group(kernel, data, groups, **options):
 
 def overall_or_by_group(kernel, data, groups, **options):
     """``kernel(data, **options)``, or its values by group (:func:`metric_by_group`) when
-    ``groups`` is given: the body of a public metric that takes ``groups=``."""
+    ``groups`` is given: the body of a public metric that takes ``groups=``. A
+    ``convention`` option of ``"auto"`` is resolved for the one or the other
+    (:func:`resolve_convention`)."""
+    if "convention" in options:
+        options["convention"] = resolve_convention(
+            options["convention"], data.n_classes, by_group=groups is not None
+        )
     if groups is None:
         return kernel(data, **options)
     return metric_by_group(kernel, data, groups, **options)

@@ -6,6 +6,7 @@ group and corrects the p-values for the number of groups (Holm 1979, or Benjamin
 Hochberg 1995), and states the smallest miscalibration each group's size can detect.
 """
 
+import inspect
 import numbers
 import warnings
 
@@ -23,7 +24,7 @@ from ._hypothesis_tests import _METHODS as TESTS
 from ._hypothesis_tests import _brownian_max_sf, _brownian_range_sf, _calibration_test
 from ._kernels import KERNELS
 from ._metrics import expected_calibration_error
-from ._predictions import CONVENTIONS, check_predictions
+from ._predictions import AUTO, check_predictions, resolve_convention
 from ._resampling import check_interval_options
 from ._smooth import _smooth_ece, smooth_ece
 
@@ -71,7 +72,10 @@ def worst_group_calibration_error(
     sample_weight : array-like of shape (n_samples,), default=None
         Sample weights.
     **metric_kwargs
-        Options of ``metric`` (for example ``n_bins=10``).
+        Options of ``metric`` (for example ``n_bins=10``). A metric of this library that
+        takes ``convention`` judges a binary problem's positive class unless
+        ``convention="top_label"`` is given, as its values by group do (see
+        :func:`calibration_audit`).
 
     Returns
     -------
@@ -90,8 +94,9 @@ def worst_group_calibration_error(
     >>> p = [0.2, 0.8, 0.6, 0.3, 0.9, 0.4]
     >>> groups = ["a", "a", "a", "b", "b", "b"]
     >>> worst = worst_group_calibration_error(y, p, groups=groups, n_bins=5)
-    >>> worst == max(expected_calibration_error(y[:3], p[:3], n_bins=5),
-    ...              expected_calibration_error(y[3:], p[3:], n_bins=5))
+    >>> options = {"n_bins": 5, "convention": "positive_class"}
+    >>> worst == max(expected_calibration_error(y[:3], p[:3], **options),
+    ...              expected_calibration_error(y[3:], p[3:], **options))
     True
     """
     if groups is None:
@@ -102,6 +107,10 @@ def worst_group_calibration_error(
             "make_worst_group_scorer(group_features=...)."
         )
     data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
+    if metric in KERNELS and "convention" in inspect.signature(metric).parameters:
+        metric_kwargs["convention"] = resolve_convention(
+            metric_kwargs.get("convention", AUTO), data.n_classes, by_group=True
+        )
     values = metric_by_group(_kernel(metric), data, groups, **metric_kwargs)
     return max(values.values())
 
@@ -270,7 +279,7 @@ def calibration_audit(
     groups,
     *,
     n_bins=15,
-    convention="top_label",
+    convention="auto",
     test="ks",
     correction="holm",
     alpha=0.05,
@@ -326,8 +335,14 @@ def calibration_audit(
         distinct rows are the groups, named by the tuple of their values.
     n_bins : int, default=15
         Bins of ECE and the debiased error.
-    convention : {"top_label", "positive_class"}, default="top_label"
+    convention : {"auto", "top_label", "positive_class"}, default="auto"
         What the errors and tests judge; see :func:`expected_calibration_error`.
+        ``"auto"`` is ``"positive_class"`` for a binary problem (two classes, 1-D scores
+        included), as scikit-learn's ``calibration_curve`` bins it, and ``"top_label"``
+        beyond. The top label folds both tails of a binary model onto [0.5, 1]: a group
+        whose log-odds are all too high is overconfident where it predicts the positive
+        class and underconfident where it predicts the negative one, errors that nearly
+        cancel in the same confidence bins, where the positive class shows the shift.
     test : {"ks", "kuiper", "spiegelhalter"}, default="ks"
         The test of each group (two-sided).
     correction : {"holm", "fdr_bh"}, default="holm"
@@ -449,7 +464,7 @@ def _calibration_audit(
     groups,
     *,
     n_bins=15,
-    convention="top_label",
+    convention="auto",
     test="ks",
     correction="holm",
     alpha=0.05,
@@ -462,7 +477,7 @@ def _calibration_audit(
 ):
     """:func:`calibration_audit` of checked predictions (:class:`Predictions`)."""
     n_bins = check_n_bins(n_bins)
-    check_option(convention, "convention", CONVENTIONS)
+    convention = resolve_convention(convention, data.n_classes, by_group=True)
     check_option(test, "test", TESTS)
     check_option(correction, "correction", CORRECTIONS)
     check_option(ci_method, "ci_method", CI_METHODS)
@@ -565,6 +580,7 @@ def format_audit(audit, digits=4):
     table = audit.table
     header = (
         f"Calibration by group: {len(table['group'])} groups, "
+        f"{audit.convention.replace('_', '-')} convention, "
         f"{_TEST_NAMES[audit.test]} tests with {_CORRECTION_NAMES[audit.correction]}-adjusted "
         f"p-values at alpha = {audit.alpha:g}; detectable shift at {100 * audit.power:g} % "
         "power"
