@@ -2,9 +2,7 @@
 
 import itertools
 import pickle
-import re
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -519,17 +517,3 @@ def test_fit_calibrator_passes_groups_to_a_calibrator_that_takes_them():
     assert fitted.n_group_features_ == 1
     with pytest.raises(ValueError, match="`groups` needs a calibrator that takes group features"):
         fit_calibrator(TemperatureScaling(), scores, y, input="probabilities", groups=groups)
-
-
-def test_readme_recipe_for_groups_runs(capsys):
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    text = readme.split("## Is it calibrated for every group? Audits and multicalibration\n")[1]
-    exec(re.search(r"```python\n(.*?)```", text, re.S).group(1), {})
-    lines = capsys.readouterr().out.splitlines()
-    pattern = r"(\w+): worst group \d, ECE ([\d.]+) \(noise bound ([\d.]+)\), (\d) groups flagged"
-    found = {m.group(1): m.groups()[1:] for line in lines if (m := re.match(pattern, line))}
-    ece, bound, flagged = found["temperature"]
-    assert float(ece) > float(bound) and int(flagged) >= 3
-    ece, bound, flagged = found["multicalibrated"]
-    assert float(ece) <= float(bound) and int(flagged) == 0
-    assert any(line.startswith("Calibration by group: 4 groups") for line in lines)
