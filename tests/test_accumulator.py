@@ -515,3 +515,129 @@ def test_the_numba_ece_bins_scores_on_the_edges_as_numpy_does(monkeypatch, dtype
             expected_calibration_error(y, proba, sample_weight=w) for w in (None, weight)
         ]
     assert found["1"] == found["0"]
+
+
+def test_merge_aligns_the_columns_of_the_same_labels_in_another_order():
+    y, proba, weight = overconfident(3000, 3, seed=12)
+    names = np.array(["cat", "dog", "emu"])
+    order = [2, 0, 1]
+    options = {"n_resamples": 20, "interval_metrics": ("ece", "classwise_ece"), "random_state": 4}
+    first = CalibrationAccumulator(labels=names, **options)
+    first.update(names[y[:1200]], proba[:1200], weight[:1200], row_ids=0)
+    second = CalibrationAccumulator(labels=names[order], **options)
+    second.update(names[y[1200:]], proba[1200:, order], weight[1200:], row_ids=1200)
+    whole = CalibrationAccumulator(labels=names, **options).update(names[y], proba, weight)
+    expected = whole.compute()
+    for merged in (first.merge(second), CalibrationAccumulator(labels=names, **options)):
+        if merged is not first:  # an empty accumulator takes the other's state in its order
+            merged.merge(CalibrationAccumulator(labels=names[order], **options).merge(second))
+            merged.merge(
+                CalibrationAccumulator(labels=names, **options).update(
+                    names[y[:1200]], proba[:1200], weight[:1200], row_ids=0
+                )
+            )
+        result = merged.compute()
+        kw = {"sample_weight": weight}
+        assert relative(result.classwise_ece, classwise_calibration_error(y, proba, **kw)) <= 1e-12
+        assert relative(result.top_label_ece, top_label_calibration_error(y, proba, **kw)) <= 1e-12
+        np.testing.assert_allclose(
+            result.intervals["classwise_ece"].replicates,
+            expected.intervals["classwise_ece"].replicates,
+            rtol=1e-12,
+        )
+    with pytest.raises(ValueError, match="same classes"):
+        first.merge(CalibrationAccumulator(labels=["cat", "dog", "fox"], **options))
+    binary = CalibrationAccumulator(convention="positive_class", labels=["no", "yes"])
+    with pytest.raises(ValueError, match="positive_class.*order of `labels`"):
+        binary.merge(CalibrationAccumulator(convention="positive_class", labels=["yes", "no"]))
+
+
+def test_merge_takes_the_metrics_in_any_order():
+    y, proba, _ = overconfident(1000, 3, seed=13)
+    options = {"n_resamples": 10, "random_state": 0}
+    first = CalibrationAccumulator(
+        metrics=["ece", "nll"], interval_metrics=["ece", "nll"], **options
+    ).update(y[:400], proba[:400], row_ids=0)
+    second = CalibrationAccumulator(
+        metrics=["nll", "ece"], interval_metrics=["nll", "ece"], **options
+    ).update(y[400:], proba[400:], row_ids=400)
+    result = first.merge(second).compute()
+    assert relative(result.ece, expected_calibration_error(y, proba)) <= 1e-12
+    assert relative(result.nll, negative_log_likelihood(y, proba)) <= 1e-12
+
+
+def test_an_empty_batch_adds_nothing_and_lets_its_accumulator_merge():
+    y, proba, weight = overconfident(1000, 3, seed=14)
+    for labels, scores, weights in (
+        (np.zeros(0, dtype=int), np.zeros((0, 3)), np.zeros(0)),
+        (torch.zeros(0, dtype=torch.int64), torch.zeros((0, 3)), torch.zeros(0)),
+    ):
+        empty = CalibrationAccumulator().update(labels, scores, weights)
+        assert empty.n_samples_ == 0 and empty.n_positive_rows() == 0
+        with pytest.raises(ValueError, match="holds no rows"):
+            empty.compute()
+        merged = CalibrationAccumulator().update(y, proba, weight).merge(empty).compute()
+        assert merged.n_samples == 1000
+        assert relative(merged.ece, expected_calibration_error(y, proba, sample_weight=weight)) == 0
+    with pytest.raises(ValueError, match="3 classes"):
+        CalibrationAccumulator().update(y, proba).update([], np.zeros((0, 2)))
+    with pytest.raises(ValueError, match="at least 2 columns"):
+        CalibrationAccumulator().update([], np.zeros((0, 1)))
+    with pytest.raises(ValueError, match="`y_true` has shape \\(2,\\) but `y_prob` has 0 rows"):
+        CalibrationAccumulator().update([0, 1], np.zeros((0, 3)))
+
+
+def test_a_rejected_batch_changes_nothing():
+    y, proba, weight = overconfident(1000, 3, seed=15)
+    accumulator = CalibrationAccumulator(n_resamples=10, random_state=0)
+    with pytest.raises(ValueError, match="sum to 1"):
+        accumulator.update(y, proba[:, :2])
+    with pytest.raises(ValueError, match="holds no rows"):
+        accumulator.compute()
+    with pytest.raises(ValueError, match="row_ids"):
+        accumulator.update(y, proba, row_ids=np.arange(999))
+    accumulator.update(y[:600], proba[:600], weight[:600])
+    state = {name: value.copy() for name, value in accumulator._state.items()}
+    with pytest.raises(ValueError, match="3 classes"):
+        accumulator.update(y, proba[:, :2] / proba[:, :2].sum(axis=1, keepdims=True))
+    with pytest.raises(ValueError, match="negative"):
+        accumulator.update(y[600:], proba[600:], -weight[600:])
+    for name, value in state.items():
+        assert np.array_equal(accumulator._state[name], value), name
+    assert accumulator.n_samples_ == 600
+    accumulator.update(y[600:], proba[600:], weight[600:])
+    once = CalibrationAccumulator(n_resamples=10, random_state=0).update(y, proba, weight)
+    for name, value in once._state.items():
+        np.testing.assert_allclose(accumulator._state[name], value, rtol=1e-12, atol=1e-12)
+    on_torch = CalibrationAccumulator().update(torch.as_tensor(y), torch.as_tensor(proba))
+    before = {name: value.clone() for name, value in on_torch._state.items()}
+    with pytest.raises(ValueError, match="sample_weight"):
+        on_torch.update(torch.as_tensor(y), torch.as_tensor(proba), torch.ones(999))
+    for name, value in before.items():
+        assert torch.equal(on_torch._state[name], value), name
+
+
+def test_an_unpickled_accumulator_sums_the_next_torch_batch_on_its_device():
+    y, proba, weight = overconfident(2000, 3, seed=16)
+    tensors = [torch.as_tensor(a) for a in (y, proba, weight)]
+    first = CalibrationAccumulator().update(*(t[:800] for t in tensors))
+    restored = pickle.loads(pickle.dumps(first))
+    restored.update(*(t[800:] for t in tensors))
+    assert isinstance(restored._state["top"], torch.Tensor)
+    result = restored.compute()
+    expected = CalibrationAccumulator().update(y, proba, weight).compute()
+    for name in ("ece", "classwise_ece", "nll", "smooth_ece"):
+        assert relative(result[name], expected[name]) <= 1e-12, name
+    with pytest.raises(ValueError, match="sums on cpu; got a batch on numpy"):
+        restored.update(y, proba)
+
+
+def test_nullable_probability_frames_are_read_as_the_metric_functions_read_them():
+    pd = pytest.importorskip("pandas")
+    y, proba, _ = overconfident(500, 3, seed=17)
+    frame = pd.DataFrame(proba).astype("Float64")
+    result = CalibrationAccumulator().update(y, frame).compute()
+    assert relative(result.ece, expected_calibration_error(y, frame)) <= 1e-12
+    frame.iloc[3, 1] = pd.NA
+    with pytest.raises(ValueError, match="NaN"):
+        CalibrationAccumulator().update(y, frame)
