@@ -47,6 +47,8 @@ class DaskPredictions(ChunkedRows):
         check_probability_shape(self.scores.shape)
         self.n_classes = 2 if self.scores.ndim == 1 else self.scores.shape[1]
         if labels is None:
+            if not self.n_samples:  # the chunks' checks would say so, but labels come first
+                raise ValueError("Expected at least one sample, got empty `y_prob`.")
             labels = resolve_classes(self.distinct_labels(), None, self.n_classes)
         self.labels = np.asarray(labels)
 

@@ -84,7 +84,7 @@ def reliability_diagram(call):
     diagram = reliability(sums, level)
     diagram.edges = edges
     if call.confidence_level is None:
-        del diagram.accuracy_low, diagram.accuracy_high
+        del diagram["accuracy_low"], diagram["accuracy_high"]
     return diagram
 
 
