@@ -547,6 +547,9 @@ def test_merge_aligns_the_columns_of_the_same_labels_in_another_order():
         )
     with pytest.raises(ValueError, match="same classes"):
         first.merge(CalibrationAccumulator(labels=["cat", "dog", "fox"], **options))
+    indices = CalibrationAccumulator().update(y, proba)
+    with pytest.raises(ValueError, match="same classes"):
+        indices.merge(CalibrationAccumulator(labels=["0", "1", "2"]).update(y.astype(str), proba))
     binary = CalibrationAccumulator(convention="positive_class", labels=["no", "yes"])
     with pytest.raises(ValueError, match="positive_class.*order of `labels`"):
         binary.merge(CalibrationAccumulator(convention="positive_class", labels=["yes", "no"]))
@@ -581,6 +584,11 @@ def test_an_empty_batch_adds_nothing_and_lets_its_accumulator_merge():
         assert relative(merged.ece, expected_calibration_error(y, proba, sample_weight=weight)) == 0
     with pytest.raises(ValueError, match="3 classes"):
         CalibrationAccumulator().update(y, proba).update([], np.zeros((0, 2)))
+    options = {"n_resamples": 10, "random_state": 0}
+    stream = CalibrationAccumulator(**options).update(y, proba)
+    stream.merge(CalibrationAccumulator(**options).update([], np.zeros((0, 3))))
+    expected = CalibrationAccumulator(**options).update(y, proba).compute().intervals["ece"]
+    assert stream.compute().intervals["ece"].replicates.tolist() == expected.replicates.tolist()
     with pytest.raises(ValueError, match="at least 2 columns"):
         CalibrationAccumulator().update([], np.zeros((0, 1)))
     with pytest.raises(ValueError, match="`y_true` has shape \\(2,\\) but `y_prob` has 0 rows"):
@@ -641,3 +649,36 @@ def test_nullable_probability_frames_are_read_as_the_metric_functions_read_them(
     frame.iloc[3, 1] = pd.NA
     with pytest.raises(ValueError, match="NaN"):
         CalibrationAccumulator().update(y, frame)
+
+
+@pytest.mark.parametrize("scale", [1e160, 1e-200, 2.0**-290, 2.0**310])
+def test_no_result_depends_on_the_weights_scale(scale):
+    y, proba, weight = overconfident(3000, 3, seed=18)
+    options = {"n_resamples": 20, "interval_metrics": ALL_INTERVALS}
+    unit = accumulate(y, proba, weight, chunks=(0, 1000), **options).compute()
+    scaled = accumulate(y, proba, weight * scale, chunks=(0, 1000), **options).compute()
+    on_torch = CalibrationAccumulator().update(
+        *(torch.as_tensor(a) for a in (y, proba, weight * scale))
+    )
+    for result in (scaled, on_torch.compute()):
+        for name in ("ece", "adaptive_ece", "debiased_ce", "smooth_ece", "nll", "brier"):
+            assert relative(result[name], unit[name]) <= 1e-12, name
+        for name in ("spiegelhalter", "ks", "kuiper"):
+            assert relative(result[name].statistic, unit[name].statistic) <= 1e-12, name
+            assert relative(result[name].pvalue, unit[name].pvalue) <= 1e-9, name
+        for key in ("accuracy_low", "accuracy_high"):
+            np.testing.assert_allclose(
+                result.reliability[key], unit.reliability[key], rtol=1e-12, equal_nan=True
+            )
+        np.testing.assert_allclose(result.reliability.count, unit.reliability.count * scale)
+    for name in ALL_INTERVALS:
+        np.testing.assert_allclose(
+            scaled.intervals[name].replicates, unit.intervals[name].replicates, rtol=1e-12
+        )
+    kw = {"sample_weight": weight * scale}
+    test = calibration_test(y, proba, method="spiegelhalter", **kw)
+    assert relative(scaled.spiegelhalter.statistic, test.statistic) <= 1e-12
+    diagram = reliability_diagram(y, proba, strategy="uniform", confidence_level=0.95, **kw)
+    np.testing.assert_allclose(
+        scaled.reliability.accuracy_low, diagram.accuracy_low, rtol=1e-12, equal_nan=True
+    )

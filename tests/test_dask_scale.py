@@ -314,3 +314,34 @@ def test_dask_updates_continue_the_row_ids_of_one_stream(client):
         np.testing.assert_allclose(
             result.intervals["ece"].replicates, once.intervals["ece"].replicates, rtol=1e-12
         )
+
+
+def test_dask_tests_and_intervals_do_not_depend_on_the_weights_scale(client):
+    _, y, proba, weight = predictions(n=6000, seed=11)
+    dy, dproba, dweight = chunked(y, proba, weight)
+    for method in ("spiegelhalter", "ks", "kuiper"):
+        unit = metrics.calibration_test(dy, dproba, sample_weight=dweight, method=method)
+        for scale in (1e160, 1e-200):
+            found = metrics.calibration_test(
+                dy, dproba, sample_weight=dweight * scale, method=method
+            )
+            assert found.statistic == pytest.approx(unit.statistic, rel=1e-12), method
+            assert found.pvalue == pytest.approx(unit.pvalue, rel=1e-9), method
+    options = {"n_resamples": 30, "random_state": 0, "output_dict": True}
+    unit = metrics.calibration_report(dy, dproba, sample_weight=dweight, **options)
+    for scale in (1e160, 1e-200):
+        kw = {"sample_weight": dweight * scale}
+        found = metrics.calibration_report(dy, dproba, **kw, **options)
+        for key, entry in unit["errors"].items():
+            for part in ("estimate", "low", "high"):
+                assert found["errors"][key][part] == pytest.approx(entry[part], rel=1e-9), key
+        for key, entry in unit["tests"].items():
+            assert found["tests"][key]["statistic"] == pytest.approx(entry["statistic"], rel=1e-12)
+        diagram = metrics.reliability_diagram(
+            dy, dproba, strategy="quantile", confidence_level=0.9, **kw
+        )
+        expected = metrics.reliability_diagram(
+            y, proba, strategy="quantile", confidence_level=0.9, sample_weight=weight * scale
+        )
+        for key in ("accuracy_low", "accuracy_high"):
+            np.testing.assert_allclose(diagram[key], expected[key], rtol=1e-12)

@@ -52,7 +52,10 @@ class CalibrationAccumulator:
     turns the sums into metrics. Batches may be numpy arrays (checked as the metric
     functions check them) or torch tensors, summed on their device without a copy to the
     host (their checks are deferred: invalid rows are counted there and :meth:`compute`
-    raises). Accumulators pickle, with their state as numpy arrays.
+    raises). A batch without rows adds nothing (its shape is checked, and it makes the
+    state that merges and reduces); a batch that raises leaves the accumulator as it was.
+    Accumulators pickle, with their state as numpy arrays; an unpickled one sums on the
+    device of its next batch.
 
     What is exact and what is approximate:
 
@@ -259,6 +262,9 @@ class CalibrationAccumulator:
             }
         self._placed = True
 
+    def _holds_rows(self):
+        return self._state is not None and float(self._state["rows"]) > 0
+
     def _on_torch(self):
         return self._state is not None and isinstance(self._state["rows"], torch.Tensor)
 
@@ -314,7 +320,8 @@ class CalibrationAccumulator:
         -----
         Dask collections (arrays, DataFrame columns) are accumulated chunk by chunk on
         the active Dask scheduler (the user's client, if any) and merged into this
-        accumulator; their rows get consecutive ids from ``row_ids`` (an int).
+        accumulator; their rows get consecutive ids from ``row_ids`` (an int; None
+        continues this accumulator's, as for other batches).
 
         Returns
         -------
@@ -345,7 +352,8 @@ class CalibrationAccumulator:
     def _added(self, row_ids, n_rows):
         """Count a batch of ``n_rows`` added to the state."""
         self.n_samples_ += n_rows
-        self._implicit_ids = self._implicit_ids or (bool(self.n_resamples) and row_ids is None)
+        implicit = bool(self.n_resamples and n_rows) and row_ids is None
+        self._implicit_ids = self._implicit_ids or implicit
         return self
 
     def _update_dask(self, y_true, y_prob, sample_weight, row_ids):
@@ -433,7 +441,7 @@ class CalibrationAccumulator:
                 "Accumulators with bootstrap replicates merge only with the same "
                 "`random_state` (their generators must agree)."
             )
-        both = self._state is not None and other._state is not None
+        both = self._holds_rows() and other._holds_rows()
         if self.n_resamples and both and (self._implicit_ids or other._implicit_ids):
             raise ValueError(
                 "Both accumulators numbered their rows from 0 (no `row_ids`), so their "
@@ -449,12 +457,12 @@ class CalibrationAccumulator:
         if layout is None and (self.labels is None or other.labels is None):
             return None
         mine, theirs = (
-            list(np.arange(layout.n_classes) if a.labels is None else a.labels)
+            (np.arange(layout.n_classes) if a.labels is None else a.labels).tolist()
             for a in (self, other)
         )
         if mine == theirs:
             return None
-        if sorted(map(str, mine)) != sorted(map(str, theirs)) or len(set(mine)) != len(mine):
+        if set(mine) != set(theirs) or len(set(mine)) != len(mine):
             raise ValueError(
                 f"Accumulators merge only with the same classes, got labels {mine} and {theirs}."
             )
