@@ -237,7 +237,9 @@ def check_predictions(y_true, y_prob, *, labels=None, sample_weight=None):
     """
     if not takes_probabilities(y_prob):
         return Predictions(
-            *check_classification_inputs(y_true, y_prob, labels=labels, sample_weight=sample_weight)
+            *check_classification_inputs(
+                y_true, y_prob, labels=labels, sample_weight=sample_weight
+            )
         )
     try:
         y_index, sample_weight = check_targets(y_true, y_prob.shape, labels, sample_weight)
