@@ -682,3 +682,40 @@ def test_no_result_depends_on_the_weights_scale(scale):
     np.testing.assert_allclose(
         scaled.reliability.accuracy_low, diagram.accuracy_low, rtol=1e-12, equal_nan=True
     )
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_batches_keep_their_sums_on_the_device_at_any_weights_scale():
+    y, proba, weight = overconfident(20000, 3, seed=19)
+    options = {"n_resamples": 20, "interval_metrics": ("ece", "classwise_ece"), "random_state": 0}
+    unit = CalibrationAccumulator(**options).update(y, proba, weight).compute()
+
+    def on_cuda(*arrays):
+        return [torch.as_tensor(a, device="cuda") for a in arrays]
+
+    for scale in (1e160, 1e-200):
+        accumulator = CalibrationAccumulator(**options).update(*on_cuda(y, proba, weight * scale))
+        assert accumulator._state["top"].device.type == "cuda"
+        result = accumulator.compute()
+        for name in ("spiegelhalter", "ks", "kuiper"):
+            assert relative(result[name].statistic, unit[name].statistic) <= 1e-10, name
+        np.testing.assert_allclose(
+            result.reliability.accuracy_low, unit.reliability.accuracy_low, equal_nan=True
+        )
+    first = CalibrationAccumulator().update(*on_cuda(y[:8000], proba[:8000], weight[:8000]))
+    restored = pickle.loads(pickle.dumps(first))
+    restored.update(*on_cuda(y[8000:], proba[8000:], weight[8000:]))
+    assert restored._state["top"].device.type == "cuda"
+    assert relative(restored.compute().ece, unit.ece) <= 1e-10
+    order = [2, 0, 1]
+    labelled = CalibrationAccumulator(labels=order, **options)
+    labelled.update(y[:8000], proba[:8000, order], weight[:8000], row_ids=0)
+    on_device = CalibrationAccumulator(**options)
+    on_device.update(*on_cuda(y[8000:], proba[8000:], weight[8000:]), row_ids=8000)
+    merged = labelled.merge(on_device).compute()
+    assert relative(merged.classwise_ece, unit.classwise_ece) <= 1e-10
+    np.testing.assert_allclose(
+        merged.intervals["classwise_ece"].replicates,
+        unit.intervals["classwise_ece"].replicates,
+        rtol=1e-10,
+    )
