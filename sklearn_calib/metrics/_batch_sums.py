@@ -109,7 +109,7 @@ def add_numpy_batch(state, layout, proba, y_index, sample_weight, base):
                 None if nll is None else nll[rows],
                 None if brier is None else brier[rows],
             )
-            replicate_sums(base[rows], cells, values, state["replicates"])
+            replicate_sums(base[rows], cells, values, state["replicates"], n_rows)
     state["rows"] += n_rows
     state["positive"] += np.count_nonzero(weight)
 
