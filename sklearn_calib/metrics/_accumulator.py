@@ -4,7 +4,6 @@ import numbers
 import secrets
 
 import numpy as np
-import torch
 from scipy.special import softmax
 
 from .._dask_chunks import uses_dask
@@ -13,6 +12,7 @@ from .._validation import (
     check_confidence_level,
     check_n_bins,
     check_option,
+    is_tensor,
 )
 from ._accumulator_layout import INTERVAL_GROUPS, METRIC_PARTS, RESAMPLED, Layout
 from ._accumulator_results import results
@@ -226,6 +226,8 @@ class CalibrationAccumulator:
             if device is None:
                 self._state = {name: np.zeros(shape) for name, shape in shapes.items()}
             else:
+                import torch  # imported already: the batch is a tensor
+
                 self._state = {
                     name: torch.zeros(shape, dtype=torch.float64, device=device)
                     for name, shape in shapes.items()
@@ -245,7 +247,7 @@ class CalibrationAccumulator:
             )
 
     def _on_torch(self):
-        return self._state is not None and isinstance(self._state["rows"], torch.Tensor)
+        return self._state is not None and is_tensor(self._state["rows"])
 
     def _device(self):
         return self._state["rows"].device
@@ -254,6 +256,8 @@ class CalibrationAccumulator:
         """The batch's row ids (consecutive from an int, or given), for the bootstrap."""
         if not self.n_resamples:
             return None
+        if torch_device is not None:
+            import torch  # imported already: the batch is a tensor
         if row_ids is None:
             self._implicit_ids = True
             row_ids = self.n_samples_
@@ -317,7 +321,7 @@ class CalibrationAccumulator:
             self.merge(merged)
             self.n_samples_ += merged.n_samples_
             return self
-        if isinstance(y_prob, torch.Tensor):
+        if is_tensor(y_prob):
             return self._update_torch(y_true, y_prob, sample_weight, row_ids)
         scores = np.asarray(y_prob)
         if self.input == "logits":
@@ -335,6 +339,8 @@ class CalibrationAccumulator:
         return self
 
     def _update_torch(self, y_true, y_prob, sample_weight, row_ids):
+        import torch  # imported already: ``y_prob`` is a tensor
+
         if self.labels is not None:
             raise ValueError(
                 "torch batches take labels as column indices; create the accumulator "
@@ -446,6 +452,7 @@ class CalibrationAccumulator:
         -------
         self : CalibrationAccumulator
         """
+        import torch
         import torch.distributed as dist
 
         if self._state is None:
@@ -562,15 +569,17 @@ def _softmax(scores):
 
 
 def _to_numpy(value):
-    return value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else value
+    return value.detach().cpu().numpy() if is_tensor(value) else value
 
 
 def _copy(value):
-    return value.clone() if isinstance(value, torch.Tensor) else value.copy()
+    return value.clone() if is_tensor(value) else value.copy()
 
 
 def _like(value, target):
     """``value`` as the kind of ``target`` (numpy array or tensor on its device)."""
-    if isinstance(target, torch.Tensor):
+    if is_tensor(target):
+        import torch  # imported already: ``target`` is a tensor
+
         return torch.as_tensor(value).to(device=target.device, dtype=target.dtype)
     return _to_numpy(value)
