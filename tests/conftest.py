@@ -17,8 +17,8 @@ from sklearn_calib.metrics import _fused
 def numba_at_every_size(monkeypatch):
     """The fused passes take numba (where installed and not switched off) at every size, as
     ``SKLEARN_CALIB_NUMBA=1`` makes them, so that small test inputs run the kernels; the
-    tests of the default choice by size set ``NUMBA_WORK`` themselves."""
-    monkeypatch.setattr(_fused, "NUMBA_WORK", 0)
+    tests of the default choice by size set ``NUMBA_LOAD_NS`` themselves."""
+    monkeypatch.setattr(_fused, "NUMBA_LOAD_NS", 0)
 
 
 @pytest.fixture(scope="module")

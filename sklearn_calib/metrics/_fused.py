@@ -33,8 +33,8 @@ The grouped sums (a bootstrap's, :mod:`._resampling`) read each group's rows tog
 row order: the numpy path's additions.
 
 Which path a pass takes is set by :data:`NUMBA_SWITCH`; by default numba takes the
-passes over at least :data:`NUMBA_WORK` values, where the kernels repay their first
-call in a process, which loads them from numba's cache (or compiles them). numba is
+passes on which its kernels save more than their first call in a process costs (they
+are loaded from numba's cache then, or compiled): :data:`NUMBA_LOAD_NS`. numba is
 imported at that first call, not with the package. numba's ``workqueue`` threading
 layer (numba's fallback where neither TBB nor OpenMP is installed) aborts the process
 when two threads run parallel kernels at once: under it the parallel kernels run one
@@ -54,15 +54,27 @@ from ._binning import uniform_bin_edges
 from ._poisson import THRESHOLDS, counts_from_keys
 
 #: The environment variable choosing the path of the fused passes: ``0`` numpy, ``1``
-#: numba wherever it is installed, ``auto`` (the default) numba on passes over at least
-#: :data:`NUMBA_WORK` values.
+#: numba wherever it is installed, ``auto`` (the default) numba on the passes where it
+#: saves more than :data:`NUMBA_LOAD_NS`.
 NUMBA_SWITCH = "SKLEARN_CALIB_NUMBA"
 _SWITCH_VALUES = ("0", "1", "auto")
-#: The fewest values (entries read, or terms added) of a pass that numba takes by default.
-#: A process's first call of a kernel loads it from numba's cache, about 0.7 s on two
-#: cores with numba's import and threads (a fresh cache compiles it: seconds), and the
-#: kernels save 10 to 15 ns a value over numpy: below this numpy finishes first.
-NUMBA_WORK = 1 << 26
+#: Nanoseconds of a process's first numba call: numba's import, its threads, and the
+#: kernels loaded from its cache (about 0.7 s on two cores; an empty cache compiles them,
+#: which takes seconds).
+NUMBA_LOAD_NS = 700_000_000
+#: Nanoseconds the numba kernels save over numpy per value of each pass, measured on two
+#: cores (10^6 x 10 predictions): per probability entry of the check and the ECE's bins
+#: (numpy's column-wise maxima are nearly as fast), of the classwise bins and of the
+#: isotonic fits; per row and column of smECE's grid sums; per entry of the tempered
+#: NLL's gaps (a fit evaluates them tens of times); per term of the replicate sums.
+_SAVED_NS = {
+    "top_label": 2,
+    "classwise": 25,
+    "isotonic": 90,
+    "grid": 50,
+    "tempered": 100,
+    "replicates": 90,
+}
 #: Rows per call of the numpy replicate sums (bounds its temporaries).
 _REPLICATE_ROWS = 256
 #: Probabilities with fewer entries are checked by numpy (numba's threads cost more).
@@ -84,12 +96,13 @@ def _load_numba_kernels():
     return importlib.import_module("sklearn_calib.metrics._numba_kernels")
 
 
-def numba_kernels(work):
-    """The numba kernels module for a pass over ``work`` values, or None for numpy's path.
+def numba_kernels(kind, n_values):
+    """The numba kernels module for a pass of ``kind`` over ``n_values`` values, or None
+    for numpy's path.
 
     None when numba is missing, switched off (:data:`NUMBA_SWITCH` ``0``), or, by default,
-    when ``work`` is below :data:`NUMBA_WORK`; the first call that returns the module
-    imports numba.
+    when the kernels would save less than :data:`NUMBA_LOAD_NS` on the pass; the first
+    call that returns the module imports numba.
     """
     mode = os.environ.get(NUMBA_SWITCH) or "auto"
     if mode not in _SWITCH_VALUES:
@@ -97,7 +110,7 @@ def numba_kernels(work):
             f"Expected the environment variable {NUMBA_SWITCH} to be '0', '1' or 'auto', "
             f"got {mode!r}."
         )
-    if mode == "0" or (mode == "auto" and work < NUMBA_WORK):
+    if mode == "0" or (mode == "auto" and n_values * _SAVED_NS[kind] < NUMBA_LOAD_NS):
         return None
     return _load_numba_kernels()
 
@@ -126,7 +139,7 @@ def takes_probabilities(y_prob):
         and y_prob.dtype.isnative
         and y_prob.shape[1] >= 2
         and y_prob.size >= _CHECKED_ELEMENTS
-        and numba_kernels(y_prob.size) is not None
+        and numba_kernels("top_label", y_prob.size) is not None
     )
 
 
@@ -156,7 +169,7 @@ def checked_top_label(proba, y_index, tol):
         column (``argmax``) is the true class: :meth:`Predictions.scores` of
         ``"top_label"``.
     """
-    kernels = numba_kernels(proba.size)
+    kernels = numba_kernels("top_label", proba.size)
     with _parallel_section(kernels):
         confidence, correct, ranges = kernels.probability_rows(proba, y_index, _CHECKED_ROWS)
     lowest_sum, highest_sum, smallest, largest, finite = ranges
@@ -184,10 +197,10 @@ def top_label_sums(data, n_bins, block):
     sums : tuple of 3 ndarray of shape (n_bins,) or None
         Per-bin weight, confidence and correctness sums over ``n_bins`` equal-width
         bins, equal bit for bit to those of ``binned_sums`` on the predictions'
-        top-label scores; None on numpy's path (the predictions' entries count as the
-        work, as for their check): the caller then calls ``binned_sums``.
+        top-label scores; None on numpy's path (chosen by the predictions' entries, as
+        for their check): the caller then calls ``binned_sums``.
     """
-    kernels = numba_kernels(data.proba.size)
+    kernels = numba_kernels("top_label", data.proba.size)
     if kernels is None:
         return None
     score, outcome = data.scores("top_label")
@@ -205,7 +218,7 @@ def top_label_sums(data, n_bins, block):
     return sums[0], sums[1], sums[2]
 
 
-def tempered_moments(expo, gap, share, true_gap, totals, work):
+def tempered_moments(expo, gap, share, true_gap, totals, n_entries):
     """The tempered NLL's first and second derivatives in ``beta`` over a block of rows,
     in one read of its exponentials.
 
@@ -219,7 +232,7 @@ def tempered_moments(expo, gap, share, true_gap, totals, work):
         The gap of each row's true class.
     totals : ndarray of shape (n_rows,)
         Receives the row totals of ``expo``.
-    work : int
+    n_entries : int
         The entries of the whole fit's gaps, of which these rows are a block (the path
         is chosen for the fit).
 
@@ -230,7 +243,7 @@ def tempered_moments(expo, gap, share, true_gap, totals, work):
         variance of each row's gap under ``softmax(beta * gap)``; None on numpy's path:
         the caller then takes three row sums.
     """
-    kernels = numba_kernels(work)
+    kernels = numba_kernels("tempered", n_entries)
     if kernels is None:
         return None
     return kernels.tempered_moments(expo, gap, share, true_gap, totals)
@@ -254,7 +267,8 @@ def replicate_sums(base, cells, values, out, n_rows=None):
         the batch); None: these rows.
     """
     n_rows = base.shape[0] if n_rows is None else n_rows
-    kernels = numba_kernels(n_rows * cells.shape[1] * values.shape[2] * out.shape[2])
+    n_terms = n_rows * cells.shape[1] * values.shape[2] * out.shape[2]
+    kernels = numba_kernels("replicates", n_terms)
     if kernels is not None:
         thresholds = THRESHOLDS.astype(np.float64)
         with _parallel_section(kernels):
@@ -300,7 +314,7 @@ def isotonic_scores(proba, y_index, classes, sample_weight, clip):
         Per column of ``classes``, in order: the weighted sum of the score of the fit
         against the indicator. None on numpy's path: the caller then takes it.
     """
-    kernels = numba_kernels(proba.shape[0] * len(classes))
+    kernels = numba_kernels("isotonic", proba.shape[0] * len(classes))
     if kernels is None:
         return None
     bits = proba.view(np.uint32 if proba.dtype == np.float32 else np.uint64)
@@ -346,7 +360,7 @@ def classwise_sums(data, n_bins, block, group, n_groups):
         equal bit for bit to those of ``_classwise_sums``; None on numpy's path.
     """
     proba = data.proba
-    kernels = numba_kernels(proba.size)
+    kernels = numba_kernels("classwise", proba.size)
     if kernels is None:
         return None
     weighted = data.sample_weight is not None
@@ -398,7 +412,7 @@ def grid_sums(index, frac, columns, n_points, group, n_groups):
     sums : ndarray of shape (len(columns), n_groups, n_points) or None
         Equal bit for bit to ``_grid_statistics`` of each column; None on numpy's path.
     """
-    kernels = numba_kernels(index.shape[0] * len(columns))
+    kernels = numba_kernels("grid", index.shape[0] * len(columns))
     if kernels is None:
         return None
     sums = np.zeros((len(columns), n_groups, n_points))
