@@ -12,6 +12,7 @@ import pytest
 
 import sklearn_calib
 from sklearn_calib.metrics import expected_calibration_error, smooth_ece
+from sklearn_calib.metrics._predictions import _confidence
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -76,3 +77,18 @@ def test_every_top_level_name_is_listed_and_imported_when_first_used():
     assert sklearn_calib.TemperatureScaling is sklearn_calib.calibrators.TemperatureScaling
     with pytest.raises(AttributeError, match="has no attribute 'TemperatureScale'"):
         sklearn_calib.TemperatureScale  # noqa: B018
+
+
+@pytest.mark.parametrize("n_classes", [2, 3, 16, 17])
+@pytest.mark.parametrize("layout", ["C", "F", "strided"])
+def test_the_row_maxima_taken_without_torch_equal_numpy_s_reduction(n_classes, layout):
+    rng = np.random.default_rng(n_classes)
+    proba = rng.dirichlet(np.ones(n_classes), 40_000).astype(np.float32)
+    proba[:100] = 1 / n_classes  # ties everywhere
+    if layout == "F":
+        proba = np.asfortranarray(proba)
+    elif layout == "strided":
+        proba = np.repeat(proba, 2, axis=0)[::2]
+    confidence = _confidence(proba)
+    assert confidence.dtype == np.float32
+    assert np.array_equal(confidence, proba.max(axis=1))
