@@ -1,6 +1,8 @@
 # The two set-up commands of the README: `make run` (main job) and `make test` (tests), and
 # `make docs` (the documentation site, docs/_build/html). Each creates or reuses the virtual
-# environment .venv and installs what it needs.
+# environment .venv and installs what it needs, at the versions of constraints.txt (those CI
+# tested). `make test-numpy` reruns the metric and calibrator tests on the numpy path (numba
+# switched off), the path of users without the `fast` extra; CI runs it after `make test`.
 PYTHON ?= python3
 TORCH ?= torch==2.13.0
 VENV := .venv
@@ -8,19 +10,19 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.sklearn_calib_installed
 DOCS_STAMP := $(VENV)/.sklearn_calib_docs_installed
 
-.PHONY: run test docs
+.PHONY: run test test-numpy docs
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "$(TORCH)"
-	$(BIN)/python -m pip install -q -e ".[test,plot,dask,persist]"
+	$(BIN)/python -m pip install -q -c constraints.txt -e ".[test,plot,dask,persist]"
 	touch $(STAMP)
 
 # The docs extra (Sphinx and its extensions): for `make docs`, and for `make test`, whose
 # tests/test_docs.py builds the site.
 $(DOCS_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q -e ".[docs]"
+	$(BIN)/python -m pip install -q -c constraints.txt -e ".[docs]"
 	touch $(DOCS_STAMP)
 
 run: $(STAMP)
@@ -28,6 +30,15 @@ run: $(STAMP)
 
 test: $(DOCS_STAMP)
 	$(BIN)/python -m pytest
+
+# The tests of the metrics, their statistics and the calibrators, with numba switched off.
+NUMPY_PATH_TESTS := $(addprefix tests/test_,accumulator.py binning.py bootstrap.py \
+	calibration_report.py calibrators.py calibrator_selection.py debiased_and_top_label.py \
+	decomposition.py group_sums.py groups.py hypothesis_tests.py isotonic_scores.py \
+	scoring.py scorers.py smooth.py weight_invariances.py)
+
+test-numpy: $(STAMP)
+	SKLEARN_CALIB_NUMBA=0 $(BIN)/python -m pytest $(NUMPY_PATH_TESTS)
 
 # Warnings (broken references, docstring format errors, failing examples) fail the build.
 docs: $(DOCS_STAMP)

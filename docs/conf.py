@@ -38,8 +38,11 @@ root_doc = "index"
 # build has no inventories (it runs without network access).
 nitpicky = True
 nitpick_ignore_regex = [
-    ("py:.*", r"(numpy|np|scipy|sklearn|skorch|torch|joblib|matplotlib|dask|distributed"
-              r"|skops|pandas)(\..*)?"),
+    (
+        "py:.*",
+        r"(numpy|np|scipy|sklearn|skorch|torch|joblib|matplotlib|dask|distributed"
+        r"|skops|pandas)(\..*)?",
+    ),
 ]
 
 # API reference: the pages come from the public modules' __all__ (api_pages.py).

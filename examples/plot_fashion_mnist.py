@@ -46,8 +46,9 @@ print(len(X_train), "training images,", len(X_test), "test images, 784 pixels ea
 # temperature on the other 15 %. A fitted temperature above 1 means the network was
 # overconfident: dividing its logits by T softens its probabilities.
 net = NetClassifier("mlp", max_epochs=30, random_state=0)
-calibrated = CalibratedClassifier(net, TemperatureScaling(), calibration_size=0.15,
-                                  random_state=0).fit(X_train, y_train)
+calibrated = CalibratedClassifier(
+    net, TemperatureScaling(), calibration_size=0.15, random_state=0
+).fit(X_train, y_train)
 network = calibrated.estimators_[0]
 print(f"fitted temperature: {calibrated.calibrators_[0].temperature_:.3f}")
 
@@ -61,13 +62,16 @@ predictions = {
     "network + temperature scaling": calibrated.predict_proba(X_test),
 }
 for name, proba in predictions.items():
-    print(f"{name:<32} accuracy {top_label_accuracy(y_test, proba):.4f}  "
-          f"ECE {expected_calibration_error(y_test, proba):.4f}  "
-          f"NLL {negative_log_likelihood(y_test, proba):.4f}")
+    print(
+        f"{name:<32} accuracy {top_label_accuracy(y_test, proba):.4f}  "
+        f"ECE {expected_calibration_error(y_test, proba):.4f}  "
+        f"NLL {negative_log_likelihood(y_test, proba):.4f}"
+    )
 
 fig, axes = plt.subplots(2, 2, figsize=(9, 6), height_ratios=[3, 1], sharex=True)
 for column, (name, proba) in enumerate(predictions.items()):
-    ReliabilityDisplay.from_predictions(y_test, proba, name=name, ax=axes[0, column],
-                                        hist_ax=axes[1, column])
+    ReliabilityDisplay.from_predictions(
+        y_test, proba, name=name, ax=axes[0, column], hist_ax=axes[1, column]
+    )
 fig.tight_layout()
 plt.show()

@@ -34,8 +34,10 @@ search = GridSearchCV(
     cv=3,
 ).fit(X_train, y_train)
 print("best:", search.best_params_)
-print(f"test ECE of the refitted best model: "
-      f"{expected_calibration_error(y_test, search.predict_proba(X_test)):.4f}")
+print(
+    f"test ECE of the refitted best model: "
+    f"{expected_calibration_error(y_test, search.predict_proba(X_test)):.4f}"
+)
 
 # %%
 # Cross-validated ECE and NLL against γ
@@ -44,8 +46,9 @@ print(f"test ECE of the refitted best model: "
 results = search.cv_results_
 fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
 for ax, key, label in zip(axes, ["ece", "nll"], ["ECE", "NLL"], strict=True):
-    ax.errorbar(gammas, -results[f"mean_test_{key}"], yerr=results[f"std_test_{key}"],
-                marker="o", capsize=3)
+    ax.errorbar(
+        gammas, -results[f"mean_test_{key}"], yerr=results[f"std_test_{key}"], marker="o", capsize=3
+    )
     ax.set_xlabel("focal γ")
     ax.set_ylabel(f"cross-validated {label}")
 fig.tight_layout()

@@ -78,9 +78,12 @@ candidates = [
     HistogramBinning(n_bins=10),
 ]
 selector = CalibratorSelector(candidates, cv=5).fit(logits_cal, y_cal)
-for name, score, rank in zip(selector.cv_results_["calibrator"],
-                             selector.cv_results_["mean_test_score"],
-                             selector.cv_results_["rank_test_score"], strict=True):
+for name, score, rank in zip(
+    selector.cv_results_["calibrator"],
+    selector.cv_results_["mean_test_score"],
+    selector.cv_results_["rank_test_score"],
+    strict=True,
+):
     print(f"{rank}. {name:<45} held-out log loss {-score:.4f}")
 print("picked:", selector.best_calibrator_)
 if hasattr(selector.best_calibrator_, "temperature_"):
@@ -91,15 +94,23 @@ if hasattr(selector.best_calibrator_, "temperature_"):
 # ------------------------------
 calibrated_test = selector.predict_proba(logits_test)
 for name, proba in [("uncalibrated", proba_test), ("calibrated", calibrated_test)]:
-    ci = calibration_error_ci(expected_calibration_error, y_test, proba, n_resamples=200,
-                              random_state=0)
+    ci = calibration_error_ci(
+        expected_calibration_error, y_test, proba, n_resamples=200, random_state=0
+    )
     print(f"{name:<13} test ECE {ci.estimate:.4f}, 95 % interval [{ci.low:.4f}, {ci.high:.4f}]")
 
 fig, axes = plt.subplots(2, 2, figsize=(9, 6), height_ratios=[3, 1], sharex=True)
-for column, (name, proba) in enumerate([("uncalibrated", proba_test),
-                                        ("calibrated", calibrated_test)]):
-    ReliabilityDisplay.from_predictions(y_test, proba, n_bins=10, name=name,
-                                        confidence_level=0.95, ax=axes[0, column],
-                                        hist_ax=axes[1, column])
+for column, (name, proba) in enumerate(
+    [("uncalibrated", proba_test), ("calibrated", calibrated_test)]
+):
+    ReliabilityDisplay.from_predictions(
+        y_test,
+        proba,
+        n_bins=10,
+        name=name,
+        confidence_level=0.95,
+        ax=axes[0, column],
+        hist_ax=axes[1, column],
+    )
 fig.tight_layout()
 plt.show()

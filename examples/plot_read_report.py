@@ -58,8 +58,10 @@ def mean_std(values):
 print(f"{'method':<12}{'pre T':>16}{'post T':>16}{'T':>14}{'accuracy (%)':>16}")
 table = {}
 for method in methods:
-    table[method] = [mean_std(100 * column(method, "test_ece")),
-                     mean_std(100 * column(method, "ts_ece"))]
+    table[method] = [
+        mean_std(100 * column(method, "test_ece")),
+        mean_std(100 * column(method, "ts_ece")),
+    ]
     temperature = mean_std(column(method, "temperature"))
     accuracy = mean_std(100 * column(method, "test_accuracy"))
     cells = [*table[method], temperature, accuracy]
@@ -73,8 +75,7 @@ for method in methods:
 # which temperature scaling repairs (``report.md`` compares this with the paper's claims).
 positions = np.arange(len(methods))
 fig, ax = plt.subplots(figsize=(7, 3.5))
-for offset, (index, label) in zip([-0.2, 0.2], enumerate(["before T", "after T"]),
-                                  strict=True):
+for offset, (index, label) in zip([-0.2, 0.2], enumerate(["before T", "after T"]), strict=True):
     means = [table[method][index][0] for method in methods]
     stds = [table[method][index][1] for method in methods]
     ax.bar(positions + offset, means, width=0.4, yerr=stds, capsize=3, label=label)

@@ -506,6 +506,30 @@ def check_sample_weight(sample_weight, n_samples):
     return weight
 
 
+def check_pvalues(pvalues):
+    """Return p-values as a 1-D float64 array after checking each lies in [0, 1].
+
+    Parameters
+    ----------
+    pvalues : array-like of shape (m,)
+        p-values.
+
+    Returns
+    -------
+    pvalues : ndarray of shape (m,), dtype float64
+    """
+    array = _as_float_array(pvalues, "pvalues").astype(np.float64, copy=False)
+    if array.ndim != 1:
+        raise ValueError(f"Expected `pvalues` of shape (m,), got shape {array.shape}.")
+    outside = ~((array >= 0.0) & (array <= 1.0))
+    if outside.any():
+        raise ValueError(
+            f"Expected `pvalues` in [0, 1], got {_preview(array[outside])} "
+            f"({int(outside.sum())} of {array.shape[0]})."
+        )
+    return array
+
+
 def check_classification_inputs(y_true, y_prob, *, labels=None, sample_weight=None):
     """Validate labels, probabilities and weights of one set of predictions.
 

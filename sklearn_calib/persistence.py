@@ -109,7 +109,7 @@ def _skops_io():
     except ImportError as exc:
         raise ImportError(
             "sklearn_calib.persistence needs skops, which is not installed. Install it with "
-            "`pip install skops` or `pip install sklearn-calib[persist]`."
+            '`pip install skops` (or, from the repository root, `pip install ".[persist]"`).'
         ) from exc
     return skops.io
 

@@ -107,7 +107,7 @@ def _pyplot():
     except ImportError as exc:
         raise ImportError(
             "ReliabilityDisplay needs matplotlib, which is not installed. Install it with "
-            "`pip install matplotlib` or `pip install sklearn-calib[plot]`."
+            '`pip install matplotlib` (or, from the repository root, `pip install ".[plot]"`).'
         ) from exc
     return plt
 

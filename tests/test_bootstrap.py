@@ -70,17 +70,28 @@ def test_plans_reproduce_their_metric(metric, options, weighted):
         (classwise_calibration_error, {}),
         (top_label_calibration_error, {}),
         (brier_score, {}),
+        (smooth_ece, {"convention": "positive_class", "bandwidth": 0.08}),
+        (smooth_ece, {"bandwidth": 0.03}),
     ],
 )
-def test_small_samples_get_the_exact_bootstrap_of_rows(metric, options):
+@pytest.mark.parametrize("weighted", [False, True])
+def test_small_samples_get_the_exact_bootstrap_of_rows(metric, options, weighted):
     rng = np.random.default_rng(4)
     p = rng.random(300)
     y = (rng.random(300) < p**1.4).astype(int)
-    result = calibration_error_ci(metric, y, p, n_resamples=50, random_state=5, **options)
+    weight = rng.uniform(0.5, 2.0, 300) if weighted else np.ones(300)
+    result = calibration_error_ci(
+        metric, y, p, n_resamples=50, random_state=5, sample_weight=weight, **options
+    )
     # the same draws: one group per row, so each replicate is the metric on resampled rows
     counts = _resampling.resampled_counts(np.random.RandomState(5), 50, 300)
-    expected = [metric(y, p, sample_weight=c, **options) for c in counts]
-    np.testing.assert_allclose(result.replicates, expected, atol=1e-12)
+    rows = [np.repeat(np.arange(300), c.astype(int)) for c in counts]
+    expected = [metric(y[r], p[r], sample_weight=weight[r], **options) for r in rows]
+    np.testing.assert_allclose(result.replicates, expected, rtol=0, atol=1e-12)
+    # the counts as weights give the same, but for smECE's density epsilon (1e-4 of the
+    # mean positive weight: the counts' mean is not the rows'), a relative 1e-6 at most
+    as_weights = [metric(y, p, sample_weight=c * weight, **options) for c in counts]
+    np.testing.assert_allclose(result.replicates, as_weights, rtol=1e-6, atol=1e-12)
 
 
 def test_group_resampling_spreads_like_row_resampling_on_large_samples():

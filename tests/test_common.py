@@ -153,7 +153,7 @@ def _expected_failed_checks(estimator):
         "check_readonly_memmap_input": _MORE_CLASSES_THAN_SCORES,
         "check_estimators_dtypes": _AMBIGUOUS_LABELS,
     }
-    if isinstance(estimator, (VectorScaling, MatrixScaling)):
+    if isinstance(estimator, MatrixScaling):
         failed["check_sample_weight_equivalence_on_dense_data"] = _NO_MINIMUM
     if isinstance(estimator, DirichletCalibration):
         failed["check_sample_weight_equivalence_on_dense_data"] = _INTERNAL_CV

@@ -1,5 +1,7 @@
 """Calibration by group: per-group metrics, corrected tests, detectable shifts, scorers."""
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -8,6 +10,7 @@ from scipy.stats import norm
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, KFold, StratifiedKFold, cross_validate
 
+from sklearn_calib.datasets import make_miscalibrated_groups
 from sklearn_calib.metrics import (
     adaptive_calibration_error,
     adjust_pvalues,
@@ -27,7 +30,11 @@ from sklearn_calib.metrics import (
     worst_group_calibration_error,
 )
 from sklearn_calib.metrics._group_rows import encode_groups, metric_by_group
-from sklearn_calib.metrics._groups import calibrated_ece_quantiles, detectable_shift
+from sklearn_calib.metrics._groups import (
+    calibrated_ece_quantiles,
+    detectable_shift,
+    format_audit,
+)
 from sklearn_calib.metrics._kernels import KERNELS
 from sklearn_calib.metrics._predictions import check_predictions
 from sklearn_calib.scoring import get_scorer, make_worst_group_scorer
@@ -71,14 +78,56 @@ def test_groups_are_the_sorted_labels_or_the_distinct_rows_of_columns():
     ("groups", "message"),
     [
         (np.arange(3), r"one row per sample \(4\), got 3"),
-        (np.array([0.0, np.nan, 1.0, 1.0]), "column 0 holds NaN"),
-        (np.array(["a", None, "b", "a"], dtype=object), "cannot be compared"),
+        (np.array(["a", 1, "b", "a"], dtype=object), "cannot be compared"),
         (np.zeros((4, 1, 1)), r"shape \(n_samples,\) or \(n_samples, n_columns\)"),
     ],
 )
 def test_bad_groups_are_named(groups, message):
     with pytest.raises(ValueError, match=message):
         encode_groups(groups, 4)
+
+
+MISSING = r"without missing values, got {} in {} of 4 rows of `groups` column {}"
+
+
+@pytest.mark.parametrize(
+    ("groups", "message"),
+    [
+        (np.array([0.0, np.nan, 1.0, np.nan]), MISSING.format("nan", 2, 0)),
+        (np.array([0.0, np.nan, 1.0, np.nan], dtype=object), MISSING.format("nan", 2, 0)),
+        (np.array(["a", None, "b", "a"], dtype=object), MISSING.format("None", 1, 0)),
+        (
+            np.array(["a", None, np.nan, pd.NA], dtype=object),
+            MISSING.format("<NA>, None, nan", 3, 0),
+        ),
+        (pd.Series(["a", "b", None, "a"], dtype="string"), MISSING.format("<NA>", 1, 0)),
+        (pd.Series([1, None, 2, 2], dtype="Int64"), MISSING.format("nan", 1, 0)),
+        (
+            np.array(["2024-01-01", "NaT", "NaT", "NaT"], dtype="datetime64[D]"),
+            MISSING.format("NaT", 3, 0),
+        ),
+        (
+            pd.DataFrame({"a": ["x", "y", "x", "y"], "b": [1.0, 2.0, np.nan, 1.0]}),
+            MISSING.format("nan", 1, 1),
+        ),
+    ],
+)
+def test_missing_group_labels_are_refused_and_named(groups, message):
+    # a NaN is unequal to itself: read as labels, each NaN row would be its own group
+    with pytest.raises(ValueError, match=message):
+        encode_groups(groups, 4)
+
+
+def test_metrics_refuse_missing_group_labels_instead_of_one_group_per_row():
+    y, p, groups = shifted_groups(200)
+    groups = groups.astype(object)
+    groups[[3, 7]] = np.nan
+    with pytest.raises(ValueError, match="got nan in 2 of 200 rows"):
+        expected_calibration_error(y, p, groups=groups)
+    with pytest.raises(ValueError, match="got nan in 2 of 200 rows"):
+        calibration_audit(y, p, groups, n_resamples=20)
+    groups[[3, 7]] = "missing"
+    assert "missing" in expected_calibration_error(y, p, groups=groups)
 
 
 # ---------------------------------------------------------------------- per-group metrics
@@ -144,7 +193,7 @@ def test_metric_options_pass_through_to_each_group():
     )
     with_bandwidth = smooth_ece(y, p, groups=groups, return_bandwidth=True)
     assert with_bandwidth["x"] == smooth_ece(
-        y[groups == "x"], p[groups == "x"], return_bandwidth=True
+        y[groups == "x"], p[groups == "x"], return_bandwidth=True, convention="positive_class"
     )
 
 
@@ -154,7 +203,8 @@ def test_worst_group_error_is_the_largest_group_error():
     worst = worst_group_calibration_error(y, p, groups=groups, n_bins=10)
     assert worst == max(per_group.values()) == per_group["y"]
     smooth = worst_group_calibration_error(y, p, groups=groups, metric=smooth_ece)
-    assert smooth == max(smooth_ece(y[groups == g], p[groups == g]) for g in "xyz")
+    positive = {"convention": "positive_class"}
+    assert smooth == max(smooth_ece(y[groups == g], p[groups == g], **positive) for g in "xyz")
     with pytest.raises(ValueError, match="needs `groups`.*set_score_request"):
         worst_group_calibration_error(y, p)
 
@@ -174,6 +224,71 @@ def test_worst_group_error_of_a_metric_of_ones_own():
     ]
     assert worst == pytest.approx(max(gaps), rel=1e-12)
     assert max(gaps) == gaps[1] > 0.1
+
+
+def log_odds_shifted_group(seed=2):
+    """A binary model calibrated in group 0 whose log-odds are 0.8 too low in group 1."""
+    options = {"group_proportions": (0.5, 0.5), "shifts": (0.0, 0.8), "slopes": (1.0, 1.0)}
+    p, groups, y, _ = make_miscalibrated_groups(4000, random_state=seed, **options)
+    return y, p, groups
+
+
+GROUPED_METRICS = [
+    (expected_calibration_error, {}),
+    (maximum_calibration_error, {}),
+    (adaptive_calibration_error, {}),
+    (smooth_calibration_error, {"bandwidth": 0.05}),
+    (smooth_ece, {}),
+    (debiased_calibration_error, {}),
+]
+
+
+@pytest.mark.parametrize(("metric", "options"), GROUPED_METRICS)
+def test_binary_values_by_group_are_of_the_positive_class_by_default(metric, options):
+    y, p, groups = log_odds_shifted_group()
+    by_group = metric(y, p, groups=groups, **options)
+    for g, value in by_group.items():
+        rows = groups == g
+        assert value == metric(y[rows], p[rows], convention="positive_class", **options)
+    # without groups the default stays the top label; with it, the convention given holds
+    assert metric(y, p, **options) == metric(y, p, convention="top_label", **options)
+    top = metric(y, p, groups=groups, convention="top_label", **options)
+    assert top[1] == metric(y[groups == 1], p[groups == 1], convention="top_label", **options)
+    # two columns are a binary problem too; beyond two classes the top label is judged
+    assert metric(y, np.column_stack([1 - p, p]), groups=groups, **options) == by_group
+    y3, proba, groups3 = three_classes()
+    assert metric(y3, proba, groups=groups3, **options) == metric(
+        y3, proba, groups=groups3, convention="top_label", **options
+    )
+
+
+def test_the_positive_class_finds_the_shifted_group_the_top_label_hides():
+    y, p, groups = log_odds_shifted_group()
+    audit = calibration_audit(y, p, groups, n_resamples=100, random_state=0)
+    assert audit.convention == "positive_class"
+    np.testing.assert_array_equal(audit.table["miscalibrated"], [False, True])
+    assert audit.worst_group == 1 and audit.worst_ece > 0.1 > audit.table["ece"][0]
+    assert worst_group_calibration_error(y, p, groups=groups) == audit.worst_ece
+    # folded onto [0.5, 1], the shift nearly cancels: both groups look alike
+    folded = calibration_audit(
+        y, p, groups, convention="top_label", n_resamples=100, random_state=0
+    )
+    assert not folded.table["miscalibrated"].any()
+    assert abs(folded.table["ece"][1] - folded.table["ece"][0]) < 0.01
+    # the report judges all rows by the top label and the groups by the positive class
+    report = calibration_report(
+        y, p, groups=groups, n_resamples=50, random_state=0, output_dict=True
+    )
+    assert report["convention"] == "top_label"
+    assert report["errors"]["ece"]["estimate"] == expected_calibration_error(y, p)
+    assert report["groups"]["convention"] == "positive_class"
+    assert report["groups"]["table"]["ece"][1] == audit.table["ece"][1]
+    ci = calibration_error_ci(
+        expected_calibration_error, y, p, convention="auto", n_resamples=20, random_state=0
+    )
+    assert ci.estimate == expected_calibration_error(y, p, convention="top_label")
+    with pytest.raises(ValueError, match="`convention` to be one of"):
+        expected_calibration_error(y, p, groups=groups, convention="positive")
 
 
 def test_calibration_error_ci_points_to_the_audit_for_groups():
@@ -223,6 +338,29 @@ def test_holm_and_benjamini_hochberg_on_known_pvalues():
     )
     with pytest.raises(ValueError, match="`correction` to be one of"):
         adjust_pvalues(pvalues, "bonferroni")
+
+
+@pytest.mark.parametrize(
+    ("pvalues", "message"),
+    [
+        ([-0.1, 0.5], r"Expected `pvalues` in \[0, 1\], got -0.1 \(1 of 2\)"),
+        ([0.2, 1.5, np.nan], r"in \[0, 1\], got 1.5, nan \(2 of 3\)"),
+        ([0.2, np.inf], r"in \[0, 1\], got inf"),
+        (0.3, r"Expected `pvalues` of shape \(m,\), got shape \(\)"),
+        ([[0.1, 0.2], [0.3, 0.4]], r"of shape \(m,\), got shape \(2, 2\)"),
+        (["0.1", "0.2"], "Expected `pvalues` to hold numbers"),
+    ],
+)
+def test_adjust_pvalues_refuses_what_is_not_pvalues(pvalues, message):
+    for method in ("holm", "fdr_bh"):
+        with pytest.raises(ValueError, match=message):
+            adjust_pvalues(pvalues, method)
+
+
+def test_adjust_pvalues_of_no_and_of_boundary_pvalues():
+    assert adjust_pvalues([]).shape == (0,)
+    np.testing.assert_array_equal(adjust_pvalues([0.0, 1.0, 0.5]), [0.0, 1.0, 1.0])
+    np.testing.assert_array_equal(adjust_pvalues([True, False], "fdr_bh"), [1.0, 0.0])
 
 
 # ------------------------------------------------------------------------------- the audit
@@ -294,9 +432,38 @@ def test_calibration_report_ends_with_the_audit_of_the_groups(correction):
     np.testing.assert_allclose(table["pvalue_adjusted"], by_hand(table["pvalue"].tolist()))
     assert report["groups"]["worst_group"] == "y"
     text = calibration_report(y, p, groups=groups, correction=correction, **options)
-    assert "Calibration by group: 3 groups, Kolmogorov-Smirnov tests" in text
+    assert "Calibration by group: 3 groups, positive-class convention, Kolmogorov" in text
     assert "worst group by ECE: y (" in text
     assert "groups" not in calibration_report(y, p, output_dict=True, **options)
+
+
+def test_audit_flags_intervals_that_exclude_their_estimate():
+    # group "exact": scores 0.3 and 0.7 with exactly 30 % and 70 % positives, an ECE of 0;
+    # almost every resample is off balance, so the interval lies above the estimate
+    p_exact = np.repeat([0.3, 0.7], 100)
+    y_exact = np.concatenate([np.arange(100) < 30, np.arange(100) < 70]).astype(int)
+    y, p, groups = shifted_groups(1000)
+    y, p = np.concatenate([y, y_exact]), np.concatenate([p, p_exact])
+    groups = np.concatenate([groups, np.full(200, "exact")])
+    audit = calibration_audit(
+        y, p, groups, convention="positive_class", n_resamples=200, random_state=0
+    )
+    table = audit.table
+    exact = table["group"].index("exact")
+    assert table["ece"][exact] == pytest.approx(0.0, abs=1e-12)
+    assert table["ece_low"][exact] > 0.005
+    assert "lies above the estimate" in table["ece_flags"][exact]["excludes_estimate"]
+    for key in ("ece", "smooth_ece", "debiased_ce"):
+        outside = (table[key] < table[f"{key}_low"]) | (table[key] > table[f"{key}_high"])
+        suspect = outside | (table[f"{key}_low"] >= table[f"{key}_high"])
+        np.testing.assert_array_equal([bool(f) for f in table[f"{key}_flags"]], suspect)
+    text = format_audit(audit)
+    assert re.search(r"\nexact .* \(1\)\n", text)
+    assert re.search(r"\n\(1\) exact ECE, exact smECE(, \w+ ECE)*: the interval lies above", text)
+    report = calibration_report(
+        y, p, groups=groups, convention="positive_class", n_resamples=200, random_state=0
+    )
+    assert "(1) exact ECE, exact smECE, " in report
 
 
 def test_audit_of_intersections_of_several_columns():
@@ -487,7 +654,9 @@ def test_reliability_diagram_of_each_group():
     y, p, groups = shifted_groups()
     diagrams = reliability_diagram(y, p, groups=groups, n_bins=8, confidence_level=0.9)
     rows = groups == "z"
-    expected = reliability_diagram(y[rows], p[rows], n_bins=8, confidence_level=0.9)
+    expected = reliability_diagram(
+        y[rows], p[rows], n_bins=8, confidence_level=0.9, convention="positive_class"
+    )
     for key in ("edges", "count", "mean_confidence", "accuracy", "accuracy_low"):
         np.testing.assert_array_equal(diagrams["z"][key], expected[key])
 

@@ -517,11 +517,12 @@ EARLIER_META_STEP = {
 
 @pytest.mark.parametrize("name", ["net", "meta"])
 @pytest.mark.parametrize("how", ["pickle", "skops"])
-def test_models_saved_by_an_earlier_version_load_and_predict_exactly_alike(name, how):
+def test_models_saved_by_an_earlier_version_load_and_predict_alike(name, how):
     """Files written on the CPU by an earlier version (``tests/data/make_cpu_fixtures.py``).
 
-    They load with the current code and predict the stored probabilities bit for bit, and
-    the same fit run again trains to the same probabilities.
+    They load with the current code and predict the stored probabilities to float32's
+    precision (another processor takes other vector paths through torch and BLAS: 1.8e-7
+    was seen), and the same fit run again trains to the same probabilities.
     """
     path = GPU_FIXTURES / f"cpu_{name}.{'pkl' if how == 'pickle' else 'skops'}"
     assert how == "pickle" or persistence.untrusted_types(path) == []
@@ -531,7 +532,7 @@ def test_models_saved_by_an_earlier_version_load_and_predict_exactly_alike(name,
     expected = np.load(GPU_FIXTURES / f"cpu_{name}_proba.npy")
     assert net.device_ == torch.device("cpu")
     assert list(net.classes_) == sorted(make_gpu_fixtures.NAMES)
-    np.testing.assert_array_equal(net.predict_proba(X[n_train:]), expected)
+    np.testing.assert_allclose(net.predict_proba(X[n_train:]), expected, rtol=1e-6, atol=1e-7)
     np.testing.assert_array_equal(net.predict(X[n_train:]), net.classes_[expected.argmax(1)])
     refit = clone(net)
     if name == "meta":  # the meta step the earlier version made (its defaults changed since)
@@ -546,7 +547,11 @@ CALIBRATORS_AFTER_0_1_0 = {"MulticalibrationBoosting"}
 
 @pytest.mark.parametrize("how", ["pickle", "skops"])
 def test_calibrators_of_version_0_1_0_load_and_predict_alike(how):
-    """Files written by version 0.1.0 (``tests/data/make_calibrator_fixtures.py``) load."""
+    """Files written by version 0.1.0 (``tests/data/make_calibrator_fixtures.py``) load.
+
+    They predict the stored probabilities to float64's precision (another processor's
+    vector paths differ in the last bits).
+    """
     stem = GPU_FIXTURES / make_calibrator_fixtures.STEM
     if how == "pickle":
         models = pickle.loads(stem.with_suffix(".pkl").read_bytes())
@@ -560,7 +565,9 @@ def test_calibrators_of_version_0_1_0_load_and_predict_alike(how):
     assert sorted(models) == sorted(set(classes) - CALIBRATORS_AFTER_0_1_0)
     for name, model in models.items():
         assert type(model) is getattr(calibrators, name)
-        np.testing.assert_array_equal(model.predict_proba(logits), expected[name], err_msg=name)
+        np.testing.assert_allclose(
+            model.predict_proba(logits), expected[name], rtol=1e-12, atol=1e-15, err_msg=name
+        )
 
 
 def test_state_trees_round_trip_bfloat16_and_rebuild_containers():

@@ -11,7 +11,7 @@ categorical.
 
 import numpy as np
 
-from ..metrics._group_rows import distinct_values, group_columns
+from ..metrics._group_rows import check_not_missing, distinct_values, group_columns
 from ._histogram_tree import quantile_edges
 
 #: Most categories of one categorical group feature.
@@ -57,6 +57,7 @@ def _categories(column, j):
 
 
 def _numeric(column, j):
+    check_not_missing(column, j)
     try:
         values = column.astype(np.float64)
     except (TypeError, ValueError) as exc:
@@ -64,7 +65,7 @@ def _numeric(column, j):
             f"`groups` column {j} is declared numeric but holds non-numbers: {exc}"
         ) from exc
     if not np.isfinite(values).all():
-        raise ValueError(f"`groups` column {j} holds NaN or infinite values.")
+        raise ValueError(f"`groups` column {j} holds infinite values.")
     return values
 
 
@@ -113,13 +114,26 @@ def group_codes(groups, bins, categorical, n_samples):
     ):
         _check_length(column, n_samples)
         if is_categorical:
-            position = np.searchsorted(column_bins, column)
-            found = position < column_bins.shape[0]
-            found[found] = column_bins[position[found]] == column[found]
-            codes[:, j] = np.where(found, position, column_bins.shape[0])
+            codes[:, j] = _category_codes(column, column_bins, j)
         else:
             codes[:, j] = np.searchsorted(column_bins, _numeric(column, j), side="left")
     return codes
+
+
+def _category_codes(column, categories, j):
+    """Each value's index among the sorted ``categories``; an unseen value gets the extra
+    last bin, a missing one a ValueError (:func:`check_not_missing`)."""
+    check_not_missing(column, j)
+    try:
+        position = np.searchsorted(categories, column)
+    except TypeError:
+        # values that cannot be ordered among the categories (a number among strings)
+        index = {category: i for i, category in enumerate(categories.tolist())}
+        unseen = categories.shape[0]
+        return np.fromiter((index.get(value, unseen) for value in column.tolist()), np.intp)
+    found = position < categories.shape[0]
+    found[found] = categories[position[found]] == column[found]
+    return np.where(found, position, categories.shape[0])
 
 
 def bin_counts(bins):

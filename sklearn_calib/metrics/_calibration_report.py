@@ -21,7 +21,7 @@ from ._metrics import (
     classwise_calibration_error,
     expected_calibration_error,
 )
-from ._predictions import CONVENTIONS, check_predictions
+from ._predictions import AUTO, CONVENTIONS, check_predictions, resolve_convention
 from ._resampling import check_interval_options
 from ._smooth import _smooth_ece, smooth_ece
 
@@ -113,7 +113,7 @@ def check_report_options(
     """
     n_bins = check_n_bins(n_bins)
     check_option(ci_method, "ci_method", CI_METHODS)
-    check_option(convention, "convention", CONVENTIONS)
+    check_option(convention, "convention", (AUTO, *CONVENTIONS))
     check_option(correction, "correction", CORRECTIONS)
     n_resamples, confidence_level = check_interval_options(n_resamples, confidence_level)
     if not isinstance(output_dict, (bool, np.bool_)):
@@ -203,7 +203,7 @@ def calibration_report(
     y_prob,
     *,
     n_bins=15,
-    convention="top_label",
+    convention="auto",
     confidence_level=0.95,
     n_resamples=1000,
     ci_method="percentile",
@@ -243,8 +243,10 @@ def calibration_report(
         Predicted probabilities; 1-D means the positive class of a binary problem.
     n_bins : int, default=15
         Bins of the binned errors.
-    convention : {"top_label", "positive_class"}, default="top_label"
+    convention : {"auto", "top_label", "positive_class"}, default="auto"
         What the errors and tests judge; see :func:`expected_calibration_error`.
+        ``"auto"``: the top label overall, and the positive class in the audit of the
+        groups of a binary problem (:func:`calibration_audit`).
     confidence_level : float, default=0.95
         Coverage of the intervals.
     n_resamples : int, default=1000
@@ -353,17 +355,18 @@ def calibration_report(
     )
     data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
     rng = check_random_state(random_state)
+    overall = resolve_convention(convention, data.n_classes, by_group=False)
     # the decompositions and tests read the checked predictions only: a second thread
     # computes them while this one resamples (numpy and the kernels release the GIL)
     with ThreadPoolExecutor(max_workers=1) as worker:
-        beside = _submit_in_this_context(worker, _decompositions_and_tests, data, convention)
-        errors = _errors(data, n_bins, convention, n_resamples, confidence_level, ci_method, rng)
+        beside = _submit_in_this_context(worker, _decompositions_and_tests, data, overall)
+        errors = _errors(data, n_bins, overall, n_resamples, confidence_level, ci_method, rng)
         decomposition, tests = beside.result()
     report = {
         "n_samples": data.n_samples,
         "n_classes": data.n_classes,
         "n_bins": n_bins,
-        "convention": convention,
+        "convention": overall,
         "confidence_level": float(confidence_level),
         "ci_method": ci_method,
         "n_resamples": n_resamples,

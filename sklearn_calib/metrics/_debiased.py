@@ -55,7 +55,7 @@ def debiased_calibration_error(
     *,
     n_bins=15,
     strategy="quantile",
-    convention="top_label",
+    convention="auto",
     labels=None,
     sample_weight=None,
     groups=None,
@@ -90,7 +90,7 @@ def debiased_calibration_error(
         Number of bins.
     strategy : {"quantile", "uniform"}, default="quantile"
         Equal-mass bins (as the authors) or equal-width bins.
-    convention : {"top_label", "positive_class"}, default="top_label"
+    convention : {"auto", "top_label", "positive_class"}, default="auto"
         What is binned; see :func:`expected_calibration_error`. The authors' package
         scores 1-D binary input as ``"positive_class"``.
     labels : array-like of shape (n_classes,), default=None

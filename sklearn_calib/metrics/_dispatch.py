@@ -13,6 +13,7 @@ import inspect
 from sklearn.utils import Bunch
 
 from .._dask_chunks import uses_dask
+from ._predictions import resolve_convention
 
 #: Handlers of Dask input, by metric name (filled by ``_dask``).
 HANDLERS = {}
@@ -61,7 +62,12 @@ def dask_aware(metric):
                     "first (calibration_audit audits groups of in-memory arrays)."
                 )
             bound.apply_defaults()
-            return HANDLERS[metric.__name__](Bunch(**bound.arguments))
+            arguments = bound.arguments
+            if "convention" in arguments:  # no groups, so "auto" is the top label
+                arguments["convention"] = resolve_convention(
+                    arguments["convention"], None, by_group=False
+                )
+            return HANDLERS[metric.__name__](Bunch(**arguments))
         return metric(*args, **kwargs)
 
     return wrapper

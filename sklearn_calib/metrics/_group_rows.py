@@ -9,6 +9,8 @@ import numbers
 
 import numpy as np
 
+from ._predictions import resolve_convention
+
 
 def group_columns(groups):
     """The columns of a groups table: a DataFrame's own (each keeps its type), or those of
@@ -24,18 +26,65 @@ def group_columns(groups):
     return [array] if array.ndim == 1 else [array[:, j] for j in range(array.shape[1])]
 
 
+def _is_missing(value):
+    """Whether one value is missing: None, or unequal to itself (NaN, NaT), or pandas.NA
+    (whose comparisons are missing themselves)."""
+    if value is None:
+        return True
+    try:
+        return bool(value != value)
+    except TypeError:
+        return True
+
+
+_missing_objects = np.frompyfunc(_is_missing, 1, 1)
+
+
+def missing_values(column):
+    """Which entries of a column of group values are missing (None, NaN, NaT, pandas.NA)."""
+    kind = column.dtype.kind
+    if kind in "fc":
+        return np.isnan(column)
+    if kind in "mM":
+        return np.isnat(column)
+    if kind == "O":
+        return _missing_objects(column).astype(bool)
+    return np.zeros(column.shape, dtype=bool)
+
+
+def check_not_missing(column, j):
+    """Refuse a column of group values that holds missing values, naming them.
+
+    A missing value is not a group: NaN is unequal to itself, so each NaN would make a
+    group of one row, and None, NaN and pandas.NA cannot be sorted among labels. Merging
+    them into one group would make a group the caller never named; a label of its own
+    (``fillna("missing")``) says what is meant.
+    """
+    missing = missing_values(column)
+    if missing.any():
+        kinds = ", ".join(sorted({str(value) for value in column[missing]}))
+        raise ValueError(
+            f"Expected group labels without missing values, got {kinds} in "
+            f"{int(missing.sum())} of {column.shape[0]} rows of `groups` column {j}; give "
+            "them a label of their own (for example fillna('missing') on a pandas object) or "
+            "leave those rows out."
+        )
+
+
 def distinct_values(column, j):
     """Sorted distinct values of column ``j`` of the groups, and each sample's index among
-    them; a ValueError names values that cannot be sorted or a NaN."""
+    them; a ValueError names missing values (:func:`check_not_missing`) and values that
+    cannot be sorted."""
     try:
         values, codes = np.unique(column, return_inverse=True)
     except TypeError as exc:
+        check_not_missing(column, j)
         raise ValueError(
-            f"`groups` column {j} mixes values that cannot be compared (for example None and "
-            f"strings): {exc}"
+            f"`groups` column {j} mixes values that cannot be compared (for example numbers "
+            f"and strings): {exc}"
         ) from exc
-    if values.dtype.kind == "f" and np.isnan(values).any():
-        raise ValueError(f"`groups` column {j} holds NaN; give missing values a label.")
+    if missing_values(values).any():
+        check_not_missing(column, j)
     return values, codes.ravel()
 
 
@@ -131,7 +180,13 @@ def metric_by_group(kernel, data, groups, **options):
 
 def overall_or_by_group(kernel, data, groups, **options):
     """``kernel(data, **options)``, or its values by group (:func:`metric_by_group`) when
-    ``groups`` is given: the body of a public metric that takes ``groups=``."""
+    ``groups`` is given: the body of a public metric that takes ``groups=``. A
+    ``convention`` option of ``"auto"`` is resolved for the one or the other
+    (:func:`resolve_convention`)."""
+    if "convention" in options:
+        options["convention"] = resolve_convention(
+            options["convention"], data.n_classes, by_group=groups is not None
+        )
     if groups is None:
         return kernel(data, **options)
     return metric_by_group(kernel, data, groups, **options)

@@ -6,6 +6,7 @@ group and corrects the p-values for the number of groups (Holm 1979, or Benjamin
 Hochberg 1995), and states the smallest miscalibration each group's size can detect.
 """
 
+import inspect
 import numbers
 import warnings
 
@@ -14,7 +15,7 @@ from scipy.optimize import brentq
 from scipy.stats import norm
 from sklearn.utils import Bunch, check_random_state
 
-from .._validation import check_n_bins, check_option
+from .._validation import check_n_bins, check_option, check_pvalues
 from ._binning import assign_bins, uniform_bin_edges
 from ._bootstrap import CI_METHODS, bootstrap_interval
 from ._debiased import debiased_calibration_error
@@ -23,7 +24,7 @@ from ._hypothesis_tests import _METHODS as TESTS
 from ._hypothesis_tests import _brownian_max_sf, _brownian_range_sf, _calibration_test
 from ._kernels import KERNELS
 from ._metrics import expected_calibration_error
-from ._predictions import CONVENTIONS, check_predictions
+from ._predictions import AUTO, check_predictions, resolve_convention
 from ._resampling import check_interval_options
 from ._smooth import _smooth_ece, smooth_ece
 
@@ -71,7 +72,10 @@ def worst_group_calibration_error(
     sample_weight : array-like of shape (n_samples,), default=None
         Sample weights.
     **metric_kwargs
-        Options of ``metric`` (for example ``n_bins=10``).
+        Options of ``metric`` (for example ``n_bins=10``). A metric of this library that
+        takes ``convention`` judges a binary problem's positive class unless
+        ``convention="top_label"`` is given, as its values by group do (see
+        :func:`calibration_audit`).
 
     Returns
     -------
@@ -90,8 +94,9 @@ def worst_group_calibration_error(
     >>> p = [0.2, 0.8, 0.6, 0.3, 0.9, 0.4]
     >>> groups = ["a", "a", "a", "b", "b", "b"]
     >>> worst = worst_group_calibration_error(y, p, groups=groups, n_bins=5)
-    >>> worst == max(expected_calibration_error(y[:3], p[:3], n_bins=5),
-    ...              expected_calibration_error(y[3:], p[3:], n_bins=5))
+    >>> options = {"n_bins": 5, "convention": "positive_class"}
+    >>> worst == max(expected_calibration_error(y[:3], p[:3], **options),
+    ...              expected_calibration_error(y[3:], p[3:], **options))
     True
     """
     if groups is None:
@@ -102,6 +107,10 @@ def worst_group_calibration_error(
             "make_worst_group_scorer(group_features=...)."
         )
     data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
+    if metric in KERNELS and "convention" in inspect.signature(metric).parameters:
+        metric_kwargs["convention"] = resolve_convention(
+            metric_kwargs.get("convention", AUTO), data.n_classes, by_group=True
+        )
     values = metric_by_group(_kernel(metric), data, groups, **metric_kwargs)
     return max(values.values())
 
@@ -141,7 +150,8 @@ def adjust_pvalues(pvalues, method="holm"):
     Parameters
     ----------
     pvalues : array-like of shape (m,)
-        Raw p-values in [0, 1].
+        Raw p-values in [0, 1] (NaN is refused: a test without a p-value cannot be
+        counted in ``m``).
     method : {"holm", "fdr_bh"}, default="holm"
         The correction.
 
@@ -159,7 +169,7 @@ def adjust_pvalues(pvalues, method="holm"):
        Statistical Society B 57(1), 1995.
     """
     check_option(method, "correction", CORRECTIONS)
-    pvalues = np.asarray(pvalues, dtype=np.float64)
+    pvalues = check_pvalues(pvalues)
     m = pvalues.shape[0]
     order = np.argsort(pvalues, kind="stable")
     ranked = pvalues[order]
@@ -269,7 +279,7 @@ def calibration_audit(
     groups,
     *,
     n_bins=15,
-    convention="top_label",
+    convention="auto",
     test="ks",
     correction="holm",
     alpha=0.05,
@@ -325,8 +335,14 @@ def calibration_audit(
         distinct rows are the groups, named by the tuple of their values.
     n_bins : int, default=15
         Bins of ECE and the debiased error.
-    convention : {"top_label", "positive_class"}, default="top_label"
+    convention : {"auto", "top_label", "positive_class"}, default="auto"
         What the errors and tests judge; see :func:`expected_calibration_error`.
+        ``"auto"`` is ``"positive_class"`` for a binary problem (two classes, 1-D scores
+        included), as scikit-learn's ``calibration_curve`` bins it, and ``"top_label"``
+        beyond. The top label folds both tails of a binary model onto [0.5, 1]: a group
+        whose log-odds are all too high is overconfident where it predicts the positive
+        class and underconfident where it predicts the negative one, errors that nearly
+        cancel in the same confidence bins, where the positive class shows the shift.
     test : {"ks", "kuiper", "spiegelhalter"}, default="ks"
         The test of each group (two-sided).
     correction : {"holm", "fdr_bh"}, default="holm"
@@ -355,8 +371,11 @@ def calibration_audit(
     audit : :class:`~sklearn.utils.Bunch`
         ``table``: a dict of equal-length columns, one row per audited group
         (``pandas.DataFrame(audit.table)`` shows it): ``group``, ``n_samples``, for
-        each error ``ece``, ``smooth_ece``, ``debiased_ce`` its estimate and its
-        ``<name>_low`` and ``<name>_high`` bounds, ``statistic``, ``pvalue``,
+        each error ``ece``, ``smooth_ece``, ``debiased_ce`` its estimate, its
+        ``<name>_low`` and ``<name>_high`` bounds and ``<name>_flags`` (a dict per group
+        of what makes the interval suspect, as in :func:`calibration_error_ci`: on a small
+        group the interval often lies above a plug-in error's estimate, or below a
+        debiased error clipped at 0; empty when nothing does), ``statistic``, ``pvalue``,
         ``pvalue_adjusted``, ``miscalibrated``, ``ece_null_high`` and ``detectable``;
         ``worst_group`` (the label with the largest ECE), ``worst_ece``,
         ``worst_ece_null_high``, ``n_miscalibrated``,
@@ -445,7 +464,7 @@ def _calibration_audit(
     groups,
     *,
     n_bins=15,
-    convention="top_label",
+    convention="auto",
     test="ks",
     correction="holm",
     alpha=0.05,
@@ -458,7 +477,7 @@ def _calibration_audit(
 ):
     """:func:`calibration_audit` of checked predictions (:class:`Predictions`)."""
     n_bins = check_n_bins(n_bins)
-    check_option(convention, "convention", CONVENTIONS)
+    convention = resolve_convention(convention, data.n_classes, by_group=True)
     check_option(test, "test", TESTS)
     check_option(correction, "correction", CORRECTIONS)
     check_option(ci_method, "ci_method", CI_METHODS)
@@ -497,7 +516,7 @@ def _calibration_audit(
     }
     columns = {"group": [name for name, *_ in audited], "n_samples": []}
     columns.update(
-        {f"{key}{part}": [] for key, *_ in AUDIT_ERRORS for part in ("", "_low", "_high")}
+        {f"{key}{part}": [] for key, *_ in AUDIT_ERRORS for part in ("", "_low", "_high", "_flags")}
     )
     columns.update({"statistic": [], "pvalue": [], "detectable": []})
     level = alpha / len(audited)
@@ -519,6 +538,7 @@ def _calibration_audit(
             columns[key].append(interval.estimate)
             columns[f"{key}_low"].append(interval.low)
             columns[f"{key}_high"].append(interval.high)
+            columns[f"{key}_flags"].append(interval.flags)
         try:
             statistic, pvalue = _calibration_test(part, method=test, convention=convention)
         except ValueError as exc:
@@ -529,7 +549,8 @@ def _calibration_audit(
         weights.append(part.sample_weight)
         columns["detectable"].append(detectable_shift(scores[-1], weights[-1], test, level, power))
     table = {
-        key: (value if key == "group" else np.asarray(value)) for key, value in columns.items()
+        key: (value if key == "group" or key.endswith("_flags") else np.asarray(value))
+        for key, value in columns.items()
     }
     table["pvalue_adjusted"] = adjust_pvalues(table["pvalue"], correction)
     table["miscalibrated"] = table["pvalue_adjusted"] <= alpha
@@ -559,6 +580,7 @@ def format_audit(audit, digits=4):
     table = audit.table
     header = (
         f"Calibration by group: {len(table['group'])} groups, "
+        f"{audit.convention.replace('_', '-')} convention, "
         f"{_TEST_NAMES[audit.test]} tests with {_CORRECTION_NAMES[audit.correction]}-adjusted "
         f"p-values at alpha = {audit.alpha:g}; detectable shift at {100 * audit.power:g} % "
         "power"
@@ -568,14 +590,21 @@ def format_audit(audit, digits=4):
     cell = digits + 4
     titles = ["n", "ECE", "low", "high", "null", "smECE", "low", "high", "p adj.", "detect."]
     lines = [header, "", f"{'group':<{width}}" + "".join(f"  {t:>{cell}}" for t in titles)]
+    notes = {}  # explanation: the flagged cells
     for i, name in enumerate(names):
         values = [f"{table['n_samples'][i]:d}"]
         for parts in (("ece", "ece_low", "ece_high", "ece_null_high"), ("smooth_ece",)):
             values += [f"{table[part][i]:.{digits}f}" for part in parts]
         values += [f"{table['smooth_ece' + part][i]:.{digits}f}" for part in ("_low", "_high")]
         values += [f"{table['pvalue_adjusted'][i]:.3g}", f"{table['detectable'][i]:.{digits}f}"]
-        flag = " *" if table["miscalibrated"][i] else ""
-        lines.append(f"{name:<{width}}" + "".join(f"  {v:>{cell}}" for v in values) + flag)
+        marks = " *" if table["miscalibrated"][i] else ""
+        for key, label in (("ece", "ECE"), ("smooth_ece", "smECE")):
+            for explanation in table[f"{key}_flags"][i].values():
+                cells = notes.setdefault(explanation, [])
+                cells.append(f"{name} {label}")
+                mark = f" ({list(notes).index(explanation) + 1})"
+                marks += "" if mark in marks else mark
+        lines.append(f"{name:<{width}}" + "".join(f"  {v:>{cell}}" for v in values) + marks)
     level = f"{100 * audit.confidence_level:g} %"
     lines += [
         f"(* miscalibrated after the correction: {audit.n_miscalibrated} of {len(names)}; "
@@ -586,4 +615,8 @@ def format_audit(audit, digits=4):
     ]
     if audit.skipped:
         lines.append(f"not audited (too few samples): {audit.skipped}")
+    lines += [
+        f"({k}) {', '.join(cells)}: {explanation}."
+        for k, (explanation, cells) in enumerate(notes.items(), start=1)
+    ]
     return "\n".join(lines)

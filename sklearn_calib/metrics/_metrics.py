@@ -196,7 +196,7 @@ def expected_calibration_error(
     n_bins=15,
     strategy="uniform",
     norm="l1",
-    convention="top_label",
+    convention="auto",
     labels=None,
     sample_weight=None,
     groups=None,
@@ -208,7 +208,8 @@ def expected_calibration_error(
     ``sum_b (n_b / N) |acc_b - conf_b|`` over the non-empty bins (``"l1"``), its
     root-mean-square form (``"l2"``) or the largest gap (``"max"``, the MCE). A binary
     problem given as 1-D positive-class probabilities is scored on ``max(p, 1 - p)``
-    unless ``convention="positive_class"``.
+    unless ``convention="positive_class"``; its values by group (``groups=``) are of the
+    positive class unless ``convention="top_label"``.
 
     Parameters
     ----------
@@ -223,14 +224,17 @@ def expected_calibration_error(
         :func:`adaptive_calibration_error`).
     norm : {"l1", "l2", "max"}, default="l1"
         How the per-bin gaps are combined.
-    convention : {"top_label", "positive_class"}, default="top_label"
+    convention : {"auto", "top_label", "positive_class"}, default="auto"
         What is binned. ``"top_label"``: each sample's confidence ``max_k p_k`` against
         whether its prediction is right; for a binary problem that is
         ``max(p, 1 - p)``, so both tails fold onto [0.5, 1]. ``"positive_class"`` (binary
         problems only, as torchmetrics' and netcal's binary ECE and scikit-learn's
         ``calibration_curve``): the positive-class probability (second column,
         ``labels[1]``) against ``y == labels[1]``. The two differ whenever the model errs
-        differently on the two classes.
+        differently on the two classes. ``"auto"``: ``"top_label"``, but the values by
+        group (``groups=``) of a binary problem are of the positive class, where a group
+        whose scores are shifted shows (folded onto [0.5, 1], its too high and too low
+        scores hide among the calibrated ones; see :func:`calibration_audit`).
     labels : array-like of shape (n_classes,), default=None
         The class of each column of ``y_prob``; needed when ``y_true`` lacks a class and
         its labels are not the column indices.
@@ -320,7 +324,7 @@ def maximum_calibration_error(
     *,
     n_bins=15,
     strategy="uniform",
-    convention="top_label",
+    convention="auto",
     labels=None,
     sample_weight=None,
     groups=None,
@@ -339,7 +343,7 @@ def maximum_calibration_error(
         Number of bins.
     strategy : {"uniform", "quantile"}, default="uniform"
         Equal-width or equal-mass bins.
-    convention : {"top_label", "positive_class"}, default="top_label"
+    convention : {"auto", "top_label", "positive_class"}, default="auto"
         What is binned; see :func:`expected_calibration_error`.
     labels : array-like of shape (n_classes,), default=None
         The class of each column of ``y_prob``.
@@ -388,7 +392,7 @@ def adaptive_calibration_error(
     *,
     n_bins=15,
     norm="l1",
-    convention="top_label",
+    convention="auto",
     labels=None,
     sample_weight=None,
     groups=None,
@@ -415,7 +419,7 @@ def adaptive_calibration_error(
         Number of bins.
     norm : {"l1", "l2", "max"}, default="l1"
         How the per-bin gaps are combined.
-    convention : {"top_label", "positive_class"}, default="top_label"
+    convention : {"auto", "top_label", "positive_class"}, default="auto"
         What is binned; see :func:`expected_calibration_error`.
     labels : array-like of shape (n_classes,), default=None
         The class of each column of ``y_prob``.
@@ -800,7 +804,7 @@ def reliability_diagram(
     *,
     n_bins=15,
     strategy="uniform",
-    convention="top_label",
+    convention="auto",
     confidence_level=None,
     labels=None,
     sample_weight=None,
@@ -822,7 +826,7 @@ def reliability_diagram(
         Number of bins.
     strategy : {"uniform", "quantile"}, default="uniform"
         Equal-width or equal-mass bins.
-    convention : {"top_label", "positive_class"}, default="top_label"
+    convention : {"auto", "top_label", "positive_class"}, default="auto"
         What is binned; see :func:`expected_calibration_error`. With
         ``"positive_class"``, ``mean_confidence`` is the mean positive-class probability
         and ``accuracy`` the fraction of positives.

@@ -23,6 +23,33 @@ from ._fused import checked_top_label, takes_probabilities
 #: right, or (binary problems) the positive-class probability against ``y == positive``.
 CONVENTIONS = ("top_label", "positive_class")
 
+#: ``convention="auto"``: the positive class for the values by group of a binary problem
+#: (a group shifted one way hides among calibrated ones once both tails fold onto
+#: [0.5, 1]), else the top label.
+AUTO = "auto"
+
+
+def resolve_convention(convention, n_classes, by_group):
+    """The convention that ``convention`` stands for (``"auto"`` resolved).
+
+    Parameters
+    ----------
+    convention : {"auto", "top_label", "positive_class"}
+    n_classes : int or None
+        Number of classes (only read for the values by group).
+    by_group : bool
+        Whether the values are computed by group.
+
+    Returns
+    -------
+    convention : {"top_label", "positive_class"}
+    """
+    check_option(convention, "convention", (AUTO, *CONVENTIONS))
+    if convention != AUTO:
+        return convention
+    return "positive_class" if by_group and n_classes == 2 else "top_label"
+
+
 #: Number of elements of one block when a computation runs over blocks of rows.
 _BLOCK_ELEMENTS = 1 << 20
 #: The most columns whose row maxima are taken column by column, and the rows of a block.

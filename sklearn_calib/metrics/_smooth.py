@@ -239,7 +239,7 @@ def smooth_calibration_error(
     bandwidth=0.01,
     include_self=True,
     method="auto",
-    convention="top_label",
+    convention="auto",
     labels=None,
     sample_weight=None,
     groups=None,
@@ -293,7 +293,7 @@ def smooth_calibration_error(
         Whether a sample counts in its own accuracy estimate.
     method : {"auto", "exact", "binned"}, default="auto"
         How the kernel sums are computed (see above).
-    convention : {"top_label", "positive_class"}, default="top_label"
+    convention : {"auto", "top_label", "positive_class"}, default="auto"
         What is smoothed; see :func:`expected_calibration_error`.
     labels : array-like of shape (n_classes,), default=None
         The class of each column of ``y_prob``.
@@ -621,7 +621,7 @@ def smooth_ece(
     *,
     bandwidth="auto",
     return_bandwidth=False,
-    convention="top_label",
+    convention="auto",
     labels=None,
     sample_weight=None,
     groups=None,
@@ -653,7 +653,7 @@ def smooth_ece(
         The fixed-point bandwidth, or a given one (at least 1e-4).
     return_bandwidth : bool, default=False
         Whether to return the bandwidth used as well.
-    convention : {"top_label", "positive_class"}, default="top_label"
+    convention : {"auto", "top_label", "positive_class"}, default="auto"
         What is smoothed; see :func:`expected_calibration_error`. ``relplot.smECE(p, y)``
         on binary data is ``convention="positive_class"``.
     labels : array-like of shape (n_classes,), default=None
