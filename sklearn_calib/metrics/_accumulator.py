@@ -4,7 +4,6 @@ import numbers
 import secrets
 
 import numpy as np
-import torch
 from scipy.special import softmax
 
 from .._dask_chunks import uses_dask
@@ -14,6 +13,7 @@ from .._validation import (
     check_n_bins,
     check_option,
     check_probability_shape,
+    is_tensor,
     numeric_values,
 )
 from ._accumulator_layout import INTERVAL_GROUPS, METRIC_PARTS, RESAMPLED, Layout
@@ -248,6 +248,8 @@ class CalibrationAccumulator:
     def _ensure_state(self, n_classes, device):
         """The state of a batch that :meth:`_check_fits`: made at the first batch, and
         moved to the batch's device at the first batch after unpickling."""
+        if device is not None:
+            import torch  # imported already: the batch is a tensor
         if self._layout is None:
             self._layout = self._new_layout(n_classes)
             self._state = {
@@ -266,7 +268,7 @@ class CalibrationAccumulator:
         return self._state is not None and float(self._state["rows"]) > 0
 
     def _on_torch(self):
-        return self._state is not None and isinstance(self._state["rows"], torch.Tensor)
+        return self._state is not None and is_tensor(self._state["rows"])
 
     def _device(self):
         return self._state["rows"].device
@@ -275,6 +277,8 @@ class CalibrationAccumulator:
         """The batch's row ids (consecutive from an int, or given), for the bootstrap."""
         if not self.n_resamples:
             return None
+        if torch_device is not None:
+            import torch  # imported already: the batch is a tensor
         if row_ids is None:
             row_ids = self.n_samples_
         if isinstance(row_ids, numbers.Integral) and not isinstance(row_ids, (bool, np.bool_)):
@@ -329,7 +333,7 @@ class CalibrationAccumulator:
         """
         if uses_dask(y_true, y_prob, sample_weight):
             return self._update_dask(y_true, y_prob, sample_weight, row_ids)
-        if isinstance(y_prob, torch.Tensor):
+        if is_tensor(y_prob):
             return self._update_torch(y_true, y_prob, sample_weight, row_ids)
         scores = numeric_values(y_prob)
         check_probability_shape(scores.shape)
@@ -368,6 +372,8 @@ class CalibrationAccumulator:
         return self._added(row_ids, merged.n_samples_)
 
     def _update_torch(self, y_true, y_prob, sample_weight, row_ids):
+        import torch  # imported already: ``y_prob`` is a tensor
+
         if self.labels is not None:
             raise ValueError(
                 "torch batches take labels as column indices; create the accumulator "
@@ -524,6 +530,7 @@ class CalibrationAccumulator:
         -------
         self : CalibrationAccumulator
         """
+        import torch
         import torch.distributed as dist
 
         if self._state is None:
@@ -657,7 +664,9 @@ def _reorder(name, value, columns, layout):
     cells = np.arange(value.shape[0])
     per_class = np.asarray(columns)[:, None] * layout.n_bins + np.arange(layout.n_bins)
     cells[start : start + per_class.size] = start + per_class.ravel()
-    if isinstance(value, torch.Tensor):
+    if is_tensor(value):
+        import torch  # imported already: the state is on a tensor's device
+
         cells = torch.as_tensor(cells, device=value.device)
     return value[cells]
 
@@ -673,15 +682,17 @@ def _check_no_rows(y_true, sample_weight):
 
 
 def _to_numpy(value):
-    return value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else value
+    return value.detach().cpu().numpy() if is_tensor(value) else value
 
 
 def _copy(value):
-    return value.clone() if isinstance(value, torch.Tensor) else value.copy()
+    return value.clone() if is_tensor(value) else value.copy()
 
 
 def _like(value, target):
     """``value`` as the kind of ``target`` (numpy array or tensor on its device)."""
-    if isinstance(target, torch.Tensor):
+    if is_tensor(target):
+        import torch  # imported already: ``target`` is a tensor
+
         return torch.as_tensor(value).to(device=target.device, dtype=target.dtype)
     return _to_numpy(value)

@@ -3,12 +3,12 @@ on their device (no copy to the host).
 
 The statistics are those of :mod:`._accumulator_layout`. Both functions take checked
 (numpy) or raw (torch, checked on the device and counted in ``invalid``) probabilities.
+The torch functions import torch where they run: a tensor batch has imported it already.
 """
 
 import functools
 
 import numpy as np
-import torch
 
 from .._validation import ROW_SUM_TOLERANCE
 from ._accumulator_layout import REPLICATE_GRID
@@ -117,7 +117,7 @@ def add_numpy_batch(state, layout, proba, y_index, sample_weight, base):
                 None if nll is None else nll[rows],
                 None if brier is None else brier[rows],
             )
-            replicate_sums(base[rows], cells, values, state["replicates"])
+            replicate_sums(base[rows], cells, values, state["replicates"], n_rows)
     state["rows"] += n_rows
     state["positive"] += np.count_nonzero(weight)
 
@@ -188,16 +188,22 @@ def _replicate_entries(
 @functools.lru_cache(maxsize=64)
 def _device_constant(name, size, dtype, device):
     """Inner edges of ``size`` equal-width bins, or ``arange(size)``, on a device."""
+    import torch
+
     if name == "edges":
         return torch.as_tensor(uniform_bin_edges(size)[1:-1], dtype=dtype, device=device)
     return torch.arange(size, device=device)
 
 
 def _torch_sums(index, n_cells, columns):
+    import torch
+
     return torch.stack([torch.bincount(index, c, minlength=n_cells) for c in columns])
 
 
 def _torch_bins(values, n_bins):
+    import torch
+
     edges = _device_constant("edges", n_bins, values.dtype, values.device)
     return torch.bucketize(values, edges, right=False)
 
@@ -221,6 +227,8 @@ def _torch_checked(proba, y_index, sample_weight):
     clips rounding above 1), the labels clipped to the columns, the weights (NaN and
     negative ones as 0) and the four counts of :mod:`._accumulator_layout`'s ``invalid``.
     """
+    import torch
+
     n_classes = proba.shape[1]
     entries_ok = (torch.isfinite(proba) & (proba >= 0)).all(dim=1)
     sums_ok = (proba.sum(dim=1, dtype=torch.float64) - 1.0).abs() <= ROW_SUM_TOLERANCE
@@ -259,6 +267,8 @@ def add_torch_batch(state, layout, proba, y_index, sample_weight, row_ids, key):
     key : int
         The bootstrap's key.
     """
+    import torch
+
     proba, y_index, weight, invalid = _torch_checked(proba, y_index, sample_weight)
     state["invalid"] += invalid
     n_rows, n_classes = proba.shape
@@ -324,6 +334,8 @@ def _add_torch_replicates(
     out, layout, proba, y_index, weight, score, outcome, top_bin, nll, brier, row_ids, key
 ):
     """The Poisson bootstrap's sums of one batch, on its device (blocks of rows)."""
+    import torch
+
     n_cells, _, n_resamples = out.shape
     flat = out.view(n_cells * 3, n_resamples)
     offsets = layout.replicate_offsets()
