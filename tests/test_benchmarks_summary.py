@@ -43,10 +43,12 @@ Each claim is split into checks.
 
 | paper's claim | our numbers | checks | verdict |
 |---|---|---|---|
-| CE is overconfident (Doe et al. 2009). | T 1.10. | T: 1.10, claimed > 1.5: *fails* | **disagrees** (1 fails) |
+| CE is overconfident (Doe et al. 2009). | T 1.10. | T: 1.10, claimed > 1.5: *fails* | \
+**disagrees** (1 fails) |
 | Focal loss keeps the hardness visible (Doe et al. 2009, Fig. 2). | |ρ| 0.5 vs 0.4. | a<br>b | \
 **mixed** (1 holds, 1 fails) |
-| The γ-Net has the lowest ECE (Doe et al. 2009, Figure 5). | Pending. | a | **inconclusive** (1 open) |
+| The γ-Net has the lowest ECE (Doe et al. 2009, Figure 5). | Pending. | a | \
+**inconclusive** (1 open) |
 """
 
 CPU = """# Toy experiment (Doe et al. 2009)
