@@ -239,8 +239,7 @@ def _time_evaluation(logits, data, spec):
     proba = evaluation()
     evaluated = median_seconds([evaluation] * REPEATS)
     resampled = median_seconds(
-        [lambda: resampled_metric("ece", np.asarray(data.y_test), proba, 15, N_RESAMPLES)]
-        * REPEATS
+        [lambda: resampled_metric("ece", np.asarray(data.y_test), proba, 15, N_RESAMPLES)] * REPEATS
     )
     return evaluated + RESAMPLED_PER_RUN * resampled
 
