@@ -188,30 +188,27 @@ class Calibratable(Experiment):
             checks,
         )
         inverse = CURVE_LABELS[4:]
+
+        def against_ce(column, check):
+            return [
+                check(
+                    estimate(label, column) - estimate("CE", column),
+                    label=f"{label} − CE",
+                    scale=100.0,
+                )
+                for label in inverse
+            ]
+
         report.claim(
             "Inverse focal loss has a larger ECE than CE before post-hoc calibration "
             "(Wang et al. 2021, Fig. 6c).",
             "ECE minus CE's (points).",
-            [
-                above(
-                    estimate(label, "test_ece") - estimate("CE", "test_ece"),
-                    label=f"{label} − CE",
-                    scale=100.0,
-                )
-                for label in inverse
-            ],
+            against_ce("test_ece", above),
         )
         report.claim(
             "With TS, inverse focal loss beats CE on CIFAR-10/100 (Wang et al. 2021, Fig. 6e).",
             "ECE with TS minus CE's (points).",
-            [
-                below(
-                    estimate(label, "ts_ece") - estimate("CE", "ts_ece"),
-                    label=f"{label} − CE",
-                    scale=100.0,
-                )
-                for label in inverse
-            ],
+            against_ce("ts_ece", below),
         )
         curve = [estimate(label, "ts_ece") for label in CURVE_LABELS]
         lowest = min(range(len(curve)), key=lambda i: curve[i].point)
