@@ -185,7 +185,7 @@ def test_regime_line_states_and_flags_ces_temperature(scale, overconfident):
     (line,) = regime_lines(context, ["mukhoti2020"])
     temperatures = [context.evaluation(run, "mukhoti2020").nll_temperature for run in runs]
     assert all((t >= OVERCONFIDENT_T) == overconfident for t in temperatures)
-    assert f"T = {np.mean(temperatures):.2f} ± {np.std(temperatures, ddof=1):.2f}" in line
+    assert f"T_NLL = {np.mean(temperatures):.2f} ± {np.std(temperatures, ddof=1):.2f}" in line
     accuracies = [
         np.mean(r.logits("test")[0].argmax(1) == r.logits("test")[1]) for r in records.values()
     ]
