@@ -7,6 +7,7 @@ import os
 from functools import partial
 
 import torch
+from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import (
     Interval,
     Options,
@@ -43,6 +44,7 @@ from ._persistence import load_saved_params, net_state, restore_net
 from ._recipes import RECIPE_ALIASES, RECIPES, Recipe
 from ._rng import RunGenerators, cuda_devices, fit_seeds, resolve_split_seed, seed_torch
 from ._run import TrainingRun, notify_grad_computed, per_batch_pass
+from ._signature import declare_inherited_parameters
 from ._state import transaction
 from ._targets import MixedTarget, WeightedTarget, target_loss, total_weight
 from ._training import EvaluationBatches, FitDataset, TrainingBatches, clip_gradient_norm
@@ -408,6 +410,14 @@ default=None
         self.checkpoint_dir = checkpoint_dir
 
     # ------------------------------------------------------------------ parameters
+
+    #: scikit-learn's repr: the class name and the parameters set to other values than
+    #: their defaults (skorch's lists the network instead).
+    __repr__ = BaseEstimator.__repr__
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        declare_inherited_parameters(cls)
 
     @property
     def _default_callbacks(self):
@@ -1001,5 +1011,7 @@ default=None
         """Rebuild the net from a state of :meth:`__getstate__` on an available device."""
         restore_net(self, state, NetClassifier)
 
+
+declare_inherited_parameters(NetClassifier)
 
 __all__ = ["NetClassifier"]
