@@ -88,9 +88,8 @@ default=None
         Base learning rate. None: the recipe's (0.1 for the SGD recipes) when its
         optimiser is used, else the optimiser's default
         (:data:`~sklearn_calib.estimators.DEFAULT_LRS`): 3e-3 for AdamW and Adam, 0.1 for
-        SGD, 1e-3 for another class. These were chosen by the test accuracy after 3 to
-        20 epochs of the MLP and the CNN on digits and on 3,000 Fashion-MNIST images
-        (3e-3 reached 79 % on average after 3 epochs where 1e-3 reached 71 %).
+        SGD, 1e-3 for another class (``benchmarks/RESULTS.md`` records the sweep that
+        chose them).
     max_epochs : int, default=20
         Epochs of ``fit`` (and of each ``partial_fit``).
     batch_size : int, default=128
