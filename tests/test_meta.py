@@ -602,6 +602,28 @@ def test_fit_splits_8_1_1(digits):
     assert sum(b.get("valid_batch_size", 0) for b in epoch["batches"]) == (n_valid)
 
 
+class _SeenParts(Callback):
+    """Records the parts a callback receives."""
+
+    def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, **kwargs):
+        self.parts = (dataset_train, dataset_valid, kwargs)
+
+
+def test_the_meta_batches_belong_to_the_run_not_to_the_datasets(digits):
+    # The training part carried the meta-validation batches on the device (a dataset
+    # subclass with a cursor and a loss sum), and callbacks received it as dataset_train
+    X_train, _, y_train, _ = digits
+    seen = _SeenParts()
+    net = small_meta(max_epochs=1, callbacks=[seen]).fit(X_train, y_train)
+    dataset_train, dataset_valid, kwargs = seen.parts
+    assert type(dataset_train) is type(dataset_valid) and kwargs == {}
+    assert not hasattr(dataset_train, "meta_batches")
+    n, n_meta = len(X_train), round(0.1 * len(X_train))
+    train, valid = net.get_split_datasets(X_train, y_train)  # outside a run
+    assert (len(train), len(valid)) == (len(dataset_train), len(dataset_valid))
+    assert len(train) + len(valid) == n - n_meta
+
+
 # ------------------------------------------------------------------ the estimator
 
 

@@ -29,7 +29,6 @@ from ._net import NetClassifier
 from ._optimizer import check_optimizer_values
 from ._rng import resolve_split_seed
 from ._targets import total_weight
-from ._training import FitDataset
 
 _REGULARIZERS = {"gamma_net": GammaNet, "l2": ElementwiseL2}
 _POSITIVE = Interval(numbers.Real, 0, None, closed="neither")
@@ -68,25 +67,6 @@ def former_lookahead(values, loss_reduction):
         lr=values["virtual_lr"],
         meta_batch_size=values["meta_batch_size"],
     )
-
-
-class MetaFitDataset(FitDataset):
-    """The training part of a meta fit, with the meta-validation batches it learns from.
-
-    :meth:`MetaNetClassifier.get_split_datasets` returns it as ``dataset_train``; the
-    training run passes it to the epoch hooks and its steps read the meta batches.
-
-    Parameters
-    ----------
-    part : FitDataset
-        The training part.
-    meta_batches : MetaBatches
-        The meta-validation part, on the device.
-    """
-
-    def __init__(self, part, meta_batches):
-        super().__init__(part.X, part.y, part.y_index, part.weight)
-        self.meta_batches = meta_batches
 
 
 class MetaNetClassifier(NetClassifier):
@@ -254,9 +234,9 @@ class MetaNetClassifier(NetClassifier):
     weighted.
 
     The meta step plugs into NetClassifier's training run through skorch's hooks:
-    :meth:`get_split_datasets` holds out the meta-validation part and returns it, on the
-    device, with the training part (``dataset_train``, a ``MetaFitDataset``);
-    ``on_epoch_begin`` reshuffles it and ``on_epoch_end`` records the statistics;
+    :meth:`get_split_datasets` holds out the meta-validation part and hands its batches,
+    on the device, to the run (``run.held_out["meta"]``); the net's ``on_epoch_begin``
+    reshuffles them and its ``on_epoch_end`` records the statistics;
     :meth:`train_step_single` makes the meta step from the run's next meta batch, once
     per training batch, before the network's gradients are computed (outside a training
     run it steps the network with the regulariser as it is).
@@ -476,7 +456,7 @@ class MetaNetClassifier(NetClassifier):
 
     # ------------------------------------------------------------------ fitting
 
-    def get_split_datasets(self, X, y=None, split_seed=None, **fit_params):
+    def get_split_datasets(self, X, y=None, split_seed=None, run=None, **fit_params):
         """Hold out the meta-validation part, then split the rest as NetClassifier does.
 
         Parameters
@@ -484,11 +464,14 @@ class MetaNetClassifier(NetClassifier):
         X, y, split_seed, **fit_params
             As in :meth:`NetClassifier.get_split_datasets`; the seed also draws the
             meta-validation part.
+        run : TrainingRun or None, default=None
+            The training run, which receives the meta-validation batches on the device
+            (``run.held_out["meta"]``, a ``MetaBatches``).
 
         Returns
         -------
-        dataset_train : MetaFitDataset
-            The training part with the meta-validation batches on the device.
+        dataset_train : FitDataset
+            The training part.
         dataset_valid : FitDataset or None
         """
         data = split_input(self, X, y)
@@ -517,13 +500,14 @@ class MetaNetClassifier(NetClassifier):
             dataset_train, dataset_valid = super().get_split_datasets(
                 data.subset(rest), split_seed=seed, **fit_params
             )
-        meta_batch_size = self._resolved_lookahead().meta_batch(self.batch_size)
-        batches = MetaBatches(data.X[meta], data.y_index[meta], self.device_, meta_batch_size)
-        return MetaFitDataset(dataset_train, batches), dataset_valid
+        if run is not None:
+            size = self._resolved_lookahead().meta_batch(self.batch_size)
+            run.held_out["meta"] = MetaBatches(data.X[meta], data.y_index[meta], self.device_, size)
+        return dataset_train, dataset_valid
 
     def train_step_is_capturable(self, run=None):
         """Whether :meth:`train_step` may be captured: yes while the meta data is on the device."""
-        resident = run is None or run.dataset_train.meta_batches.resident
+        resident = run is None or run.held_out["meta"].resident
         return super().train_step_is_capturable(run) and resident
 
     def train_step_single(self, batch, run=None, **fit_params):
@@ -561,7 +545,7 @@ class MetaNetClassifier(NetClassifier):
         batch_weight = total_weight(y)
         penalty_scale = 1.0 if self.loss_reduction == "sum" else 1.0 / batch_weight
         if run is not None:
-            meta_batches = run.dataset_train.meta_batches
+            meta_batches = run.held_out["meta"]
             X_meta, y_meta = meta_batches.next_batch()
             lookahead = self._resolved_lookahead()
             lr_now = self.optimizer_.param_groups[0]["lr"]
@@ -610,22 +594,23 @@ class MetaNetClassifier(NetClassifier):
 
     # ------------------------------------------------------------------ epoch hooks
 
-    def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, **kwargs):
-        """Start the history's epoch and reshuffle the meta-validation batches."""
+    def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, run=None, **kwargs):
+        """Start the history's epoch and, in a training run, reshuffle its meta batches."""
         super().on_epoch_begin(net, dataset_train=dataset_train, dataset_valid=dataset_valid)
-        if isinstance(dataset_train, MetaFitDataset):
-            dataset_train.meta_batches.shuffle()
+        if run is not None:
+            run.held_out["meta"].shuffle()
 
-    def on_epoch_end(self, net, dataset_train=None, dataset_valid=None, **kwargs):
-        """Record ``meta_loss`` and the regulariser's statistics (one host sync).
+    def on_epoch_end(self, net, dataset_train=None, dataset_valid=None, run=None, **kwargs):
+        """In a training run, record ``meta_loss`` and the regulariser's statistics (one
+        host sync).
 
         The gamma-Net's statistics are those of the validation part, or of the
         meta-validation part without one.
         """
         super().on_epoch_end(net, dataset_train=dataset_train, dataset_valid=dataset_valid)
-        if not isinstance(dataset_train, MetaFitDataset):
+        if run is None:
             return
-        meta_batches = dataset_train.meta_batches
+        meta_batches = run.held_out["meta"]
         steps = max(1, self.history[-1, "train_batch_count"])
         stats = {"meta_loss": meta_batches.loss_sum / steps}
         if isinstance(self.meta_regularizer_, GammaNet):
@@ -732,4 +717,4 @@ def _stratified_holdout(y, n_holdout, rng):
     return np.sort(order[in_holdout]), np.sort(order[~in_holdout])
 
 
-__all__ = ["MetaFitDataset", "MetaNetClassifier"]
+__all__ = ["MetaNetClassifier"]
