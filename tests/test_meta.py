@@ -1053,15 +1053,24 @@ cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA de
 
 
 @cuda
-@pytest.mark.parametrize("regularizer", ["gamma_net", "l2"])
-@pytest.mark.parametrize("module", ["mlp", "cnn"])
-def test_cuda_graph_matches_eager(digits, regularizer, module):
+@pytest.mark.parametrize(
+    "regularizer, module, lookahead",
+    [
+        ("gamma_net", "mlp", "bohdal2021"),
+        ("l2", "mlp", "bohdal2021"),
+        ("gamma_net", "cnn", "bohdal2021"),
+        ("l2", "cnn", "bohdal2021"),
+        ("gamma_net", "mlp", "network_tuned"),
+    ],
+)
+def test_cuda_graph_matches_eager(digits, regularizer, module, lookahead):
     X_train, X_test, y_train, y_test = digits
     if module == "cnn":
         X_train, X_test = X_train.reshape(-1, 1, 8, 8), X_test.reshape(-1, 1, 8, 8)
     params = {
         "regularizer": regularizer,
         "module": module,
+        "lookahead": lookahead,
         "max_epochs": 8,
         "lr": 0.01,
         "device": "cuda",

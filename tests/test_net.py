@@ -1049,7 +1049,7 @@ def test_no_public_method_still_inherited_from_skorch_trains(cls):
         if not name.startswith("_") and owner.__module__.startswith("skorch."):
             if inspect.isfunction(function):
                 inherited[name] = calls(function)
-    assert {"evaluation_step", "notify"} <= set(inherited)
+    assert {"evaluation_step", "save_params"} <= set(inherited)
     assert not {"fit", "partial_fit", "fit_loop", "run_single_epoch"} & set(inherited)
     assert {name: sorted(c & training) for name, c in inherited.items() if c & training} == {}
 
