@@ -461,7 +461,7 @@ class _FirstStep(Callback):
             self.real = net.module_.head.weight.detach() - self.before
 
 
-def _first_displacements(digits, monkeypatch, **params):
+def _first_displacements(digits, monkeypatch, sample_weight=None, **params):
     """The head's virtual and real displacements in a fit's first step, and the gradient norm.
 
     Plain SGD (no momentum, no weight decay) at a constant learning rate, and a regulariser
@@ -486,7 +486,7 @@ def _first_displacements(digits, monkeypatch, **params):
         meta_optimizer__lr=1e-12,
         callbacks=[first],
         **params,
-    ).fit(X, y)
+    ).fit(X, y, sample_weight=None if sample_weight is None else sample_weight(y))
     return virtual[0], first.real, first.norm
 
 
@@ -515,6 +515,17 @@ def test_virtual_displacement_against_the_real_step(
     # the real displacement is a difference of float32 weights: compared as a whole
     error = (virtual - ratio * real).norm() / virtual.norm()
     assert error < 1e-4, (error.item(), ratio)
+
+
+@pytest.mark.parametrize("scale", [1.0, 3.0])
+def test_weighted_mean_loss_takes_the_batch_size_times_the_real_step(digits, monkeypatch, scale):
+    # the summed loss of a weighted mean is the batch size (not the weights' sum) times
+    # it: weights scaled by a constant change neither the real step nor the virtual one
+    virtual, real, _ = _first_displacements(
+        digits, monkeypatch, sample_weight=lambda y: scale * (1.0 + (y == 3))
+    )
+    error = (virtual - 64 * real).norm() / virtual.norm()
+    assert error < 1e-4, error.item()
 
 
 def test_lookaheads_name_bohdals_step_and_the_tuned_one():

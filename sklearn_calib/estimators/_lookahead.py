@@ -28,8 +28,10 @@ class Lookahead:
     ``lr_now`` is the network optimiser's current learning rate (of its first parameter
     group) and ``J`` the training batch's regularised loss (with the learnable L2
     regulariser, the loss plus its penalty), summed over the batch (``loss="sum"``) or
-    divided by the batch size (``loss="mean"``; by the sum of the sample weights with
-    weights), whatever the net's ``loss_reduction``. The step is not clipped.
+    divided by the batch size (``loss="mean"``), whatever the net's ``loss_reduction``.
+    Under ``loss_reduction="mean"`` with sample weights the summed loss is the batch
+    size times the weighted mean, so weights that differ by a constant factor take the
+    same step, as they make the same real step. The step is not clipped.
 
     Parameters
     ----------
@@ -85,7 +87,7 @@ class Lookahead:
                 f"Expected `Lookahead.meta_batch_size` to be None or an integer >= 1, got {size!r}."
             )
 
-    def step_size(self, lr_now, loss_reduction, batch_weight):
+    def step_size(self, lr_now, loss_reduction, batch_size):
         """Return the step size on the training loss as the net reduces it.
 
         The net's training loss is ``J`` divided by the batch size under
@@ -98,8 +100,8 @@ class Lookahead:
             The network optimiser's current learning rate (a 0-d device tensor on CUDA).
         loss_reduction : {"mean", "sum"}
             The net's ``loss_reduction``.
-        batch_weight : int or torch.Tensor
-            The batch size (the sum of its sample weights with weights).
+        batch_size : int
+            The number of samples in the batch.
 
         Returns
         -------
@@ -108,7 +110,7 @@ class Lookahead:
         lr = lr_now * self.lr_scale if self.lr is None else self.lr
         if self.loss == loss_reduction:
             return lr
-        return lr * batch_weight if self.loss == "sum" else lr / batch_weight
+        return lr * batch_size if self.loss == "sum" else lr / batch_size
 
     def meta_batch(self, batch_size):
         """Return the meta-validation batch size for a training ``batch_size``."""

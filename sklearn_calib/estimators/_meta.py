@@ -28,7 +28,7 @@ from ._meta_step import (
 from ._net import NetClassifier
 from ._optimizer import check_optimizer_values
 from ._rng import resolve_split_seed
-from ._targets import total_weight
+from ._targets import class_indices
 
 _REGULARIZERS = {"gamma_net": GammaNet, "l2": ElementwiseL2}
 _POSITIVE = Interval(numbers.Real, 0, None, closed="neither")
@@ -111,7 +111,7 @@ class MetaNetClassifier(NetClassifier):
         "l2": a learnable element-wise L2 penalty on the head's weight and bias
         (one coefficient per entry, starting at 0 and kept >= 0), added to the summed
         training loss as in Bohdal et al.'s code (under ``loss_reduction="mean"`` the
-        real step's loss, penalty included, is divided by the batch size).
+        real step's penalty is divided by the batch size, as the loss is).
     meta_loss : {"sece", "dece", "ce_dece"}, default="sece"
         Meta objective on the meta-validation batch: SECE (Wang and Golebiowski), DECE
         (Bohdal et al.), or CE + 0.5 DECE, the objective of Bohdal et al.'s code.
@@ -542,14 +542,14 @@ class MetaNetClassifier(NetClassifier):
             features = module.features(X)
             logits = head(features)
         features = features.detach().float()
-        batch_weight = total_weight(y)
-        penalty_scale = 1.0 if self.loss_reduction == "sum" else 1.0 / batch_weight
+        batch_size = len(class_indices(y))
+        penalty_scale = 1.0 if self.loss_reduction == "sum" else 1.0 / batch_size
         if run is not None:
             meta_batches = run.held_out["meta"]
             X_meta, y_meta = meta_batches.next_batch()
             lookahead = self._resolved_lookahead()
             lr_now = self.optimizer_.param_groups[0]["lr"]
-            lr = lookahead.step_size(lr_now, self.loss_reduction, batch_weight)
+            lr = lookahead.step_size(lr_now, self.loss_reduction, batch_size)
             step = (regularizer, self.meta_optimizer_, self._training_loss, self._meta_objective())
             if lookahead.parameters == "network":
                 with autocast(dtype, self.device_):
