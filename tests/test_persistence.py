@@ -24,23 +24,14 @@ from skorch.exceptions import DeviceWarning
 
 from sklearn_calib import calibrators, persistence
 from sklearn_calib.calibrators import (
-    BetaCalibration,
     CalibratedClassifier,
-    CalibratorSelector,
-    DirichletCalibration,
-    EnsembleTemperatureScaling,
     HistogramBinning,
-    IsotonicCalibration,
-    MatrixScaling,
-    PlattScaling,
-    QuadraticScaling,
-    ScalingBinning,
-    StructuredMatrixScaling,
-    StructuredVectorScaling,
     TemperatureScaling,
-    VectorScaling,
 )
 from sklearn_calib.estimators import MetaNetClassifier, NetClassifier
+
+from estimator_registry import CALIBRATORS as CALIBRATOR_NAMES
+from estimator_registry import tiny
 
 skops_io = pytest.importorskip("skops.io")
 from skops.io.exceptions import UntrustedTypesFoundException  # noqa: E402
@@ -91,23 +82,8 @@ def round_trip(estimator, how, tmp_path):
     return persistence.load(path)
 
 
-CALIBRATORS = [
-    TemperatureScaling(),
-    TemperatureScaling(objective="ece"),
-    EnsembleTemperatureScaling(),
-    HistogramBinning(),
-    ScalingBinning(),
-    IsotonicCalibration(),
-    VectorScaling(),
-    MatrixScaling(),
-    PlattScaling(),
-    StructuredVectorScaling(),
-    StructuredMatrixScaling(),
-    DirichletCalibration(cv=3),
-    QuadraticScaling(),
-    BetaCalibration(),
-    CalibratorSelector(cv=3),
-]
+#: Every calibrator of the registry, and temperature scaling by the ECE.
+CALIBRATORS = [tiny(name) for name in CALIBRATOR_NAMES] + [TemperatureScaling(objective="ece")]
 
 HOW = ["pickle", "joblib", "skops"]
 
