@@ -6,7 +6,6 @@ import inspect
 import io
 import os
 import pickle
-import re
 import subprocess
 import sys
 import warnings
@@ -48,12 +47,6 @@ _spec = importlib.util.spec_from_file_location(
 )
 make_calibrator_fixtures = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(make_calibrator_fixtures)
-
-
-def readme_snippet(section):
-    """The first Python code block after the README heading ``section``."""
-    text = (REPO / "README.md").read_text().split(f"## {section}\n", 1)[1]
-    return re.search(r"```python\n(.*?)```", text, re.S).group(1)
 
 
 def small_net(cls=NetClassifier, **params):
@@ -274,14 +267,6 @@ def test_skorch_splits_and_callbacks_load_without_trusting_more(digits, tmp_path
         EpochScoring,
         ProgressBar,
     ]
-
-
-def test_readme_persistence_snippet_runs(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    namespace = {}
-    exec(readme_snippet("Faults and persistence"), namespace)
-    X, net, loaded = namespace["X"], namespace["net"], namespace["loaded"]
-    np.testing.assert_array_equal(loaded.predict_proba(X), net.predict_proba(X))
 
 
 class CustomModule(torch.nn.Module):
