@@ -2,7 +2,10 @@
 
 The build is ``make docs``'s: Sphinx with ``-W --keep-going``, so a broken reference, a
 numpydoc format error or a failing gallery example fails it. It takes about a minute on two
-cores (the examples about 20 s of it), once per test session. Without Sphinx installed
+cores (the examples about 20 s of it), once per test session: the module's tests share one
+worker under pytest-xdist (``xdist_group``). It builds a copy of ``docs/``, so that the
+pages it generates (the API reference, the gallery) are written beside the copy, in a
+temporary folder, never into the checkout. Without Sphinx installed
 (``pip install -e ".[docs]"``; ``make test`` installs it) the tests skip, except under CI,
 where they fail.
 """
@@ -12,6 +15,7 @@ import importlib.util
 import inspect
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +25,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 DOCS_PACKAGES = ("sphinx", "numpydoc", "sphinx_gallery", "pydata_sphinx_theme")
+#: What a build writes into its source folder.
+GENERATED = ("_build", "api", "auto_examples", "sg_execution_times.rst")
+
+pytestmark = pytest.mark.xdist_group("docs")
 
 
 def _api_pages():
@@ -50,11 +58,12 @@ def built_docs(tmp_path_factory, fashion_mnist):
     """Build the site into a temporary folder; return the HTML folder.
 
     The Fashion-MNIST example needs the data set, hence the ``fashion_mnist`` fixture (it
-    skips locally without the data, and fails under CI). The examples run even when
-    ``docs/auto_examples`` holds their output from an earlier build.
+    skips locally without the data, and fails under CI). The examples run: the copy holds
+    no output of an earlier build.
     """
     _require_docs_packages()
     out = tmp_path_factory.mktemp("docs")
+    source = _source_copy(out / "source")
     command = [
         sys.executable,
         "-m",
@@ -66,17 +75,40 @@ def built_docs(tmp_path_factory, fashion_mnist):
         "html",
         "-d",
         str(out / "doctrees"),
-        "-D",
-        "sphinx_gallery_conf.run_stale_examples=True",
-        str(DOCS),
+        str(source),
         str(out / "html"),
     ]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
+    path = os.environ.get("PYTHONPATH")
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "MPLBACKEND": "Agg",
+        "PYTHONPATH": os.pathsep.join([str(ROOT), path]) if path else str(ROOT),
+    }
+    checkout = _files([DOCS, ROOT / "examples"])
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
     log = result.stdout + result.stderr
     assert result.returncode == 0, f"the docs build failed:\n{log[-20000:]}"
+    assert _files([DOCS, ROOT / "examples"]) == checkout, "the build wrote into the checkout"
     assert "WARNING" not in log and "ERROR" not in log, log
     return out / "html"
+
+
+def _source_copy(folder):
+    """Copy ``docs/`` without what builds generate into ``folder``, beside a link to
+    ``examples/``; return the copy of ``docs/``.
+
+    The gallery runs each example in the folder the link resolves to, the checkout's
+    ``examples/``, where an example finds the repository's files.
+    """
+    shutil.copytree(DOCS, folder / "docs", ignore=shutil.ignore_patterns(*GENERATED))
+    (folder / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
+    return folder / "docs"
+
+
+def _files(folders):
+    """Every file under ``folders``, with the time it was last written."""
+    return {path: path.stat().st_mtime_ns for folder in folders for path in folder.rglob("*")}
 
 
 def _exported():
