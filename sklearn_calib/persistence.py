@@ -197,6 +197,7 @@ def load(file, trusted=None):
     Returns
     -------
     estimator : object
+        The object the file holds.
 
     Raises
     ------

@@ -117,7 +117,9 @@ class CalibrationAccumulator:
 
     See Also
     --------
-    expected_calibration_error, smooth_ece, calibration_report
+    expected_calibration_error : The ECE of predictions held in memory.
+    smooth_ece : The smECE of predictions held in memory.
+    calibration_report : The errors, tests and decompositions of predictions in memory.
 
     References
     ----------
@@ -296,15 +298,16 @@ class CalibrationAccumulator:
             which is right for one stream; give the ids (such as each chunk's first
             row) when accumulators of different chunks or workers are merged.
 
+        Returns
+        -------
+        self : CalibrationAccumulator
+            The accumulator.
+
         Notes
         -----
         Dask collections (arrays, DataFrame columns) are accumulated chunk by chunk on
         the active Dask scheduler (the user's client, if any) and merged into this
         accumulator; their rows get consecutive ids from ``row_ids`` (an int).
-
-        Returns
-        -------
-        self : CalibrationAccumulator
         """
         if uses_dask(y_true, y_prob, sample_weight):
             first_row = self.n_samples_ if row_ids is None else row_ids
@@ -418,6 +421,7 @@ class CalibrationAccumulator:
         Returns
         -------
         self : CalibrationAccumulator
+            The accumulator.
         """
         self._check_mergeable(other)
         if other._state is None:
@@ -445,6 +449,7 @@ class CalibrationAccumulator:
         Returns
         -------
         self : CalibrationAccumulator
+            The accumulator.
         """
         import torch.distributed as dist
 
@@ -476,7 +481,7 @@ class CalibrationAccumulator:
         confidence_level : float, default=0.95
             Coverage of the reliability diagram's and the bootstrap's intervals.
         smooth_bandwidth : "auto" or float, default="auto"
-            smECE's bandwidth (as :func:`smooth_ece`).
+            The bandwidth of the smECE (as :func:`smooth_ece`).
         sece_bandwidth : float, default=0.01
             SECE's bandwidth (as :func:`smooth_calibration_error`).
 
@@ -522,8 +527,16 @@ class CalibrationAccumulator:
         )
 
     def n_positive_rows(self):
-        """Rows of positive weight in the state (added here, merged and reduced): the
-        samples, rows of weight 0 standing for none."""
+        """Return the number of rows of positive weight in the state.
+
+        The rows added here, merged and reduced count: the samples, rows of weight 0
+        standing for none.
+
+        Returns
+        -------
+        n_rows : int
+            The number of rows of positive weight.
+        """
         return 0 if self._state is None else int(_to_numpy(self._state["positive"]))
 
     def __getstate__(self):
