@@ -1,4 +1,4 @@
-"""Fixtures shared by the test modules."""
+"""Fixtures shared by the test modules, and torch's threads under pytest-xdist."""
 
 import importlib
 import os
@@ -6,10 +6,22 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 
 from sklearn_calib.datasets import load_fashion_mnist
+
+
+def pytest_configure(config):
+    """Give each pytest-xdist worker its share of the cores for torch's threads.
+
+    Without it, every worker would run as many threads as there are cores, and ``-n 2``
+    on two cores would run four.
+    """
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if workers:
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // int(workers)))
 
 
 @pytest.fixture(scope="module")
