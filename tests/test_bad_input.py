@@ -528,7 +528,7 @@ def test_persistence_without_skops_says_how_to_install_it(monkeypatch, tmp_path)
 
     monkeypatch.setitem(sys.modules, "skops", None)
     monkeypatch.setitem(sys.modules, "skops.io", None)
-    with pytest.raises(ImportError, match=r"needs skops.*sklearn-calib\[persist\]"):
+    with pytest.raises(ImportError, match=r"needs skops.*pip install \"\.\[persist\]\""):
         persistence.dump(TemperatureScaling(), tmp_path / "model.skops")
     with pytest.raises(ImportError, match=r"needs skops"):
         persistence.load(tmp_path / "model.skops")
