@@ -1,4 +1,4 @@
-"""Fixtures shared by the test modules, and torch's threads under pytest-xdist."""
+"""Fixtures shared by the test modules; torch's threads and the units of work under pytest-xdist."""
 
 import importlib
 import os
@@ -12,6 +12,8 @@ from sklearn.model_selection import train_test_split
 
 from sklearn_calib.datasets import load_fashion_mnist
 
+import xdist_scopes
+
 
 def pytest_configure(config):
     """Give each pytest-xdist worker its share of the cores for torch's threads.
@@ -22,6 +24,21 @@ def pytest_configure(config):
     workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
     if workers:
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // int(workers)))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under ``--dist loadgroup``, keep the tests of each module of
+    :data:`xdist_scopes.ONE_WORKER_MODULES` on one worker (see :mod:`xdist_scopes`)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class ModuleScopes(LoadGroupScheduling):
+        def _split_scope(self, nodeid):
+            return xdist_scopes.scope(nodeid) or super()._split_scope(nodeid)
+
+    return ModuleScopes(config, log)
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ Every walk over the estimators (bad input, scikit-learn's checks, persistence, t
 calibrators' invariances) takes its estimators from here rather than from a list of its
 own, so that a new public estimator joins them all: the estimators are the scikit-learn
 estimators in the ``__all__`` of the public modules, and
-``tests/test_estimator_registry.py`` fails while one of them has no entry in
+``tests/test_test_helpers.py`` fails while one of them has no entry in
 :data:`TINY`.
 """
 

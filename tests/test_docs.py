@@ -3,7 +3,7 @@
 The build is ``make docs``'s: Sphinx with ``-W --keep-going``, so a broken reference, a
 numpydoc format error or a failing gallery example fails it. It takes about a minute on two
 cores (the examples about 20 s of it), once per test session: the module's tests share one
-worker under pytest-xdist (``xdist_group``). It builds a copy of ``docs/``, so that the
+worker under pytest-xdist (``tests/xdist_scopes.py``). It builds a copy of ``docs/``, so that the
 pages it generates (the API reference, the gallery) are written beside the copy, in a
 temporary folder, never into the checkout. Without Sphinx installed
 (``pip install -e ".[docs]"``; ``make test`` installs it) the tests skip, except under CI,
@@ -27,8 +27,6 @@ DOCS = ROOT / "docs"
 DOCS_PACKAGES = ("sphinx", "numpydoc", "sphinx_gallery", "pydata_sphinx_theme")
 #: What a build writes into its source folder.
 GENERATED = ("_build", "api", "auto_examples", "sg_execution_times.rst")
-
-pytestmark = pytest.mark.xdist_group("docs")
 
 
 def _api_pages():
