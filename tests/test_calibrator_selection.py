@@ -137,6 +137,7 @@ def test_default_candidates_cover_binary_and_multiclass_problems():
         assert selector.predict_proba(scores).shape == (len(y), n_classes)
 
 
+@pytest.mark.slow
 def test_parallel_fits_give_the_same_table():
     logits, y = overconfident(seed=7)
     serial = CalibratorSelector(CANDIDATES, cv=3).fit(logits, y)

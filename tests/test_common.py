@@ -1,5 +1,6 @@
 """scikit-learn's estimator checks over the public estimators of sklearn_calib."""
 
+import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_calib.calibrators import (
@@ -40,6 +41,7 @@ def _net_expected_failures(estimator):
 
 
 @parametrize_with_checks([_tiny_net()], expected_failed_checks=_net_expected_failures)
+@pytest.mark.slow
 def test_net_classifier_estimator_checks(estimator, check):
     check(estimator)
 
@@ -53,6 +55,7 @@ def _tiny_meta_net():
 
 
 @parametrize_with_checks([_tiny_meta_net()], expected_failed_checks=_net_expected_failures)
+@pytest.mark.slow
 def test_meta_net_classifier_estimator_checks(estimator, check):
     check(estimator)
 

@@ -37,6 +37,14 @@ DOCUMENTS = [
     ROOT / "docs" / "index.rst",
     *sorted((ROOT / "docs" / "user_guide").glob("*.rst")),
 ]
+#: The documents whose recipes train networks or search grids: seconds to minutes each.
+SLOW = {
+    "README.md",
+    "docs/index.rst",
+    "docs/user_guide/meta.rst",
+    "docs/user_guide/scale.rst",
+    "docs/user_guide/weights.rst",
+}
 #: Blocks deliberately not run, with their reasons: (document, first line of the block).
 NOT_RUN = {
     ("README.md", "import joblib"),
@@ -239,7 +247,14 @@ def _name(path):
     return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.name
 
 
-@pytest.mark.parametrize("path", DOCUMENTS, ids=_name)
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param(path, marks=[pytest.mark.slow] if _name(path) in SLOW else [])
+        for path in DOCUMENTS
+    ],
+    ids=_name,
+)
 def test_the_python_blocks_of_the_document_run(path, tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
     import matplotlib
@@ -255,6 +270,10 @@ def test_the_python_blocks_of_the_document_run(path, tmp_path, monkeypatch):
             run_document(path, namespace, CHECKS.get(_name(path)))
     finally:
         plt.close("all")
+
+
+def test_the_slow_documents_are_documents():
+    assert SLOW <= {_name(path) for path in DOCUMENTS}
 
 
 def test_few_blocks_are_marked_not_run():

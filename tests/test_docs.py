@@ -149,6 +149,7 @@ def test_public_classes_and_functions_have_docstrings(module, name, home):
         assert inspect.getdoc(obj), f"{module}.{name} has no docstring"
 
 
+@pytest.mark.slow
 def test_every_public_name_is_in_the_api_reference(built_docs):
     missing = []
     for module, name, home in _exported():
@@ -161,6 +162,7 @@ def test_every_public_name_is_in_the_api_reference(built_docs):
     assert missing == []
 
 
+@pytest.mark.slow
 def test_the_gallery_draws_its_figures(built_docs):
     examples = sorted((ROOT / "examples").glob("plot_*.py"))
     assert len(examples) >= 5
@@ -185,6 +187,7 @@ def test_a_module_summary_is_the_first_paragraph_of_its_docstring():
     assert api_pages.summary(calibrators) == inspect.getdoc(calibrators).split("\n\n")[0]
 
 
+@pytest.mark.slow
 def test_the_api_index_gives_every_public_module_a_one_line_summary(built_docs):
     page = (built_docs / "api" / "index.html").read_text()
     table = _text(re.search(r"<table.*?</table>", page, re.S).group(0))
@@ -194,12 +197,14 @@ def test_the_api_index_gives_every_public_module_a_one_line_summary(built_docs):
         assert f'href="{module.__name__}.html' in page
 
 
+@pytest.mark.slow
 def test_class_pages_are_titled_by_the_class_name(built_docs):
     page = built_docs / "api" / "generated" / "sklearn_calib.calibrators.CalibratedClassifier.html"
     title = re.search(r"<h1>(.*?)<", page.read_text()).group(1)
     assert title == "CalibratedClassifier"
 
 
+@pytest.mark.slow
 def test_the_gallery_pages_give_the_code_the_whole_width(built_docs):
     """An example's page has no outline beside it, and long lines wrap rather than hide."""
     page = (built_docs / "auto_examples" / "plot_measure_classifier.html").read_text()

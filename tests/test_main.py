@@ -86,6 +86,7 @@ def check_rows(rows, models):
         assert rows[model + "+HB"]["accuracy"] == accuracy
 
 
+@pytest.mark.slow
 def test_main_job_on_digits_prints_and_writes_the_report_and_the_diagrams(tmp_path, capsys):
     out = tmp_path / "out"
     argv = ["--out", str(out), "--seed", "3", "--n-bins", "10", "--epochs", "2"]
@@ -131,6 +132,7 @@ fashion_mnist_installed = pytest.mark.usefixtures("fashion_mnist")
 
 
 @fashion_mnist_installed
+@pytest.mark.slow
 def test_main_job_on_fashion_mnist_subset(tmp_path, capsys):
     out = tmp_path / "out"
     argv = ["--dataset", "fashion_mnist", "--n-train", "300", "--calibration-size", "1000"]
