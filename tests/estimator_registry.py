@@ -57,7 +57,8 @@ TINY = {
 }
 
 
-def _public_modules():
+def public_modules():
+    """Return sklearn_calib's public modules: those without a component starting with ``_``."""
     names = [sklearn_calib.__name__]
     for info in pkgutil.walk_packages(sklearn_calib.__path__, prefix="sklearn_calib."):
         if not any(part.startswith("_") for part in info.name.split(".")):
@@ -67,7 +68,7 @@ def _public_modules():
 
 def _discover():
     found = {}
-    for module in _public_modules():
+    for module in public_modules():
         for name in module.__all__:
             obj = getattr(module, name)
             if inspect.isclass(obj) and issubclass(obj, BaseEstimator):

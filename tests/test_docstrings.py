@@ -11,6 +11,8 @@ from sklearn.utils import Bunch
 
 import sklearn_calib
 
+from estimator_registry import public_modules
+
 
 def _modules_with_examples():
     names = [sklearn_calib.__name__]
@@ -65,14 +67,6 @@ NUMPYDOC_CHECKS = {
 }  # fmt: skip
 
 
-def _public_modules():
-    names = [sklearn_calib.__name__]
-    for info in pkgutil.walk_packages(sklearn_calib.__path__, prefix="sklearn_calib."):
-        if not any(part.startswith("_") for part in info.name.split(".")):
-            names.append(info.name)
-    return [importlib.import_module(name) for name in names]
-
-
 def _function(member):
     """The function of a method, a class or static method, or a property's getter."""
     return member.fget if isinstance(member, property) else getattr(member, "__func__", member)
@@ -111,7 +105,7 @@ def public_api():
     """The classes and functions in the ``__all__`` of the public modules, and the members
     of the classes, each once: ``{dotted name: object}``."""
     found, seen = {}, set()
-    for module in _public_modules():
+    for module in public_modules():
         for name in module.__all__:
             obj = getattr(module, name)
             if not (inspect.isclass(obj) or inspect.isroutine(obj)) or id(obj) in seen:
