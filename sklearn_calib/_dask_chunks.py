@@ -88,7 +88,9 @@ class ChunkedRows:
         scores = _as_array(scores, names[1], columns=True)
         if scores.ndim == 2 and scores.numblocks[1] > 1:
             scores = scores.rechunk({1: -1})
-        rows = scores.chunks[0]
+        rows = tuple(size for size in scores.chunks[0] if size) or scores.chunks[0][:1]
+        if rows != scores.chunks[0]:  # chunks without rows (one stays if all are)
+            scores = scores.rechunk({0: rows})
         self.names = names
         self.scores = scores
         self.y = self._aligned(y, rows, names[0], names[1])

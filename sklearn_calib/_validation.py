@@ -6,6 +6,7 @@ these helpers, so a bad input gets the same clear ``ValueError`` everywhere.
 
 import math
 import numbers
+import sys
 
 import numpy as np
 from sklearn.utils import _safe_indexing
@@ -56,6 +57,13 @@ def check_number(name, value, *, low, high=None, low_open=False, allow_inf=False
         )
         raise ValueError(f"Expected `{name}` to be a {kind} {bound}, got {value!r}.")
     return float(value)
+
+
+def is_tensor(value):
+    """Whether ``value`` is a torch tensor, without importing torch (a tensor exists only
+    once torch has been imported)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
 
 
 def check_confidence_level(confidence_level):

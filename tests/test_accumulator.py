@@ -519,3 +519,207 @@ def test_the_numba_ece_bins_scores_on_the_edges_as_numpy_does(monkeypatch, dtype
             expected_calibration_error(y, proba, sample_weight=w) for w in (None, weight)
         ]
     assert found["1"] == found["0"]
+
+
+def test_merge_aligns_the_columns_of_the_same_labels_in_another_order():
+    y, proba, weight = overconfident(3000, 3, seed=12)
+    names = np.array(["cat", "dog", "emu"])
+    order = [2, 0, 1]
+    options = {"n_resamples": 20, "interval_metrics": ("ece", "classwise_ece"), "random_state": 4}
+    first = CalibrationAccumulator(labels=names, **options)
+    first.update(names[y[:1200]], proba[:1200], weight[:1200], row_ids=0)
+    second = CalibrationAccumulator(labels=names[order], **options)
+    second.update(names[y[1200:]], proba[1200:, order], weight[1200:], row_ids=1200)
+    whole = CalibrationAccumulator(labels=names, **options).update(names[y], proba, weight)
+    expected = whole.compute()
+    for merged in (first.merge(second), CalibrationAccumulator(labels=names, **options)):
+        if merged is not first:  # an empty accumulator takes the other's state in its order
+            merged.merge(CalibrationAccumulator(labels=names[order], **options).merge(second))
+            merged.merge(
+                CalibrationAccumulator(labels=names, **options).update(
+                    names[y[:1200]], proba[:1200], weight[:1200], row_ids=0
+                )
+            )
+        result = merged.compute()
+        kw = {"sample_weight": weight}
+        assert relative(result.classwise_ece, classwise_calibration_error(y, proba, **kw)) <= 1e-12
+        assert relative(result.top_label_ece, top_label_calibration_error(y, proba, **kw)) <= 1e-12
+        np.testing.assert_allclose(
+            result.intervals["classwise_ece"].replicates,
+            expected.intervals["classwise_ece"].replicates,
+            rtol=1e-12,
+        )
+    with pytest.raises(ValueError, match="same classes"):
+        first.merge(CalibrationAccumulator(labels=["cat", "dog", "fox"], **options))
+    indices = CalibrationAccumulator().update(y, proba)
+    with pytest.raises(ValueError, match="same classes"):
+        indices.merge(CalibrationAccumulator(labels=["0", "1", "2"]).update(y.astype(str), proba))
+    binary = CalibrationAccumulator(convention="positive_class", labels=["no", "yes"])
+    with pytest.raises(ValueError, match="positive_class.*order of `labels`"):
+        binary.merge(CalibrationAccumulator(convention="positive_class", labels=["yes", "no"]))
+
+
+def test_merge_takes_the_metrics_in_any_order():
+    y, proba, _ = overconfident(1000, 3, seed=13)
+    options = {"n_resamples": 10, "random_state": 0}
+    first = CalibrationAccumulator(
+        metrics=["ece", "nll"], interval_metrics=["ece", "nll"], **options
+    ).update(y[:400], proba[:400], row_ids=0)
+    second = CalibrationAccumulator(
+        metrics=["nll", "ece"], interval_metrics=["nll", "ece"], **options
+    ).update(y[400:], proba[400:], row_ids=400)
+    result = first.merge(second).compute()
+    assert relative(result.ece, expected_calibration_error(y, proba)) <= 1e-12
+    assert relative(result.nll, negative_log_likelihood(y, proba)) <= 1e-12
+
+
+def test_an_empty_batch_adds_nothing_and_lets_its_accumulator_merge():
+    y, proba, weight = overconfident(1000, 3, seed=14)
+    for labels, scores, weights in (
+        (np.zeros(0, dtype=int), np.zeros((0, 3)), np.zeros(0)),
+        (torch.zeros(0, dtype=torch.int64), torch.zeros((0, 3)), torch.zeros(0)),
+    ):
+        empty = CalibrationAccumulator().update(labels, scores, weights)
+        assert empty.n_samples_ == 0 and empty.n_positive_rows() == 0
+        with pytest.raises(ValueError, match="holds no rows"):
+            empty.compute()
+        merged = CalibrationAccumulator().update(y, proba, weight).merge(empty).compute()
+        assert merged.n_samples == 1000
+        assert relative(merged.ece, expected_calibration_error(y, proba, sample_weight=weight)) == 0
+    with pytest.raises(ValueError, match="3 classes"):
+        CalibrationAccumulator().update(y, proba).update([], np.zeros((0, 2)))
+    options = {"n_resamples": 10, "random_state": 0}
+    stream = CalibrationAccumulator(**options).update(y, proba)
+    stream.merge(CalibrationAccumulator(**options).update([], np.zeros((0, 3))))
+    expected = CalibrationAccumulator(**options).update(y, proba).compute().intervals["ece"]
+    assert stream.compute().intervals["ece"].replicates.tolist() == expected.replicates.tolist()
+    with pytest.raises(ValueError, match="at least 2 columns"):
+        CalibrationAccumulator().update([], np.zeros((0, 1)))
+    with pytest.raises(ValueError, match="`y_true` has shape \\(2,\\) but `y_prob` has 0 rows"):
+        CalibrationAccumulator().update([0, 1], np.zeros((0, 3)))
+
+
+def test_a_rejected_batch_changes_nothing():
+    y, proba, weight = overconfident(1000, 3, seed=15)
+    accumulator = CalibrationAccumulator(n_resamples=10, random_state=0)
+    with pytest.raises(ValueError, match="sum to 1"):
+        accumulator.update(y, proba[:, :2])
+    with pytest.raises(ValueError, match="holds no rows"):
+        accumulator.compute()
+    with pytest.raises(ValueError, match="row_ids"):
+        accumulator.update(y, proba, row_ids=np.arange(999))
+    accumulator.update(y[:600], proba[:600], weight[:600])
+    state = {name: value.copy() for name, value in accumulator._state.items()}
+    with pytest.raises(ValueError, match="3 classes"):
+        accumulator.update(y, proba[:, :2] / proba[:, :2].sum(axis=1, keepdims=True))
+    with pytest.raises(ValueError, match="negative"):
+        accumulator.update(y[600:], proba[600:], -weight[600:])
+    for name, value in state.items():
+        assert np.array_equal(accumulator._state[name], value), name
+    assert accumulator.n_samples_ == 600
+    accumulator.update(y[600:], proba[600:], weight[600:])
+    once = CalibrationAccumulator(n_resamples=10, random_state=0).update(y, proba, weight)
+    for name, value in once._state.items():
+        np.testing.assert_allclose(accumulator._state[name], value, rtol=1e-12, atol=1e-12)
+    on_torch = CalibrationAccumulator().update(torch.as_tensor(y), torch.as_tensor(proba))
+    before = {name: value.clone() for name, value in on_torch._state.items()}
+    with pytest.raises(ValueError, match="sample_weight"):
+        on_torch.update(torch.as_tensor(y), torch.as_tensor(proba), torch.ones(999))
+    for name, value in before.items():
+        assert torch.equal(on_torch._state[name], value), name
+
+
+def test_an_unpickled_accumulator_sums_the_next_torch_batch_on_its_device():
+    y, proba, weight = overconfident(2000, 3, seed=16)
+    tensors = [torch.as_tensor(a) for a in (y, proba, weight)]
+    first = CalibrationAccumulator().update(*(t[:800] for t in tensors))
+    restored = pickle.loads(pickle.dumps(first))
+    restored.update(*(t[800:] for t in tensors))
+    assert isinstance(restored._state["top"], torch.Tensor)
+    result = restored.compute()
+    expected = CalibrationAccumulator().update(y, proba, weight).compute()
+    for name in ("ece", "classwise_ece", "nll", "smooth_ece"):
+        assert relative(result[name], expected[name]) <= 1e-12, name
+    with pytest.raises(ValueError, match="sums on cpu; got a batch on numpy"):
+        restored.update(y, proba)
+
+
+def test_nullable_probability_frames_are_read_as_the_metric_functions_read_them():
+    pd = pytest.importorskip("pandas")
+    y, proba, _ = overconfident(500, 3, seed=17)
+    frame = pd.DataFrame(proba).astype("Float64")
+    result = CalibrationAccumulator().update(y, frame).compute()
+    assert relative(result.ece, expected_calibration_error(y, frame)) <= 1e-12
+    frame.iloc[3, 1] = pd.NA
+    with pytest.raises(ValueError, match="NaN"):
+        CalibrationAccumulator().update(y, frame)
+
+
+@pytest.mark.parametrize("scale", [1e160, 1e-200, 2.0**-290, 2.0**310])
+def test_no_result_depends_on_the_weights_scale(scale):
+    y, proba, weight = overconfident(3000, 3, seed=18)
+    options = {"n_resamples": 20, "interval_metrics": ALL_INTERVALS}
+    unit = accumulate(y, proba, weight, chunks=(0, 1000), **options).compute()
+    scaled = accumulate(y, proba, weight * scale, chunks=(0, 1000), **options).compute()
+    on_torch = CalibrationAccumulator().update(
+        *(torch.as_tensor(a) for a in (y, proba, weight * scale))
+    )
+    for result in (scaled, on_torch.compute()):
+        for name in ("ece", "adaptive_ece", "debiased_ce", "smooth_ece", "nll", "brier"):
+            assert relative(result[name], unit[name]) <= 1e-12, name
+        for name in ("spiegelhalter", "ks", "kuiper"):
+            assert relative(result[name].statistic, unit[name].statistic) <= 1e-12, name
+            assert relative(result[name].pvalue, unit[name].pvalue) <= 1e-9, name
+        for key in ("accuracy_low", "accuracy_high"):
+            np.testing.assert_allclose(
+                result.reliability[key], unit.reliability[key], rtol=1e-12, equal_nan=True
+            )
+        np.testing.assert_allclose(result.reliability.count, unit.reliability.count * scale)
+    for name in ALL_INTERVALS:
+        np.testing.assert_allclose(
+            scaled.intervals[name].replicates, unit.intervals[name].replicates, rtol=1e-12
+        )
+    kw = {"sample_weight": weight * scale}
+    test = calibration_test(y, proba, method="spiegelhalter", **kw)
+    assert relative(scaled.spiegelhalter.statistic, test.statistic) <= 1e-12
+    diagram = reliability_diagram(y, proba, strategy="uniform", confidence_level=0.95, **kw)
+    np.testing.assert_allclose(
+        scaled.reliability.accuracy_low, diagram.accuracy_low, rtol=1e-12, equal_nan=True
+    )
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_batches_keep_their_sums_on_the_device_at_any_weights_scale():
+    y, proba, weight = overconfident(20000, 3, seed=19)
+    options = {"n_resamples": 20, "interval_metrics": ("ece", "classwise_ece"), "random_state": 0}
+    unit = CalibrationAccumulator(**options).update(y, proba, weight).compute()
+
+    def on_cuda(*arrays):
+        return [torch.as_tensor(a, device="cuda") for a in arrays]
+
+    for scale in (1e160, 1e-200):
+        accumulator = CalibrationAccumulator(**options).update(*on_cuda(y, proba, weight * scale))
+        assert accumulator._state["top"].device.type == "cuda"
+        result = accumulator.compute()
+        for name in ("spiegelhalter", "ks", "kuiper"):
+            assert relative(result[name].statistic, unit[name].statistic) <= 1e-10, name
+        np.testing.assert_allclose(
+            result.reliability.accuracy_low, unit.reliability.accuracy_low, equal_nan=True
+        )
+    first = CalibrationAccumulator().update(*on_cuda(y[:8000], proba[:8000], weight[:8000]))
+    restored = pickle.loads(pickle.dumps(first))
+    restored.update(*on_cuda(y[8000:], proba[8000:], weight[8000:]))
+    assert restored._state["top"].device.type == "cuda"
+    assert relative(restored.compute().ece, unit.ece) <= 1e-10
+    order = [2, 0, 1]
+    labelled = CalibrationAccumulator(labels=order, **options)
+    labelled.update(y[:8000], proba[:8000, order], weight[:8000], row_ids=0)
+    on_device = CalibrationAccumulator(**options)
+    on_device.update(*on_cuda(y[8000:], proba[8000:], weight[8000:]), row_ids=8000)
+    merged = labelled.merge(on_device).compute()
+    assert relative(merged.classwise_ece, unit.classwise_ece) <= 1e-10
+    np.testing.assert_allclose(
+        merged.intervals["classwise_ece"].replicates,
+        unit.intervals["classwise_ece"].replicates,
+        rtol=1e-10,
+    )

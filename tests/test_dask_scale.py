@@ -275,3 +275,76 @@ def test_dask_input_with_groups_is_not_supported(client):
     dlogits = chunked(y, logits, np.ones(2000))[1]
     with pytest.raises(ValueError, match="in-memory data only"):
         MulticalibrationBoosting().fit(dlogits, dy, groups=groups)
+
+
+def test_reliability_diagram_of_dask_arrays_without_intervals(client):
+    _, y, proba, _ = predictions(n=3000, seed=8)
+    dy, dproba, _ = chunked(y, proba, np.ones(3000))
+    found = metrics.reliability_diagram(dy, dproba)
+    expected = metrics.reliability_diagram(y, proba)
+    assert set(found) == set(expected) == {"edges", "count", "mean_confidence", "accuracy"}
+    for key in expected:
+        np.testing.assert_allclose(found[key], expected[key], rtol=1e-12, equal_nan=True)
+
+
+def test_chunks_without_rows_are_skipped(client):
+    _, y, proba, weight = predictions(n=300, seed=9)
+    rows = (0, 100, 0, 200)
+    dy, dweight = da.from_array(y, chunks=(rows,)), da.from_array(weight, chunks=(rows,))
+    dproba = da.from_array(proba, chunks=(rows, proba.shape[1]))
+    for name in ("expected_calibration_error", "adaptive_calibration_error", "smooth_ece"):
+        metric = getattr(metrics, name)
+        found = metric(dy, dproba, sample_weight=dweight)
+        assert found == pytest.approx(metric(y, proba, sample_weight=weight), rel=1e-12), name
+    accumulated = CalibrationAccumulator().update(dy, dproba, dweight).compute()
+    assert accumulated.n_samples == 300
+    with pytest.raises(ValueError, match="at least one sample"):
+        metrics.expected_calibration_error(dy[:0], dproba[:0])
+
+
+def test_dask_updates_continue_the_row_ids_of_one_stream(client):
+    _, y, proba, _ = predictions(n=4000, seed=10)
+    dy, dproba, _ = chunked(y, proba, np.ones(4000))
+    options = {"n_resamples": 20, "random_state": 3}
+    once = CalibrationAccumulator(**options).update(y, proba).compute()
+    two_dask = CalibrationAccumulator(**options).update(dy[:1500], dproba[:1500])
+    two_dask.update(dy[1500:], dproba[1500:])
+    numpy_first = CalibrationAccumulator(**options).update(y[:1500], proba[:1500])
+    numpy_first.update(dy[1500:], dproba[1500:])
+    for accumulator in (two_dask, numpy_first):
+        assert accumulator.n_samples_ == 4000
+        result = accumulator.compute()
+        np.testing.assert_allclose(
+            result.intervals["ece"].replicates, once.intervals["ece"].replicates, rtol=1e-12
+        )
+
+
+def test_dask_tests_and_intervals_do_not_depend_on_the_weights_scale(client):
+    _, y, proba, weight = predictions(n=6000, seed=11)
+    dy, dproba, dweight = chunked(y, proba, weight)
+    for method in ("spiegelhalter", "ks", "kuiper"):
+        unit = metrics.calibration_test(dy, dproba, sample_weight=dweight, method=method)
+        for scale in (1e160, 1e-200):
+            found = metrics.calibration_test(
+                dy, dproba, sample_weight=dweight * scale, method=method
+            )
+            assert found.statistic == pytest.approx(unit.statistic, rel=1e-12), method
+            assert found.pvalue == pytest.approx(unit.pvalue, rel=1e-9), method
+    options = {"n_resamples": 30, "random_state": 0, "output_dict": True}
+    unit = metrics.calibration_report(dy, dproba, sample_weight=dweight, **options)
+    for scale in (1e160, 1e-200):
+        kw = {"sample_weight": dweight * scale}
+        found = metrics.calibration_report(dy, dproba, **kw, **options)
+        for key, entry in unit["errors"].items():
+            for part in ("estimate", "low", "high"):
+                assert found["errors"][key][part] == pytest.approx(entry[part], rel=1e-9), key
+        for key, entry in unit["tests"].items():
+            assert found["tests"][key]["statistic"] == pytest.approx(entry["statistic"], rel=1e-12)
+        diagram = metrics.reliability_diagram(
+            dy, dproba, strategy="quantile", confidence_level=0.9, **kw
+        )
+        expected = metrics.reliability_diagram(
+            y, proba, strategy="quantile", confidence_level=0.9, sample_weight=weight * scale
+        )
+        for key in ("accuracy_low", "accuracy_high"):
+            np.testing.assert_allclose(diagram[key], expected[key], rtol=1e-12)

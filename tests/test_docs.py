@@ -212,3 +212,26 @@ def test_the_gallery_pages_give_the_code_the_whole_width(built_docs):
     assert "On this page" in (built_docs / "user_guide" / "weights.html").read_text()
     style = (built_docs / "_static" / "custom.css").read_text()
     assert "white-space: pre-wrap" in style and 'href="../_static/custom.css' in page
+
+
+def test_the_reproducing_page_links_every_committed_report():
+    # Checked without a build: a report added under benchmarks/reports gets its link.
+    page = (DOCS / "reproducing.rst").read_text()
+    linked = set(re.findall(r":reports:`(?:[^`<]*<)?([^`<>]+?)>?`", page))
+    reports = ROOT / "benchmarks" / "reports"
+    committed = {
+        path.relative_to(reports).as_posix()
+        for path in reports.rglob("*.md")
+        if path.name in ("report.md", "README.md") or path.parent.name == "calibrator_arena"
+    }
+    assert committed <= linked, sorted(committed - linked)
+
+
+def test_the_site_holds_the_reports_it_links(built_docs):
+    page = (built_docs / "reproducing.html").read_text()
+    assert 'href="reports/quick/focal/report.md"' in page
+    assert (built_docs / "reports" / "quick" / "focal" / "report.md").is_file()
+    assert (built_docs / "reports" / "cpu" / "meta" / "gamma.png").is_file()
+    guide = (built_docs / "user_guide" / "measuring.html").read_text()
+    assert 'href="../reports/focal/report.md"' in guide
+    assert "reproducing.html" in (built_docs / "index.html").read_text()

@@ -4,7 +4,6 @@ import numbers
 import secrets
 
 import numpy as np
-import torch
 from scipy.special import softmax
 
 from .._dask_chunks import uses_dask
@@ -13,6 +12,9 @@ from .._validation import (
     check_confidence_level,
     check_n_bins,
     check_option,
+    check_probability_shape,
+    is_tensor,
+    numeric_values,
 )
 from ._accumulator_layout import INTERVAL_GROUPS, METRIC_PARTS, RESAMPLED, Layout
 from ._accumulator_results import results
@@ -50,7 +52,10 @@ class CalibrationAccumulator:
     turns the sums into metrics. Batches may be numpy arrays (checked as the metric
     functions check them) or torch tensors, summed on their device without a copy to the
     host (their checks are deferred: invalid rows are counted there and :meth:`compute`
-    raises). Accumulators pickle, with their state as numpy arrays.
+    raises). A batch without rows adds nothing (its shape is checked, and it makes the
+    state that merges and reduces); a batch that raises leaves the accumulator as it was.
+    Accumulators pickle, with their state as numpy arrays; an unpickled one sums on the
+    device of its next batch.
 
     What is exact and what is approximate:
 
@@ -198,6 +203,7 @@ class CalibrationAccumulator:
         self._layout = None
         self._state = None
         self._implicit_ids = False
+        self._placed = True
 
     def _new_layout(self, n_classes):
         chosen = set(self.metrics)
@@ -216,29 +222,24 @@ class CalibrationAccumulator:
             groups=groups,
         )
 
-    def _ensure_state(self, n_classes, device):
+    def _check_fits(self, n_classes, device):
+        """Check that a batch of ``n_classes`` columns on ``device`` (None: numpy) can be
+        added to the state, without changing it."""
         if self._layout is None:
             if self.convention == "positive_class" and n_classes != 2:
                 raise ValueError(
                     "Expected a binary problem (2 classes) for convention='positive_class', "
                     f"got {n_classes} classes."
                 )
-            self._layout = self._new_layout(n_classes)
-            shapes = self._layout.shapes()
-            if device is None:
-                self._state = {name: np.zeros(shape) for name, shape in shapes.items()}
-            else:
-                self._state = {
-                    name: torch.zeros(shape, dtype=torch.float64, device=device)
-                    for name, shape in shapes.items()
-                }
-        elif n_classes != self._layout.n_classes:
+            return
+        if n_classes != self._layout.n_classes:
             raise ValueError(
                 f"Expected batches of {self._layout.n_classes} classes (as the first one), "
                 f"got {n_classes}."
             )
-        elif self._on_torch() != (device is not None) or (
-            device is not None and self._device() != device
+        if self._placed and (
+            self._on_torch() != (device is not None)
+            or (device is not None and self._device() != device)
         ):
             where = self._device() if self._on_torch() else "numpy"
             raise ValueError(
@@ -246,8 +247,30 @@ class CalibrationAccumulator:
                 "every batch on one device (merge accumulators of different devices)."
             )
 
+    def _ensure_state(self, n_classes, device):
+        """The state of a batch that :meth:`_check_fits`: made at the first batch, and
+        moved to the batch's device at the first batch after unpickling."""
+        if device is not None:
+            import torch  # imported already: the batch is a tensor
+        if self._layout is None:
+            self._layout = self._new_layout(n_classes)
+            self._state = {
+                name: np.zeros(shape)
+                if device is None
+                else torch.zeros(shape, dtype=torch.float64, device=device)
+                for name, shape in self._layout.shapes().items()
+            }
+        elif device is not None and not self._on_torch():
+            self._state = {
+                name: torch.as_tensor(value, device=device) for name, value in self._state.items()
+            }
+        self._placed = True
+
+    def _holds_rows(self):
+        return self._state is not None and float(self._state["rows"]) > 0
+
     def _on_torch(self):
-        return self._state is not None and isinstance(self._state["rows"], torch.Tensor)
+        return self._state is not None and is_tensor(self._state["rows"])
 
     def _device(self):
         return self._state["rows"].device
@@ -256,8 +279,9 @@ class CalibrationAccumulator:
         """The batch's row ids (consecutive from an int, or given), for the bootstrap."""
         if not self.n_resamples:
             return None
+        if torch_device is not None:
+            import torch  # imported already: the batch is a tensor
         if row_ids is None:
-            self._implicit_ids = True
             row_ids = self.n_samples_
         if isinstance(row_ids, numbers.Integral) and not isinstance(row_ids, (bool, np.bool_)):
             if row_ids < 0:
@@ -307,37 +331,52 @@ class CalibrationAccumulator:
         -----
         Dask collections (arrays, DataFrame columns) are accumulated chunk by chunk on
         the active Dask scheduler (the user's client, if any) and merged into this
-        accumulator; their rows get consecutive ids from ``row_ids`` (an int).
+        accumulator; their rows get consecutive ids from ``row_ids`` (an int; None
+        continues this accumulator's, as for other batches).
         """
         if uses_dask(y_true, y_prob, sample_weight):
-            first_row = self.n_samples_ if row_ids is None else row_ids
-            if not isinstance(first_row, numbers.Integral):
-                raise ValueError(
-                    "Expected `row_ids` of Dask input to be the first row's id (an int)."
-                )
-            self._implicit_ids = self._implicit_ids or row_ids is None
-            merged = HANDLERS["accumulate"](self, y_true, y_prob, sample_weight, first_row)
-            self.merge(merged)
-            self.n_samples_ += merged.n_samples_
-            return self
-        if isinstance(y_prob, torch.Tensor):
+            return self._update_dask(y_true, y_prob, sample_weight, row_ids)
+        if is_tensor(y_prob):
             return self._update_torch(y_true, y_prob, sample_weight, row_ids)
-        scores = np.asarray(y_prob)
+        scores = numeric_values(y_prob)
+        check_probability_shape(scores.shape)
+        n_classes = 2 if scores.ndim == 1 else scores.shape[1]
+        self._check_fits(n_classes, None)
+        if scores.shape[0] == 0:
+            _check_no_rows(y_true, sample_weight)
+            self._ensure_state(n_classes, None)
+            return self._added(row_ids, 0)
         if self.input == "logits":
             scores = _softmax(scores)
-        n_classes = 2 if scores.ndim == 1 else scores.shape[-1]
         classes = self.labels if self.labels is not None else np.arange(n_classes)
-        if scores.ndim in (1, 2):
-            self._ensure_state(n_classes, None)
         y_index, proba, weight = check_batch(y_true, scores, classes, sample_weight)
-        self._ensure_state(proba.shape[1], None)
         ids = self._row_ids(row_ids, proba.shape[0])
         base = None if ids is None else row_keys(ids, seed_key(self.random_state))
+        self._ensure_state(n_classes, None)
         add_numpy_batch(self._state, self._layout, proba, y_index, weight, base)
-        self.n_samples_ += proba.shape[0]
+        return self._added(row_ids, proba.shape[0])
+
+    def _added(self, row_ids, n_rows):
+        """Count a batch of ``n_rows`` added to the state."""
+        self.n_samples_ += n_rows
+        implicit = bool(self.n_resamples and n_rows) and row_ids is None
+        self._implicit_ids = self._implicit_ids or implicit
         return self
 
+    def _update_dask(self, y_true, y_prob, sample_weight, row_ids):
+        """Accumulate Dask input chunk by chunk, continuing this accumulator's row ids."""
+        first_row = self.n_samples_ if row_ids is None else row_ids
+        if not isinstance(first_row, numbers.Integral):
+            raise ValueError("Expected `row_ids` of Dask input to be the first row's id (an int).")
+        n_classes = 2 if np.ndim(y_prob) == 1 else np.shape(y_prob)[1]
+        self._check_fits(n_classes, self._device() if self._on_torch() else None)
+        merged = HANDLERS["accumulate"](self, y_true, y_prob, sample_weight, first_row)
+        self._add(merged, None)
+        return self._added(row_ids, merged.n_samples_)
+
     def _update_torch(self, y_true, y_prob, sample_weight, row_ids):
+        import torch  # imported already: ``y_prob`` is a tensor
+
         if self.labels is not None:
             raise ValueError(
                 "torch batches take labels as column indices; create the accumulator "
@@ -348,6 +387,8 @@ class CalibrationAccumulator:
                 f"Expected `y_prob` to be 1-D or 2-D, got a tensor of shape {tuple(y_prob.shape)}."
             )
         device = y_prob.device
+        n_rows, n_classes = y_prob.shape[0], 2 if y_prob.ndim == 1 else y_prob.shape[1]
+        self._check_fits(n_classes, device)
         if not y_prob.is_floating_point():
             y_prob = y_prob.to(torch.float64)
         if y_prob.ndim == 1:
@@ -361,14 +402,18 @@ class CalibrationAccumulator:
         y_index = torch.as_tensor(y_true, device=device)
         if y_index.dtype.is_floating_point or y_index.dtype == torch.bool:
             y_index = y_index.to(torch.int64)
-        if tuple(y_index.shape) != (y_prob.shape[0],):
+        if tuple(y_index.shape) != (n_rows,):
             raise ValueError(
                 f"`y_true` has shape {tuple(y_index.shape)} but `y_prob` has "
-                f"{y_prob.shape[0]} rows; they must have the same length."
+                f"{n_rows} rows; they must have the same length."
             )
         weight = None if sample_weight is None else torch.as_tensor(sample_weight, device=device)
-        self._ensure_state(y_prob.shape[1], device)
-        ids = self._row_ids(row_ids, y_prob.shape[0], device)
+        if weight is not None and tuple(weight.shape) != (n_rows,):
+            raise ValueError(
+                f"Expected `sample_weight` of shape ({n_rows},), got shape {tuple(weight.shape)}."
+            )
+        ids = self._row_ids(row_ids, n_rows, device)
+        self._ensure_state(n_classes, device)
         add_torch_batch(
             self._state,
             self._layout,
@@ -378,19 +423,22 @@ class CalibrationAccumulator:
             ids,
             seed_key(self.random_state),
         )
-        self.n_samples_ += y_prob.shape[0]
-        return self
+        return self._added(row_ids, n_rows)
 
     def _check_mergeable(self, other):
+        """Check that ``other`` merges into this accumulator; return the column of
+        ``other`` that holds each of this one's classes (None: the same columns)."""
         if not isinstance(other, CalibrationAccumulator):
             raise ValueError(f"Expected a CalibrationAccumulator to merge, got {other!r}.")
-        mine = (self.n_bins, self.convention, self.metrics, self.n_resamples, self.interval_metrics)
-        theirs = (
-            other.n_bins,
-            other.convention,
-            other.metrics,
-            other.n_resamples,
-            other.interval_metrics,
+        mine, theirs = (
+            (
+                a.n_bins,
+                a.convention,
+                frozenset(a.metrics),
+                a.n_resamples,
+                frozenset(a.interval_metrics),
+            )
+            for a in (self, other)
         )
         if mine != theirs or (self._layout and other._layout and self._layout != other._layout):
             raise ValueError(
@@ -402,13 +450,37 @@ class CalibrationAccumulator:
                 "Accumulators with bootstrap replicates merge only with the same "
                 "`random_state` (their generators must agree)."
             )
-        both = self._state is not None and other._state is not None
+        both = self._holds_rows() and other._holds_rows()
         if self.n_resamples and both and (self._implicit_ids or other._implicit_ids):
             raise ValueError(
                 "Both accumulators numbered their rows from 0 (no `row_ids`), so their "
                 "bootstrap counts would repeat; pass `row_ids` (for example each chunk's "
                 "first row) to `update`."
             )
+        return self._columns_of(other)
+
+    def _columns_of(self, other):
+        """The column of ``other`` holding each of this accumulator's classes, or None
+        when they are the same (or not known yet: no labels and no batch)."""
+        layout = self._layout or other._layout
+        if layout is None and (self.labels is None or other.labels is None):
+            return None
+        mine, theirs = (
+            (np.arange(layout.n_classes) if a.labels is None else a.labels).tolist()
+            for a in (self, other)
+        )
+        if mine == theirs:
+            return None
+        if set(mine) != set(theirs) or len(set(mine)) != len(mine):
+            raise ValueError(
+                f"Accumulators merge only with the same classes, got labels {mine} and {theirs}."
+            )
+        if self.convention == "positive_class":
+            raise ValueError(
+                "Accumulators with convention='positive_class' merge only with the same order "
+                f"of `labels` (the second class is the positive one), got {mine} and {theirs}."
+            )
+        return [theirs.index(label) for label in mine]
 
     def merge(self, other):
         """Add another accumulator's sums to this one's.
@@ -416,24 +488,36 @@ class CalibrationAccumulator:
         Parameters
         ----------
         other : CalibrationAccumulator
-            An accumulator with the same options (and seed, with replicates).
+            An accumulator with the same options (``metrics`` and ``interval_metrics`` in
+            any order), the same classes (``labels`` in any order: its per-class sums are
+            aligned on this accumulator's), and the same seed with replicates.
 
         Returns
         -------
         self : CalibrationAccumulator
             The accumulator.
         """
-        self._check_mergeable(other)
-        if other._state is None:
-            return self
-        if self._state is None:
-            self._layout = other._layout
-            self._state = {name: _copy(value) for name, value in other._state.items()}
-        else:
-            for name, value in other._state.items():
-                self._state[name] += _like(value, self._state[name])
+        self._add(other, self._check_mergeable(other))
         self._implicit_ids = self._implicit_ids or other._implicit_ids
         return self
+
+    def _add(self, other, columns):
+        """Add the state of ``other``, its classes taken from ``columns`` (None: as they
+        are), to this one's."""
+        if other._state is None:
+            return
+        incoming = other._state
+        if columns is not None:
+            incoming = {
+                name: _reorder(name, value, columns, other._layout)
+                for name, value in incoming.items()
+            }
+        if self._state is None:
+            self._layout = other._layout
+            self._state = {name: _copy(value) for name, value in incoming.items()}
+        else:
+            for name, value in incoming.items():
+                self._state[name] += _like(value, self._state[name])
 
     def all_reduce(self, group=None):
         """Sum the state over the ranks of a ``torch.distributed`` process group, in place.
@@ -451,6 +535,7 @@ class CalibrationAccumulator:
         self : CalibrationAccumulator
             The accumulator.
         """
+        import torch
         import torch.distributed as dist
 
         if self._state is None:
@@ -504,9 +589,16 @@ class CalibrationAccumulator:
         """
         confidence_level = check_confidence_level(confidence_level)
         smooth_bandwidth = _check_smece_bandwidth(smooth_bandwidth)
-        if self._state is None:
-            raise ValueError("The accumulator holds no rows; call `update` first.")
-        state = {name: np.asarray(_to_numpy(value)) for name, value in self._state.items()}
+        state = (
+            {}
+            if self._state is None
+            else {name: np.asarray(_to_numpy(value)) for name, value in self._state.items()}
+        )
+        if not state or state["rows"] == 0:
+            raise ValueError(
+                "The accumulator holds no rows: no batch with rows was added (or merged); "
+                "call `update` with some first."
+            )
         invalid = state["invalid"]
         if invalid.any():
             found = ", ".join(
@@ -543,6 +635,7 @@ class CalibrationAccumulator:
         state = dict(self.__dict__)
         if self._state is not None:
             state["_state"] = {name: _to_numpy(value) for name, value in self._state.items()}
+            state["_placed"] = False
         return state
 
 
@@ -574,16 +667,45 @@ def _softmax(scores):
     return softmax(scores, axis=1)
 
 
+def _reorder(name, value, columns, layout):
+    """The entry ``name`` of a state with its classes taken in the order ``columns``."""
+    if name in ("classwise", "predicted"):
+        return value[:, columns]
+    if name != "replicates" or "classwise" not in layout.groups:
+        return value
+    start = layout.replicate_offsets()["classwise"]
+    cells = np.arange(value.shape[0])
+    per_class = np.asarray(columns)[:, None] * layout.n_bins + np.arange(layout.n_bins)
+    cells[start : start + per_class.size] = start + per_class.ravel()
+    if is_tensor(value):
+        import torch  # imported already: the state is on a tensor's device
+
+        cells = torch.as_tensor(cells, device=value.device)
+    return value[cells]
+
+
+def _check_no_rows(y_true, sample_weight):
+    """Check the labels and weights of a batch without rows."""
+    for name, value in (("y_true", y_true), ("sample_weight", sample_weight)):
+        if value is not None and np.shape(value) not in ((0,), (0, 1)):
+            raise ValueError(
+                f"`{name}` has shape {np.shape(value)} but `y_prob` has 0 rows; they must have "
+                "the same length."
+            )
+
+
 def _to_numpy(value):
-    return value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else value
+    return value.detach().cpu().numpy() if is_tensor(value) else value
 
 
 def _copy(value):
-    return value.clone() if isinstance(value, torch.Tensor) else value.copy()
+    return value.clone() if is_tensor(value) else value.copy()
 
 
 def _like(value, target):
     """``value`` as the kind of ``target`` (numpy array or tensor on its device)."""
-    if isinstance(target, torch.Tensor):
+    if is_tensor(target):
+        import torch  # imported already: ``target`` is a tensor
+
         return torch.as_tensor(value).to(device=target.device, dtype=target.dtype)
     return _to_numpy(value)

@@ -7,18 +7,22 @@ checks of torch input (non-finite or negative probabilities, rows not summing to
 labels out of range, negative or non-finite weights). The parts, kept when a chosen
 metric needs them (:data:`METRIC_PARTS`):
 
-- ``top`` (5, n_bins): per equal-width bin of the score (top-label confidence, or the
-  positive-class probability), the sums of ``w``, ``w s``, ``w y``, ``w^2`` and the
-  count of positive weights.
-- ``fine`` (5, n_fine): the same on ``n_fine`` equal-width cells (equal-mass bins, the
+- ``top`` (7, n_bins): per equal-width bin of the score (top-label confidence, or the
+  positive-class probability), the sums of ``w``, ``w s``, ``w y``, the count of
+  positive weights, and ``w^2`` per range of scale (the weights scaled by a power of two
+  first, :func:`~sklearn_calib.metrics._weights.square_range`, so that the sums hold
+  weights of any scale).
+- ``fine`` (7, n_fine): the same on ``n_fine`` equal-width cells (equal-mass bins, the
   tests of the cumulative differences).
 - ``classwise`` (3, K, n_bins): per class and bin of ``p_k``: ``w``, ``w p_k``,
   ``w 1[y = k]``; ``predicted`` (3, K, n_bins): per predicted class and bin of the
   top-label confidence: ``w``, ``w r``, ``w 1[correct]``.
-- ``scores`` (8,): ``w``, ``w NLL``, ``w Brier``, ``w 1[correct]``, Spiegelhalter's
-  ``w (y - s)(1 - 2 s)`` and ``w^2 (1 - 2 s)^2 s (1 - s)``, ``w^2 s (1 - s)``, and the
-  number of rows whose weight is not a count of repeated rows (not an integer, or from
-  2**53 up: :func:`~sklearn_calib.metrics._weights.sample_count`).
+- ``scores`` (12,): ``w``, ``w NLL``, ``w Brier``, ``w 1[correct]``, Spiegelhalter's
+  ``w (y - s)(1 - 2 s)``, then per range of scale (as ``top``'s squares) Spiegelhalter's
+  ``w^2 (1 - 2 s)^2 s (1 - s)`` (:data:`SPREAD`) and ``w^2 s (1 - s)``
+  (:data:`VARIANCE`), and the number of rows whose weight is not a count of repeated
+  rows (not an integer, or from 2**53 up:
+  :func:`~sklearn_calib.metrics._weights.sample_count`; :data:`NON_COUNTS`).
 - ``grid`` (3, n_grid): ``w``, ``w s`` and ``w y`` linearly binned on ``n_grid`` points
   of [0, 1] (smECE, SECE).
 - ``replicates`` (n_cells, 3, n_resamples): the Poisson bootstrap's sums of the
@@ -27,6 +31,14 @@ metric needs them (:data:`METRIC_PARTS`):
 """
 
 from dataclasses import dataclass
+
+from ._weights import SQUARE_RANGES
+
+#: Where ``scores`` keeps Spiegelhalter's spread and the outcomes' variance under
+#: calibration (each per range of scale), and the number of weights that are not counts.
+SPREAD = slice(5, 5 + SQUARE_RANGES)
+VARIANCE = slice(SPREAD.stop, SPREAD.stop + SQUARE_RANGES)
+NON_COUNTS = VARIANCE.stop
 
 #: The state's parts each metric of ``compute`` needs.
 METRIC_PARTS = {
@@ -84,11 +96,11 @@ class Layout:
             "rows": (),
             "positive": (),
             "invalid": (4,),
-            "top": (5, b),
-            "fine": (5, self.n_fine),
+            "top": (4 + SQUARE_RANGES, b),
+            "fine": (4 + SQUARE_RANGES, self.n_fine),
             "classwise": (3, k, b),
             "predicted": (3, k, b),
-            "scores": (8,),
+            "scores": (NON_COUNTS + 1,),
             "grid": (3, self.n_grid),
         }
         shapes = {

@@ -3,10 +3,12 @@
 Exact (equal to the in-memory functions up to the order of float64 additions): the
 errors of equal-width bins (ECE, MCE, the reliability diagram with its Clopper-Pearson
 intervals, classwise and top-label errors), accuracy, NLL, Brier score and
-Spiegelhalter's test. From a fine histogram, with a bound: the adaptive ECE, the
-debiased error (on the same equal-mass bins, without a bound), and the Kolmogorov-Smirnov
-and Kuiper statistics. From a fine grid (:mod:`._smooth_grid`): smECE and SECE, with
-bounds.
+Spiegelhalter's test; sums of squared weights are kept per range of scale and joined in
+the scale of the largest (:func:`~sklearn_calib.metrics._weights.combined_squares`), so
+that no result depends on the weights' scale. From a fine histogram, with a bound: the
+adaptive ECE, the debiased error (on the same equal-mass bins, without a bound), and the
+Kolmogorov-Smirnov and Kuiper statistics. From a fine grid (:mod:`._smooth_grid`): smECE
+and SECE, with bounds.
 """
 
 import math
@@ -15,7 +17,7 @@ import numpy as np
 from scipy.stats import norm as normal
 from sklearn.utils import Bunch
 
-from ._accumulator_layout import REPLICATE_GRID
+from ._accumulator_layout import NON_COUNTS, REPLICATE_GRID, SPREAD, VARIANCE
 from ._binning import _group_ends, uniform_bin_edges
 from ._bootstrap import _interval
 from ._debiased import _debiased_from_bins
@@ -25,11 +27,21 @@ from ._metrics import _calibration_error_from_bins
 from ._smooth import _SMECE_DENSITY_EPS, _smece_from_grid
 from ._smooth_grid import grid_sece, grid_smooth_ece
 from ._top_label import _combine
+from ._weights import combined_squares
+
+
+def scaled_bins(sums):
+    """Binned sums (``top``, ``fine``, or such sums per replicate) as ``w``, ``w s``,
+    ``w y``, ``w^2`` and the count of positive weights, with the weights in the scale of
+    their joined squares."""
+    squares, factor = combined_squares(sums[4:])
+    return np.stack([sums[0] * factor, sums[1] * factor, sums[2] * factor, squares, sums[3]])
 
 
 def reliability(top, confidence_level):
-    """The reliability diagram of the equal-width bins (as ``reliability_diagram``)."""
-    counts, score_sums, outcome_sums, squares = top[:4]
+    """The reliability diagram of the equal-width bins (as ``reliability_diagram``), with
+    Clopper-Pearson intervals unless ``confidence_level`` is None."""
+    counts, score_sums, outcome_sums = top[:3]
     n_bins = counts.shape[0]
     nonempty = counts > 0
     safe = np.where(nonempty, counts, 1.0)
@@ -39,8 +51,11 @@ def reliability(top, confidence_level):
         mean_confidence=np.where(nonempty, score_sums / safe, np.nan),
         accuracy=np.where(nonempty, outcome_sums / safe, np.nan),
     )
+    if confidence_level is None:
+        return diagram
     # Kish's effective size (sum w)^2 / sum w^2: the count itself for unit weights
-    trials = np.where(nonempty, counts**2 / np.where(nonempty, squares, 1.0), 0.0)
+    scaled = scaled_bins(top)
+    trials = np.where(nonempty, scaled[0] ** 2 / np.where(nonempty, scaled[3], 1.0), 0.0)
     diagram.accuracy_low, diagram.accuracy_high = clopper_pearson(
         np.where(nonempty, diagram.accuracy, 0.0) * trials, trials, confidence_level
     )
@@ -58,14 +73,14 @@ def equal_mass_bins(fine, n_bins, not_counts):
 
     Returns
     -------
-    sums : ndarray of shape (5, n_bins)
+    sums : ndarray of shape (7, n_bins)
         The fine sums added up per bin.
     edges : ndarray of shape (n_bins + 1,)
     moved : float
         Total weight of the fine cells holding an exact edge (at least the weight that
         changed bin).
     """
-    weight, positive = fine[0], fine[4]
+    weight, positive = fine[0], fine[3]
     n_fine = weight.shape[0]
     cumulative = np.cumsum(weight)
     if not_counts:
@@ -78,18 +93,20 @@ def equal_mass_bins(fine, n_bins, not_counts):
     return sums, edges, float(weight[cells].sum())
 
 
-def cumulative_tests(fine, variance):
+def cumulative_tests(fine, scores):
     """Kolmogorov-Smirnov and Kuiper statistics on the fine cells' ends, with bounds.
 
     The partial sums of ``w (y - s)`` at each cell's upper end are some of the partial
     sums at the distinct scores; within a cell they move by at most the cell's weight,
     so the statistics are low by at most ``max cell weight / sigma`` (twice for Kuiper).
+    ``sigma^2`` is the sum of ``w^2 s (1 - s)`` of ``scores``.
     """
+    variance, factor = combined_squares(scores[VARIANCE])
     if variance <= 0:
         return None, None
     sigma = math.sqrt(variance)
-    partial = np.cumsum(fine[2] - fine[1]) / sigma
-    gap = float(fine[0].max()) / sigma
+    partial = np.cumsum(fine[2] - fine[1]) * factor / sigma
+    gap = float(fine[0].max()) * factor / sigma
     ks = float(np.abs(partial).max())
     kuiper = float(max(partial.max(), 0.0) - min(partial.min(), 0.0))
     return (
@@ -98,11 +115,20 @@ def cumulative_tests(fine, variance):
     )
 
 
-def spiegelhalter(numerator, spread):
-    """Spiegelhalter's two-sided test; None where every score is 0, 1/2 or 1."""
+def spiegelhalter_statistic(scores):
+    """Spiegelhalter's statistic of an accumulator's ``scores``; None where every score
+    is 0, 1/2 or 1."""
+    spread, factor = combined_squares(scores[SPREAD])
     if spread <= 0:
         return None
-    statistic = numerator / math.sqrt(spread)
+    return float(scores[4] * factor / math.sqrt(spread))
+
+
+def spiegelhalter(scores):
+    """Spiegelhalter's two-sided test; None where every score is 0, 1/2 or 1."""
+    statistic = spiegelhalter_statistic(scores)
+    if statistic is None:
+        return None
     return Bunch(statistic=statistic, pvalue=float(min(1.0, 2.0 * normal.sf(abs(statistic)))))
 
 
@@ -164,24 +190,24 @@ def results(state, layout, interval_metrics, confidence_level, smooth_bandwidth,
         out.mce = float(_calibration_error_from_bins(*top[:3], "max"))
         out.reliability = reliability(top, confidence_level)
     if "fine" in state:
-        not_counts = "scores" in state and state["scores"][7] > 0
+        not_counts = "scores" in state and state["scores"][NON_COUNTS] > 0
         sums, edges, moved = equal_mass_bins(state["fine"], layout.n_bins, not_counts)
         out.adaptive_ece = float(_binned_errors(*sums[:3]))
         out.adaptive_ece_bound = 2.0 * moved / float(state["fine"][0].sum())
         out.adaptive_edges = edges
-        out.debiased_ce = float(_debiased_from_bins(*sums))
+        out.debiased_ce = float(_debiased_from_bins(*scaled_bins(sums)))
     if "classwise" in state:
         out.classwise_ece = float(_binned_errors(*state["classwise"]).mean())
     if "predicted" in state:
         out.top_label_ece = float(_combine(*state["predicted"], "l1", "weighted"))
     if "scores" in state:
-        weight, nll, brier, correct, numerator, spread, variance = state["scores"][:7]
+        weight, nll, brier, correct = state["scores"][:4]
         out.accuracy = float(correct / weight)
         out.nll = float(nll / weight)
         out.brier = float(brier / weight)
-        out.spiegelhalter = spiegelhalter(float(numerator), float(spread))
+        out.spiegelhalter = spiegelhalter(state["scores"])
         if "fine" in state:
-            out.ks, out.kuiper = cumulative_tests(state["fine"], float(variance))
+            out.ks, out.kuiper = cumulative_tests(state["fine"], state["scores"])
     if "grid" in state:
         n_positive = int(state["positive"])
         error, bandwidth, bound = grid_smooth_ece(state["grid"], n_positive, smooth_bandwidth)

@@ -3,12 +3,12 @@ on their device (no copy to the host).
 
 The statistics are those of :mod:`._accumulator_layout`. Both functions take checked
 (numpy) or raw (torch, checked on the device and counted in ``invalid``) probabilities.
+The torch functions import torch where they run: a tensor batch has imported it already.
 """
 
 import functools
 
 import numpy as np
-import torch
 
 from .._validation import ROW_SUM_TOLERANCE
 from ._accumulator_layout import REPLICATE_GRID
@@ -18,7 +18,7 @@ from ._metrics import log_loss_clip, per_sample_score
 from ._poisson import torch_poisson_counts
 from ._predictions import _confidence_and_correct, _row_blocks, scores_and_outcomes
 from ._smooth import linear_binning
-from ._weights import non_counts
+from ._weights import SQUARE_RANGES, non_counts, range_exponent, square_range
 
 #: Entries per block of the resampled statistics (bounds their temporaries).
 _REPLICATE_ELEMENTS = 1 << 16
@@ -37,9 +37,17 @@ def _linear_sums(score, n_points, columns):
     return lower + _sums(index + 1, n_points, [c * frac for c in columns])
 
 
-def _binned_columns(weight, score, outcome):
-    """``w``, ``w s``, ``w y``, ``w^2`` and ``1[w > 0]``."""
-    return [weight, weight * score, weight * outcome, weight * weight, (weight > 0) * 1.0]
+def weight_columns(weight, score, outcome, ldexp=np.ldexp):
+    """Per row: ``w``, ``w s``, ``w y``, ``1[w > 0]``, and the square of ``w`` scaled by
+    a power of two in the column of its range of scale (:func:`square_range`).
+
+    numpy arrays, or torch tensors with ``ldexp=torch.ldexp``.
+    """
+    ranges = square_range(weight)
+    scaled = ldexp(weight, range_exponent(ranges))
+    square = scaled * scaled
+    squares = [square * (ranges == r) for r in range(SQUARE_RANGES)]
+    return [weight, weight * score, weight * outcome, (weight > 0) * 1.0, *squares]
 
 
 def add_numpy_batch(state, layout, proba, y_index, sample_weight, base):
@@ -65,7 +73,7 @@ def add_numpy_batch(state, layout, proba, y_index, sample_weight, base):
     weight = np.ones(n_rows) if sample_weight is None else sample_weight
     score, outcome = scores_and_outcomes(proba, y_index, layout.convention)
     score64, outcome64 = score.astype(np.float64), outcome.astype(np.float64)
-    columns = _binned_columns(weight, score64, outcome64)
+    columns = weight_columns(weight, score64, outcome64)
     top_bin = assign_bins(score, uniform_bin_edges(n_bins))
     if "top" in state:
         state["top"] += _sums(top_bin, n_bins, columns)
@@ -88,7 +96,7 @@ def add_numpy_batch(state, layout, proba, y_index, sample_weight, base):
         nll = per_sample_score(proba, y_index, "log_loss")
         brier = per_sample_score(proba, y_index, "brier")
     if "scores" in state:
-        terms = _score_terms(weight, nll, brier, correct * 1.0, score64, outcome64)
+        terms = _score_terms(weight, nll, brier, correct * 1.0, score64, outcome64, columns[4:])
         state["scores"] += terms + [non_counts(weight)]
     if base is not None:
         offsets = layout.replicate_offsets()
@@ -109,24 +117,24 @@ def add_numpy_batch(state, layout, proba, y_index, sample_weight, base):
                 None if nll is None else nll[rows],
                 None if brier is None else brier[rows],
             )
-            replicate_sums(base[rows], cells, values, state["replicates"])
+            replicate_sums(base[rows], cells, values, state["replicates"], n_rows)
     state["rows"] += n_rows
     state["positive"] += np.count_nonzero(weight)
 
 
-def _score_terms(weight, nll, brier, correct, score, outcome):
-    """The first seven sums of the state's ``scores`` (numpy arrays or torch tensors)."""
+def _score_terms(weight, nll, brier, correct, score, outcome, squares):
+    """The state's ``scores`` but the last (numpy arrays or torch tensors); ``squares``
+    are the scaled squared weights per range of scale (:func:`weight_columns`)."""
     spread = score * (1.0 - score)
     tilt = 1.0 - 2.0 * score
-    squared = weight * weight
     return [
         weight.sum(),
         weight @ nll,
         weight @ brier,
         weight @ correct,
         weight @ ((outcome - score) * tilt),
-        squared @ (tilt * tilt * spread),
-        squared @ spread,
+        *(square @ (tilt * tilt * spread) for square in squares),
+        *(square @ spread for square in squares),
     ]
 
 
@@ -180,16 +188,22 @@ def _replicate_entries(
 @functools.lru_cache(maxsize=64)
 def _device_constant(name, size, dtype, device):
     """Inner edges of ``size`` equal-width bins, or ``arange(size)``, on a device."""
+    import torch
+
     if name == "edges":
         return torch.as_tensor(uniform_bin_edges(size)[1:-1], dtype=dtype, device=device)
     return torch.arange(size, device=device)
 
 
 def _torch_sums(index, n_cells, columns):
+    import torch
+
     return torch.stack([torch.bincount(index, c, minlength=n_cells) for c in columns])
 
 
 def _torch_bins(values, n_bins):
+    import torch
+
     edges = _device_constant("edges", n_bins, values.dtype, values.device)
     return torch.bucketize(values, edges, right=False)
 
@@ -213,6 +227,8 @@ def _torch_checked(proba, y_index, sample_weight):
     clips rounding above 1), the labels clipped to the columns, the weights (NaN and
     negative ones as 0) and the four counts of :mod:`._accumulator_layout`'s ``invalid``.
     """
+    import torch
+
     n_classes = proba.shape[1]
     entries_ok = (torch.isfinite(proba) & (proba >= 0)).all(dim=1)
     sums_ok = (proba.sum(dim=1, dtype=torch.float64) - 1.0).abs() <= ROW_SUM_TOLERANCE
@@ -251,6 +267,8 @@ def add_torch_batch(state, layout, proba, y_index, sample_weight, row_ids, key):
     key : int
         The bootstrap's key.
     """
+    import torch
+
     proba, y_index, weight, invalid = _torch_checked(proba, y_index, sample_weight)
     state["invalid"] += invalid
     n_rows, n_classes = proba.shape
@@ -262,7 +280,7 @@ def add_torch_batch(state, layout, proba, y_index, sample_weight, row_ids, key):
     else:
         score, outcome = proba[:, 1], y_index == 1
     score64, outcome64 = score.to(torch.float64), outcome.to(torch.float64)
-    columns = _binned_columns(weight, score64, outcome64)
+    columns = weight_columns(weight, score64, outcome64, torch.ldexp)
     top_bin = _torch_bins(score, n_bins)
     if "top" in state:
         state["top"] += _torch_sums(top_bin, n_bins, columns)
@@ -291,7 +309,7 @@ def add_torch_batch(state, layout, proba, y_index, sample_weight, row_ids, key):
     nll = -torch.log(true_proba.clamp(*clip))
     brier = proba.to(torch.float64).square().sum(dim=1) - 2.0 * true_proba + 1.0
     if "scores" in state:
-        terms = _score_terms(weight, nll, brier, correct64, score64, outcome64)
+        terms = _score_terms(weight, nll, brier, correct64, score64, outcome64, columns[4:])
         state["scores"] += torch.stack(terms + [non_counts(weight).to(torch.float64)])
     if row_ids is not None:
         _add_torch_replicates(
@@ -316,6 +334,8 @@ def _add_torch_replicates(
     out, layout, proba, y_index, weight, score, outcome, top_bin, nll, brier, row_ids, key
 ):
     """The Poisson bootstrap's sums of one batch, on its device (blocks of rows)."""
+    import torch
+
     n_cells, _, n_resamples = out.shape
     flat = out.view(n_cells * 3, n_resamples)
     offsets = layout.replicate_offsets()

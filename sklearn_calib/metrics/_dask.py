@@ -23,6 +23,8 @@ import numpy as np
 from .._dask_chunks import ChunkedRows
 from .._validation import check_probability_shape, resolve_classes
 from ._accumulator import CalibrationAccumulator, check_batch
+from ._accumulator_layout import NON_COUNTS
+from ._batch_sums import weight_columns
 from ._binning import _group_ends, assign_bins, uniform_bin_edges
 from ._dispatch import register
 from ._predictions import scores_and_outcomes
@@ -47,6 +49,8 @@ class DaskPredictions(ChunkedRows):
         check_probability_shape(self.scores.shape)
         self.n_classes = 2 if self.scores.ndim == 1 else self.scores.shape[1]
         if labels is None:
+            if not self.n_samples:  # the chunks' checks would say so, but labels come first
+                raise ValueError("Expected at least one sample, got empty `y_prob`.")
             labels = resolve_classes(self.distinct_labels(), None, self.n_classes)
         self.labels = np.asarray(labels)
 
@@ -102,12 +106,12 @@ def _cell_members(y, p, w, first_row, labels, convention, n_fine, cells):
 
 
 def _bin_sums(y, p, w, first_row, labels, convention, edges):
-    """Per bin of ``edges``: ``w``, ``w s``, ``w y``, ``w^2`` and ``1[w > 0]``."""
+    """Per bin of ``edges``: the sums of ``weight_columns`` (an accumulator's ``top``)."""
     y_index, proba, weight = _checked(y, p, w, labels)
     score, outcome = scores_and_outcomes(proba, y_index, convention)
     weight = np.ones(score.shape[0]) if weight is None else weight
     index = assign_bins(score, edges)
-    columns = [weight, weight * score, weight * outcome, weight * weight, (weight > 0) * 1.0]
+    columns = weight_columns(weight, score.astype(np.float64), outcome.astype(np.float64))
     n_bins = edges.shape[0] - 1
     return np.stack([np.bincount(index, column, minlength=n_bins) for column in columns])
 
@@ -121,15 +125,15 @@ def equal_mass_sums(data, n_bins, convention):
     Returns
     -------
     edges : ndarray of shape (n_bins + 1,)
-    sums : ndarray of shape (5, n_bins)
+    sums : ndarray of shape (7, n_bins)
     """
     accumulator = data.accumulate(
         n_bins=n_bins, convention=convention, metrics=["adaptive_ece", "accuracy"]
     )
     fine = accumulator._state["fine"]
     layout = accumulator._layout
-    weight, positive = fine[0], fine[4]
-    not_counts = accumulator._state["scores"][7] > 0
+    weight, positive = fine[0], fine[3]
+    not_counts = accumulator._state["scores"][NON_COUNTS] > 0
     cumulative = np.cumsum(weight)
     scale = positive.sum() / cumulative[-1] if not_counts else 1.0
     cumulative = cumulative * scale
@@ -157,7 +161,7 @@ def _group_targets(total, n_bins):
 
 
 def binned_sums(data, n_bins, strategy, convention):
-    """Per-bin ``w``, ``w s``, ``w y``, ``w^2``, ``1[w > 0]`` and the edges, in memory's bins."""
+    """The edges of memory's bins and the sums of ``weight_columns`` per bin."""
     if strategy == "uniform":
         edges = uniform_bin_edges(n_bins)
         return edges, data.reduce(_bin_sums, data.labels, convention, edges)

@@ -13,7 +13,13 @@ from scipy.stats import norm as normal
 from sklearn.utils import check_random_state
 
 from .._validation import check_confidence_level, check_n_bins, check_option
-from ._accumulator_results import cumulative_tests, reliability
+from ._accumulator_layout import SPREAD, VARIANCE
+from ._accumulator_results import (
+    cumulative_tests,
+    reliability,
+    scaled_bins,
+    spiegelhalter_statistic,
+)
 from ._bootstrap import _check_ci_method
 from ._dask import DaskPredictions, binned_sums, smooth_ece_of
 from ._debiased import _debiased_from_bins
@@ -37,7 +43,7 @@ def _data(call):
 
 
 def _bins(call, strategy):
-    """The exact bins' sums (``w``, ``w s``, ``w y``, ``w^2``, ``1[w > 0]``) and edges."""
+    """The exact bins' edges and sums (an accumulator's ``top``, in those bins)."""
     n_bins = check_n_bins(call.n_bins)
     check_option(strategy, "strategy", _STRATEGIES)
     check_option(call.convention, "convention", CONVENTIONS)
@@ -72,19 +78,17 @@ def adaptive_calibration_error(call):
 def debiased_calibration_error(call):
     """:func:`~sklearn_calib.metrics.debiased_calibration_error` of Dask input."""
     _, sums = _bins(call, call.strategy)
-    return float(_debiased_from_bins(*sums))
+    return float(_debiased_from_bins(*scaled_bins(sums)))
 
 
 @register("reliability_diagram")
 def reliability_diagram(call):
     """:func:`~sklearn_calib.metrics.reliability_diagram` of Dask input."""
     level = call.confidence_level
-    level = 0.95 if level is None else check_confidence_level(level)
+    level = None if level is None else check_confidence_level(level)
     edges, sums = _bins(call, call.strategy)
     diagram = reliability(sums, level)
     diagram.edges = edges
-    if call.confidence_level is None:
-        del diagram.accuracy_low, diagram.accuracy_high
     return diagram
 
 
@@ -169,7 +173,7 @@ def undefined_test(scores, method):
     """:func:`reason_undefined` of a test from an accumulator's ``scores``: the weighted
     ``s (1 - s)`` terms are positive when some score lies in (0, 1), Spiegelhalter's
     spread when one of them is not 1/2."""
-    return reason_undefined(method, bool(scores[6] > 0), bool(scores[5] > 0))
+    return reason_undefined(method, bool(scores[VARIANCE].any()), bool(scores[SPREAD].any()))
 
 
 @register("calibration_test")
@@ -184,14 +188,14 @@ def calibration_test(call):
     if reason is not None:
         raise undefined_error(method, reason)
     if method == "spiegelhalter":
-        statistic = float(scores[4] / np.sqrt(scores[5]))
+        statistic = spiegelhalter_statistic(scores)
         tails = {
             "two-sided": 2.0 * normal.sf(abs(statistic)),
             "greater": normal.sf(statistic),
             "less": normal.cdf(statistic),
         }
         return CalibrationTestResult(statistic, float(min(1.0, tails[alternative])))
-    ks, kuiper = cumulative_tests(accumulator._state["fine"], float(scores[6]))
+    ks, kuiper = cumulative_tests(accumulator._state["fine"], scores)
     result = ks if method == "ks" else kuiper
     return CalibrationTestResult(result.statistic, result.pvalue)
 

@@ -18,7 +18,9 @@ import numpy as np
 from sklearn.isotonic import isotonic_regression
 
 from ._accumulator import check_batch
-from ._accumulator_results import interval
+from ._accumulator_layout import NON_COUNTS
+from ._accumulator_results import interval, scaled_bins
+from ._batch_sums import weight_columns
 from ._binning import assign_bins, uniform_bin_edges
 from ._calibration_report import _TESTS, _format, check_report_options
 from ._dask import DaskPredictions, equal_mass_sums, smooth_ece_of
@@ -48,14 +50,13 @@ def _chunk(y, p, w, labels):
 
 
 def _fixed_bin_replicates(y, p, w, first_row, labels, convention, edges, n_resamples, seed):
-    """Poisson-bootstrap sums of ``w``, ``w s``, ``w y``, ``w^2``, ``1[w > 0]`` per bin."""
+    """Poisson-bootstrap sums of ``weight_columns`` per bin."""
     y_index, proba, weight = _chunk(y, p, w, labels)
     native, outcome = scores_and_outcomes(proba, y_index, convention)
     cells = assign_bins(native, edges).astype(np.int64)[:, None]
-    score = native.astype(np.float64)
-    columns = [weight, weight * score, weight * outcome, weight * weight, (weight > 0) * 1.0]
+    columns = weight_columns(weight, native.astype(np.float64), outcome.astype(np.float64))
     values = np.ascontiguousarray(np.stack(columns, axis=1)[:, None, :])
-    out = np.zeros((edges.shape[0] - 1, 5, n_resamples))
+    out = np.zeros((edges.shape[0] - 1, len(columns), n_resamples))
     base = row_keys(first_row + np.arange(len(y_index)), seed_key(seed))
     replicate_sums(base, cells, values, out)
     return out
@@ -112,7 +113,7 @@ def _isotonic_on_cells(weight, positive):
 
 def _sample_count(state):
     """The samples the rows stand for (``sample_count`` of all the weights)."""
-    not_counts = state["scores"][7] > 0
+    not_counts = state["scores"][NON_COUNTS] > 0
     return float(state["positive"]) if not_counts else float(state["scores"][0])
 
 
@@ -205,7 +206,11 @@ def calibration_report(call):
             _calibration_error_from_bins(*sums[:3], "l1"),
             _calibration_error_from_bins(*columns[:3], "l1"),
         ),
-        ("debiased_ce", _debiased_from_bins(*sums), _debiased_from_bins(*columns)),
+        (
+            "debiased_ce",
+            _debiased_from_bins(*scaled_bins(sums)),
+            _debiased_from_bins(*scaled_bins(columns)),
+        ),
     ):
         intervals[key] = interval(estimate, values, level, key)
     order = ("ece", "adaptive_ece", "classwise_ece", "smooth_ece", "debiased_ce")

@@ -166,7 +166,7 @@ class _TemperedNLL:
         totals = np.empty(self.gap.shape[0])
         for rows, block, expo in _scaled_exponentials(self.gap, beta):
             share, true_gap = self.share[rows], self.true_gap[rows]
-            parts = tempered_moments(expo, block, share, true_gap, totals[rows])
+            parts = tempered_moments(expo, block, share, true_gap, totals[rows], self.gap.size)
             if parts is None:
                 parts = _moments(expo, block, share, true_gap, totals[rows])
             first += parts[0]

@@ -31,11 +31,21 @@ isotonic fits and the tempered moments, which agree to rounding):
 The grouped sums (a bootstrap's, :mod:`._resampling`) read each group's rows together
 (a counting sort of the groups), so one group's sums stay in cache, and add them in
 row order: the numpy path's additions.
+
+Which path a pass takes is set by :data:`NUMBA_SWITCH`; by default numba takes the
+passes on which its kernels save more than their first call in a process costs (they
+are loaded from numba's cache then, or compiled): :data:`NUMBA_LOAD_NS`. numba is
+imported at that first call, not with the package. numba's ``workqueue`` threading
+layer (numba's fallback where neither TBB nor OpenMP is installed) aborts the process
+when two threads run parallel kernels at once: under it the parallel kernels run one
+at a time (:func:`_parallel_section`).
 """
 
+import contextlib
 import functools
 import importlib.util
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -43,9 +53,28 @@ import numpy as np
 from ._binning import uniform_bin_edges
 from ._poisson import THRESHOLDS, counts_from_keys
 
-#: Setting this environment variable to ``0`` makes the fused passes use numpy even with
-#: numba installed (to compare the two, or to avoid numba's first-call compilation).
+#: The environment variable choosing the path of the fused passes: ``0`` numpy, ``1``
+#: numba wherever it is installed, ``auto`` (the default) numba on the passes where it
+#: saves more than :data:`NUMBA_LOAD_NS`.
 NUMBA_SWITCH = "SKLEARN_CALIB_NUMBA"
+_SWITCH_VALUES = ("0", "1", "auto")
+#: Nanoseconds of a process's first numba call: numba's import, its threads, and the
+#: kernels loaded from its cache (about 0.7 s on two cores; an empty cache compiles them,
+#: which takes seconds).
+NUMBA_LOAD_NS = 700_000_000
+#: Nanoseconds the numba kernels save over numpy per value of each pass, measured on two
+#: cores (10^6 x 10 predictions): per probability entry of the check and the ECE's bins
+#: (numpy's column-wise maxima are nearly as fast), of the classwise bins and of the
+#: isotonic fits; per row and column of smECE's grid sums; per entry of the tempered
+#: NLL's gaps (a fit evaluates them tens of times); per term of the replicate sums.
+_SAVED_NS = {
+    "top_label": 2,
+    "classwise": 25,
+    "isotonic": 90,
+    "grid": 50,
+    "tempered": 100,
+    "replicates": 90,
+}
 #: Rows per call of the numpy replicate sums (bounds its temporaries).
 _REPLICATE_ROWS = 256
 #: Probabilities with fewer entries are checked by numpy (numba's threads cost more).
@@ -56,6 +85,8 @@ _CHECKED_ROWS = 1 << 15
 #: fewest entries worth starting them for.
 _ISOTONIC_THREADS = 2
 _THREADED_ENTRIES = 1 << 18
+#: Held by a parallel kernel where numba's threading layer is not known to be thread-safe.
+_PARALLEL_LOCK = threading.Lock()
 
 
 @functools.cache
@@ -65,26 +96,50 @@ def _load_numba_kernels():
     return importlib.import_module("sklearn_calib.metrics._numba_kernels")
 
 
-def numba_kernels():
-    """The numba kernels module, or None when numba is missing or switched off."""
-    if os.environ.get(NUMBA_SWITCH, "1") == "0":
+def numba_kernels(kind, n_values):
+    """The numba kernels module for a pass of ``kind`` over ``n_values`` values, or None
+    for numpy's path.
+
+    None when numba is missing, switched off (:data:`NUMBA_SWITCH` ``0``), or, by default,
+    when the kernels would save less than :data:`NUMBA_LOAD_NS` on the pass; the first
+    call that returns the module imports numba.
+    """
+    mode = os.environ.get(NUMBA_SWITCH) or "auto"
+    if mode not in _SWITCH_VALUES:
+        raise ValueError(
+            f"Expected the environment variable {NUMBA_SWITCH} to be '0', '1' or 'auto', "
+            f"got {mode!r}."
+        )
+    if mode == "0" or (mode == "auto" and n_values * _SAVED_NS[kind] < NUMBA_LOAD_NS):
         return None
     return _load_numba_kernels()
 
 
+@contextlib.contextmanager
+def _parallel_section(kernels):
+    """Run the parallel kernels called inside one thread at a time, unless numba's threading
+    layer is known to be thread-safe (TBB or OpenMP, once started): the workqueue layer
+    aborts the process when two threads enter parallel code at once."""
+    if kernels.threadsafe():
+        yield
+        return
+    with _PARALLEL_LOCK:
+        yield
+
+
 def takes_probabilities(y_prob):
-    """Whether :func:`checked_top_label` can read ``y_prob``: numba is there, and
-    ``y_prob`` is a C-ordered 2-D float32 or float64 array of at least 2 columns and
-    ``_CHECKED_ELEMENTS`` entries."""
+    """Whether :func:`checked_top_label` reads ``y_prob``: a C-ordered 2-D float32 or
+    float64 array of at least 2 columns and ``_CHECKED_ELEMENTS`` entries, on which the
+    fused passes take numba."""
     return (
-        numba_kernels() is not None
-        and isinstance(y_prob, np.ndarray)
+        isinstance(y_prob, np.ndarray)
         and y_prob.ndim == 2
         and y_prob.dtype in (np.float32, np.float64)
         and y_prob.flags.c_contiguous
         and y_prob.dtype.isnative
         and y_prob.shape[1] >= 2
         and y_prob.size >= _CHECKED_ELEMENTS
+        and numba_kernels("top_label", y_prob.size) is not None
     )
 
 
@@ -114,7 +169,9 @@ def checked_top_label(proba, y_index, tol):
         column (``argmax``) is the true class: :meth:`Predictions.scores` of
         ``"top_label"``.
     """
-    confidence, correct, ranges = numba_kernels().probability_rows(proba, y_index, _CHECKED_ROWS)
+    kernels = numba_kernels("top_label", proba.size)
+    with _parallel_section(kernels):
+        confidence, correct, ranges = kernels.probability_rows(proba, y_index, _CHECKED_ROWS)
     lowest_sum, highest_sum, smallest, largest, finite = ranges
     if not (finite and smallest >= 0 and largest <= 1):
         return None
@@ -140,26 +197,28 @@ def top_label_sums(data, n_bins, block):
     sums : tuple of 3 ndarray of shape (n_bins,) or None
         Per-bin weight, confidence and correctness sums over ``n_bins`` equal-width
         bins, equal bit for bit to those of ``binned_sums`` on the predictions'
-        top-label scores; None without numba: the caller then calls ``binned_sums``.
+        top-label scores; None on numpy's path (chosen by the predictions' entries, as
+        for their check): the caller then calls ``binned_sums``.
     """
-    kernels = numba_kernels()
+    kernels = numba_kernels("top_label", data.proba.size)
     if kernels is None:
         return None
     score, outcome = data.scores("top_label")
     weighted = data.sample_weight is not None
-    sums = kernels.score_bins(
-        score,
-        outcome,
-        data.sample_weight if weighted else np.empty(0),
-        weighted,
-        _padded_edges(n_bins, score.dtype),
-        n_bins,
-        block,
-    )
+    with _parallel_section(kernels):
+        sums = kernels.score_bins(
+            score,
+            outcome,
+            data.sample_weight if weighted else np.empty(0),
+            weighted,
+            _padded_edges(n_bins, score.dtype),
+            n_bins,
+            block,
+        )
     return sums[0], sums[1], sums[2]
 
 
-def tempered_moments(expo, gap, share, true_gap, totals):
+def tempered_moments(expo, gap, share, true_gap, totals, n_entries):
     """The tempered NLL's first and second derivatives in ``beta`` over a block of rows,
     in one read of its exponentials.
 
@@ -173,21 +232,24 @@ def tempered_moments(expo, gap, share, true_gap, totals):
         The gap of each row's true class.
     totals : ndarray of shape (n_rows,)
         Receives the row totals of ``expo``.
+    n_entries : int
+        The entries of the whole fit's gaps, of which these rows are a block (the path
+        is chosen for the fit).
 
     Returns
     -------
     derivatives : tuple of 2 float or None
         ``sum share * (mean - true_gap)`` and ``sum share * variance``, the mean and
-        variance of each row's gap under ``softmax(beta * gap)``; None without numba:
+        variance of each row's gap under ``softmax(beta * gap)``; None on numpy's path:
         the caller then takes three row sums.
     """
-    kernels = numba_kernels()
+    kernels = numba_kernels("tempered", n_entries)
     if kernels is None:
         return None
     return kernels.tempered_moments(expo, gap, share, true_gap, totals)
 
 
-def replicate_sums(base, cells, values, out):
+def replicate_sums(base, cells, values, out, n_rows=None):
     """Add ``count(i, r) * values[i, e]`` into ``out[cells[i, e], :, r]`` for every replicate.
 
     Parameters
@@ -200,12 +262,17 @@ def replicate_sums(base, cells, values, out):
         What each row adds to each of its cells.
     out : ndarray of shape (n_cells, n_values, n_resamples), float64
         The replicates' sums, added to in place (rows in order, as one pass would).
+    n_rows : int, default=None
+        The rows of the whole batch these rows are a block of (the path is chosen for
+        the batch); None: these rows.
     """
-    kernels = numba_kernels()
+    n_rows = base.shape[0] if n_rows is None else n_rows
+    n_terms = n_rows * cells.shape[1] * values.shape[2] * out.shape[2]
+    kernels = numba_kernels("replicates", n_terms)
     if kernels is not None:
-        kernels.replicate_sums(
-            base, cells, values, THRESHOLDS.astype(np.float64), out, kernels.thread_count()
-        )
+        thresholds = THRESHOLDS.astype(np.float64)
+        with _parallel_section(kernels):
+            kernels.replicate_sums(base, cells, values, thresholds, out, kernels.thread_count())
         return
     n_cells, n_values, n_resamples = out.shape
     flat = out.reshape(-1)
@@ -245,9 +312,9 @@ def isotonic_scores(proba, y_index, classes, sample_weight, clip):
     -------
     scores : list of float or None
         Per column of ``classes``, in order: the weighted sum of the score of the fit
-        against the indicator. None without numba: the caller then takes the numpy path.
+        against the indicator. None on numpy's path: the caller then takes it.
     """
-    kernels = numba_kernels()
+    kernels = numba_kernels("isotonic", proba.shape[0] * len(classes))
     if kernels is None:
         return None
     bits = proba.view(np.uint32 if proba.dtype == np.float32 else np.uint64)
@@ -290,12 +357,12 @@ def classwise_sums(data, n_bins, block, group, n_groups):
     -------
     sums : ndarray of shape (n_groups, 3 * n_classes * n_bins) or None
         The weights', probabilities' and true-class indicators' sums of each group,
-        equal bit for bit to those of ``_classwise_sums``; None without numba.
+        equal bit for bit to those of ``_classwise_sums``; None on numpy's path.
     """
-    kernels = numba_kernels()
+    proba = data.proba
+    kernels = numba_kernels("classwise", proba.size)
     if kernels is None:
         return None
-    proba = data.proba
     weighted = data.sample_weight is not None
     arguments = (
         proba,
@@ -307,9 +374,12 @@ def classwise_sums(data, n_bins, block, group, n_groups):
         block,
     )
     if group is None:
-        return kernels.classwise_bins(*arguments).reshape(1, -1)
+        with _parallel_section(kernels):
+            return kernels.classwise_bins(*arguments).reshape(1, -1)
     sums = np.zeros((n_groups, 3 * proba.shape[1] * n_bins))
-    kernels.grouped_classwise_bins(*arguments, *kernels.group_order(group, n_groups), sums)
+    order = kernels.group_order(group, n_groups)
+    with _parallel_section(kernels):
+        kernels.grouped_classwise_bins(*arguments, *order, sums)
     return sums
 
 
@@ -340,12 +410,13 @@ def grid_sums(index, frac, columns, n_points, group, n_groups):
     Returns
     -------
     sums : ndarray of shape (len(columns), n_groups, n_points) or None
-        Equal bit for bit to ``_grid_statistics`` of each column; None without numba.
+        Equal bit for bit to ``_grid_statistics`` of each column; None on numpy's path.
     """
-    kernels = numba_kernels()
+    kernels = numba_kernels("grid", index.shape[0] * len(columns))
     if kernels is None:
         return None
     sums = np.zeros((len(columns), n_groups, n_points))
     starts, order = kernels.group_order(group, n_groups)
-    kernels.grouped_grid_sums(index, frac, np.stack(columns, axis=1), starts, order, sums)
+    with _parallel_section(kernels):
+        kernels.grouped_grid_sums(index, frac, np.stack(columns, axis=1), starts, order, sums)
     return sums

@@ -15,6 +15,9 @@ from numba import njit, prange
 
 from ._poisson import _MIX1, _MIX2, GAMMA
 
+#: numba's threading layers that run parallel kernels called from several threads at
+#: once (its workqueue layer aborts the process instead).
+_THREADSAFE_LAYERS = ("tbb", "omp")
 #: Rows whose maxima are found together, column by column (the loop over rows vectorises).
 _TILE = 512
 _MASK32 = np.uint64(0xFFFFFFFF)
@@ -502,3 +505,12 @@ def grouped_grid_sums(index, frac, columns, starts, order, out):
 def thread_count():
     """numba's number of threads (for reports)."""
     return numba.get_num_threads()
+
+
+def threadsafe():
+    """Whether numba's threading layer runs parallel kernels called from several threads at
+    once: TBB or OpenMP, known once the first parallel kernel has started the layer."""
+    try:
+        return numba.threading_layer() in _THREADSAFE_LAYERS
+    except ValueError:  # no parallel kernel has run: the layer is not chosen yet
+        return False

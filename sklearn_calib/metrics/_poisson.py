@@ -30,7 +30,6 @@ References
 import math
 
 import numpy as np
-import torch
 
 GAMMA = 0x9E3779B97F4A7C15
 _MIX1 = 0xBF58476D1CE4E5B9
@@ -137,6 +136,8 @@ def torch_poisson_counts(row_ids, key, n_resamples):
     The arguments are those of :func:`poisson_counts`; the counts are a uint8 tensor of
     shape (n_resamples, n_rows) on the ids' device.
     """
+    import torch  # loaded already: the ids are a tensor
+
     thresholds = torch.as_tensor(THRESHOLDS.astype(np.int64), device=row_ids.device)
     base = _torch_mix64(row_ids * _signed(GAMMA) + _signed(key))
 

@@ -8,10 +8,7 @@ which share what they derive from the predictions: each convention's scores and 
 and their order.
 """
 
-import warnings
-
 import numpy as np
-import torch
 
 from .._validation import (
     ROW_SUM_TOLERANCE,
@@ -55,6 +52,9 @@ def resolve_convention(convention, n_classes, by_group):
 
 #: Number of elements of one block when a computation runs over blocks of rows.
 _BLOCK_ELEMENTS = 1 << 20
+#: The most columns whose row maxima are taken column by column, and the rows of a block.
+_COLUMN_MAXIMA = 16
+_MAXIMA_ROWS = 1 << 14
 
 
 def block_rows(n_cols):
@@ -69,22 +69,23 @@ def _row_blocks(n_rows, n_cols):
         yield slice(start, min(start + step, n_rows))
 
 
-def _as_tensor(array):
-    """Return a CPU tensor sharing memory with ``array``, or None if torch cannot share it."""
-    if not (array.flags.c_contiguous and array.dtype.isnative):
-        return None
-    with warnings.catch_warnings():
-        # The tensor is only read; torch warns about non-writable arrays regardless.
-        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-        return torch.from_numpy(array)
-
-
 def _confidence(proba):
-    """Return the row maxima (top-label confidences) in the input's precision."""
-    tensor = _as_tensor(proba)
-    if tensor is None:
+    """Return the row maxima (top-label confidences) in the input's precision.
+
+    With up to ``_COLUMN_MAXIMA`` columns, the maxima are taken column by column over
+    blocks of rows (``np.maximum`` of whole columns, three times as fast as numpy's
+    reduction along each short row).
+    """
+    n_rows, n_cols = proba.shape
+    if n_cols > _COLUMN_MAXIMA or n_cols < 2:
         return proba.max(axis=1)
-    return tensor.amax(dim=1).numpy()
+    confidence = np.empty(n_rows, proba.dtype)
+    for start in range(0, n_rows, _MAXIMA_ROWS):
+        block, out = proba[start : start + _MAXIMA_ROWS], confidence[start : start + _MAXIMA_ROWS]
+        np.maximum(block[:, 0], block[:, 1], out=out)
+        for column in range(2, n_cols):
+            np.maximum(out, block[:, column], out=out)
+    return confidence
 
 
 def _confidence_and_correct(proba, y_index):
@@ -96,13 +97,8 @@ def _confidence_and_correct(proba, y_index):
     one half (plus the row-sum tolerance) can tie; only those are searched for their
     first maximal column. This avoids the slow index-tracking reduction on every row.
     """
-    tensor, index = _as_tensor(proba), _as_tensor(y_index)
-    if tensor is None or index is None:
-        confidence = proba.max(axis=1)
-        true_proba = proba[np.arange(proba.shape[0]), y_index]
-    else:
-        confidence = tensor.amax(dim=1).numpy()
-        true_proba = tensor.gather(1, index[:, None])[:, 0].numpy()
+    confidence = _confidence(proba)
+    true_proba = proba[np.arange(proba.shape[0]), y_index]
     correct = true_proba == confidence
     maybe_tied = correct & (y_index > 0) & (confidence <= 0.5 + ROW_SUM_TOLERANCE)
     candidates = np.flatnonzero(maybe_tied)
