@@ -93,14 +93,18 @@ def built_docs(tmp_path_factory, fashion_mnist):
 
 
 def _source_copy(folder):
-    """Copy ``docs/`` without what builds generate into ``folder``, beside a link to
-    ``examples/``; return the copy of ``docs/``.
+    """Copy ``docs/`` without what builds generate into ``folder``, beside links to the
+    checkout's other top-level files and folders; return the copy of ``docs/``.
 
-    The gallery runs each example in the folder the link resolves to, the checkout's
-    ``examples/``, where an example finds the repository's files.
+    The configuration finds the package, the examples and the committed reports beside
+    ``docs/``, as in the checkout; the gallery runs each example in the folder its link
+    resolves to, the checkout's ``examples/``, where an example finds the repository's
+    files.
     """
     shutil.copytree(DOCS, folder / "docs", ignore=shutil.ignore_patterns(*GENERATED))
-    (folder / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
+    for entry in ROOT.iterdir():
+        if entry.name != "docs" and not entry.name.startswith("."):
+            (folder / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
     return folder / "docs"
 
 
@@ -227,6 +231,7 @@ def test_the_reproducing_page_links_every_committed_report():
     assert committed <= linked, sorted(committed - linked)
 
 
+@pytest.mark.slow
 def test_the_site_holds_the_reports_it_links(built_docs):
     page = (built_docs / "reproducing.html").read_text()
     assert 'href="reports/quick/focal/report.md"' in page
