@@ -109,6 +109,7 @@ def posthoc_predictions(estimator, calibrators, X_calibration, y_calibration, X_
     Parameters
     ----------
     estimator : fitted classifier
+        The classifier whose scores are calibrated.
     calibrators : dict of str to calibrator
         Name (a row suffix such as ``"TS"``) to an unfitted calibrator.
     X_calibration : array-like
@@ -169,6 +170,7 @@ def interval_column(label, confidence_level=0.95):
     Returns
     -------
     title : str
+        The column title.
 
     Examples
     --------
@@ -294,6 +296,7 @@ def format_table(table, *, digits=4):
     Returns
     -------
     text : str
+        The table, one line per row.
 
     Examples
     --------

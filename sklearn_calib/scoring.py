@@ -298,6 +298,7 @@ def get_scorer_names():
     Returns
     -------
     names : list of str
+        The names, sorted.
 
     Examples
     --------

@@ -265,6 +265,7 @@ def test_poisson_counts_depend_on_the_row_id_only_and_follow_poisson_one():
     assert abs(correlation) < 0.02
 
 
+@pytest.mark.slow
 def test_numpy_and_numba_kernels_give_the_same_sums(monkeypatch):
     pytest.importorskip("numba")
     y, proba, weight = overconfident(300000, 5, seed=5, dtype=np.float32)
@@ -336,6 +337,7 @@ def test_the_numba_check_passes_only_rows_the_checks_return_unchanged(dtype):
     assert not _fused.takes_probabilities(proba[:, 1])
 
 
+@pytest.mark.slow
 def test_read_only_and_memory_mapped_probabilities_take_the_numba_check(tmp_path, monkeypatch):
     pytest.importorskip("numba")
     y, proba, weight = overconfident(30000, 6, seed=6, dtype=np.float32)
@@ -371,6 +373,7 @@ def test_the_numba_ece_takes_the_checked_probabilities():
     assert expected_calibration_error(y, np.asfortranarray(proba)) == ece
 
 
+@pytest.mark.slow
 def test_torch_batches_on_their_device_equal_numpy_batches():
     y, proba, weight = overconfident(4000, 4, seed=6, dtype=np.float32)
     options = {"n_resamples": 20, "interval_metrics": ALL_INTERVALS, "random_state": 3}
@@ -474,6 +477,7 @@ def _distributed_rank(rank, world_size, init_file, y, proba, weight, folder):
         dist.destroy_process_group()
 
 
+@pytest.mark.slow
 def test_all_reduce_over_two_gloo_processes_equals_one_process(tmp_path):
     y, proba, weight = overconfident(3000, 4, seed=9)
     torch.multiprocessing.spawn(

@@ -94,6 +94,7 @@ def test_small_samples_get_the_exact_bootstrap_of_rows(metric, options, weighted
     np.testing.assert_allclose(result.replicates, as_weights, rtol=1e-6, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_group_resampling_spreads_like_row_resampling_on_large_samples():
     y, proba = multiclass_data(30_000, 3, 6)
     grouped = calibration_error_ci(
@@ -353,6 +354,7 @@ def test_intervals_that_exclude_the_estimate_or_collapse_are_flagged():
     assert list(constant.flags) == ["zero_width"]
 
 
+@pytest.mark.slow
 def test_classwise_plan_bins_float32_probabilities_like_the_metric():
     # float32 probabilities equal to a float32 bin edge that rounds above the float64 edge
     # lie in the lower bin in float32, the metric's precision (the plan used float64)

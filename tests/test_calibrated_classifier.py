@@ -205,6 +205,7 @@ def test_nested_calibrator_parameters_are_tunable():
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.slow
 def test_net_classifier_is_calibrated_through_its_logits(n_classes):
     from sklearn_calib.estimators import NetClassifier
 
@@ -410,6 +411,7 @@ def test_ensemble_false_needs_folds_that_partition_the_samples():
 
 
 @pytest.mark.parametrize("ensemble", [True, False])
+@pytest.mark.slow
 def test_parallel_folds_give_the_same_model(ensemble):
     X, y = _data(seed=13)
     serial = CalibratedClassifier(LogisticRegression(), method="cv", cv=3, ensemble=ensemble)

@@ -23,6 +23,7 @@ def binary():
     return y, p
 
 
+@pytest.mark.slow
 def test_dictionary_holds_the_functions_values(binary):
     y, p = binary
     options = {"convention": "positive_class", "n_resamples": 100, "n_bins": 10}

@@ -16,7 +16,6 @@ from sklearn.utils._testing import create_memmap_backed_data
 
 from sklearn_calib.calibrators import (
     BetaCalibration,
-    DirichletCalibration,
     EnsembleTemperatureScaling,
     HistogramBinning,
     IsotonicCalibration,
@@ -34,26 +33,17 @@ from sklearn_calib.calibrators._temperature_grid import grid_ece
 from sklearn_calib.metrics._binning import assign_bins, quantile_bin_edges, uniform_bin_edges
 from sklearn_calib.scoring import expected_calibration_error, reliability_diagram
 
-ALL_CALIBRATORS = [
-    TemperatureScaling(),
+from estimator_registry import CALIBRATORS as CALIBRATOR_NAMES
+from estimator_registry import tiny
+
+#: Every calibrator of the registry, and the forms with other code paths.
+ALL_CALIBRATORS = [tiny(name) for name in CALIBRATOR_NAMES] + [
     TemperatureScaling(objective="ece", grid=np.linspace(0.2, 5, 25)),
-    HistogramBinning(),
     HistogramBinning(strategy="quantile"),
     HistogramBinning(mode="classwise"),
     HistogramBinning(strategy="quantile", mode="classwise"),
-    ScalingBinning(),
     ScalingBinning(mode="classwise"),
-    VectorScaling(),
-    MatrixScaling(),
-    IsotonicCalibration(),
-    EnsembleTemperatureScaling(),
     EnsembleTemperatureScaling(loss="nll"),
-    PlattScaling(),
-    StructuredVectorScaling(),
-    StructuredMatrixScaling(),
-    DirichletCalibration(cv=3),
-    QuadraticScaling(),
-    BetaCalibration(),
 ]
 IDS = [repr(c) for c in ALL_CALIBRATORS]
 

@@ -14,6 +14,9 @@ from sklearn_calib.estimators import NetClassifier
 
 distributed = pytest.importorskip("distributed")
 
+#: The tests share a cluster of worker processes, minutes of the suite.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def client(dask_client):

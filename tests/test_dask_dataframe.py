@@ -12,6 +12,9 @@ from sklearn_calib import metrics
 from sklearn_calib.calibrators import HistogramBinning, TemperatureScaling
 
 distributed = pytest.importorskip("distributed")
+
+#: The tests share a cluster of worker processes, minutes of the suite.
+pytestmark = pytest.mark.slow
 dd = pytest.importorskip("dask.dataframe")
 pd = pytest.importorskip("pandas")
 

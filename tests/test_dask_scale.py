@@ -50,6 +50,9 @@ def test_dask_collections_are_recognised_by_their_protocol():
 
 
 distributed = pytest.importorskip("distributed")
+
+#: The tests share a cluster of worker processes, minutes of the suite.
+pytestmark = pytest.mark.slow
 da = pytest.importorskip("dask.array")
 
 

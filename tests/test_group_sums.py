@@ -65,6 +65,7 @@ def test_the_numba_classwise_sums_put_edges_0_and_1_in_their_bins():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.slow
 def test_the_classwise_group_sums_equal_the_numpy_path(monkeypatch, dtype, weighted):
     y, proba, weight = awkward_predictions(200_000, 16, dtype)
     assert len(y) > 3 * block_rows(16)  # the sums follow the numpy path's blocks of rows

@@ -6,7 +6,6 @@ import inspect
 import io
 import os
 import pickle
-import re
 import subprocess
 import sys
 import warnings
@@ -24,23 +23,14 @@ from skorch.exceptions import DeviceWarning
 
 from sklearn_calib import calibrators, persistence
 from sklearn_calib.calibrators import (
-    BetaCalibration,
     CalibratedClassifier,
-    CalibratorSelector,
-    DirichletCalibration,
-    EnsembleTemperatureScaling,
     HistogramBinning,
-    IsotonicCalibration,
-    MatrixScaling,
-    PlattScaling,
-    QuadraticScaling,
-    ScalingBinning,
-    StructuredMatrixScaling,
-    StructuredVectorScaling,
     TemperatureScaling,
-    VectorScaling,
 )
 from sklearn_calib.estimators import Lookahead, MetaNetClassifier, NetClassifier
+
+from estimator_registry import CALIBRATORS as CALIBRATOR_NAMES
+from estimator_registry import tiny
 
 skops_io = pytest.importorskip("skops.io")
 from skops.io.exceptions import UntrustedTypesFoundException  # noqa: E402
@@ -57,12 +47,6 @@ _spec = importlib.util.spec_from_file_location(
 )
 make_calibrator_fixtures = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(make_calibrator_fixtures)
-
-
-def readme_snippet(section):
-    """The first Python code block after the README heading ``section``."""
-    text = (REPO / "README.md").read_text().split(f"## {section}\n", 1)[1]
-    return re.search(r"```python\n(.*?)```", text, re.S).group(1)
 
 
 def small_net(cls=NetClassifier, **params):
@@ -91,23 +75,8 @@ def round_trip(estimator, how, tmp_path):
     return persistence.load(path)
 
 
-CALIBRATORS = [
-    TemperatureScaling(),
-    TemperatureScaling(objective="ece"),
-    EnsembleTemperatureScaling(),
-    HistogramBinning(),
-    ScalingBinning(),
-    IsotonicCalibration(),
-    VectorScaling(),
-    MatrixScaling(),
-    PlattScaling(),
-    StructuredVectorScaling(),
-    StructuredMatrixScaling(),
-    DirichletCalibration(cv=3),
-    QuadraticScaling(),
-    BetaCalibration(),
-    CalibratorSelector(cv=3),
-]
+#: Every calibrator of the registry, and temperature scaling by the ECE.
+CALIBRATORS = [tiny(name) for name in CALIBRATOR_NAMES] + [TemperatureScaling(objective="ece")]
 
 HOW = ["pickle", "joblib", "skops"]
 
@@ -300,14 +269,6 @@ def test_skorch_splits_and_callbacks_load_without_trusting_more(digits, tmp_path
         EpochScoring,
         ProgressBar,
     ]
-
-
-def test_readme_persistence_snippet_runs(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    namespace = {}
-    exec(readme_snippet("Faults and persistence"), namespace)
-    X, net, loaded = namespace["X"], namespace["net"], namespace["loaded"]
-    np.testing.assert_array_equal(loaded.predict_proba(X), net.predict_proba(X))
 
 
 class CustomModule(torch.nn.Module):

@@ -301,6 +301,7 @@ class BaseCalibrator(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         Returns
         -------
         proba : ndarray of shape (n_samples, n_classes), dtype float64
+            Rows sum to 1; columns follow ``classes_``.
         """
         return self.predict_proba(scores)
 
@@ -517,6 +518,7 @@ default=None
         Returns
         -------
         proba : ndarray of shape (n_samples, n_classes), dtype float64
+            Rows sum to 1; columns follow ``classes_``.
         """
         return self.predict_proba(scores, groups=groups)
 

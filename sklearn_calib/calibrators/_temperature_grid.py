@@ -47,6 +47,7 @@ def grid_ece(logits, y_index, temperatures, *, n_bins=15, sample_weight=None, de
     Returns
     -------
     ece : ndarray of shape (n_temperatures,), float64
+        The ECE at each temperature of ``temperatures``.
 
     See Also
     --------

@@ -302,8 +302,8 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
     See Also
     --------
-    sklearn.calibration.CalibratedClassifierCV : scikit-learn's sigmoid, isotonic and
-        temperature calibration.
+    sklearn.calibration.CalibratedClassifierCV : The sigmoid, isotonic and temperature
+        calibration of scikit-learn.
 
     Examples
     --------
@@ -567,6 +567,7 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         Returns
         -------
         labels : ndarray of shape (n_samples,)
+            The class of highest calibrated probability of each sample.
         """
         proba = self.predict_proba(X)
         return self.classes_[np.argmax(proba, axis=1)]

@@ -84,7 +84,21 @@ class CalibrationScoring(ValidationBatchCallback):
         self.accumulator_ = None
 
     def on_batch_end(self, net, batch=None, training=False, y_pred=None, **kwargs):
-        """Add a validation batch's outputs to the epoch's sums (training batches are skipped)."""
+        """Add a validation batch's outputs to the epoch's sums (training batches are skipped).
+
+        Parameters
+        ----------
+        net : NetClassifier
+            The net (skorch's callback signature).
+        batch : tuple, default=None
+            The batch's inputs and targets.
+        training : bool, default=False
+            Whether the batch is a training batch.
+        y_pred : torch.Tensor, default=None
+            The net's outputs on the batch.
+        **kwargs
+            Unused; skorch's signature.
+        """
         if training:
             return
         if self.accumulator_ is None:

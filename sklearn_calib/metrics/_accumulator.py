@@ -122,7 +122,9 @@ class CalibrationAccumulator:
 
     See Also
     --------
-    expected_calibration_error, smooth_ece, calibration_report
+    expected_calibration_error : The ECE of predictions held in memory.
+    smooth_ece : The smECE of predictions held in memory.
+    calibration_report : The errors, tests and decompositions of predictions in memory.
 
     References
     ----------
@@ -320,16 +322,17 @@ class CalibrationAccumulator:
             which is right for one stream; give the ids (such as each chunk's first
             row) when accumulators of different chunks or workers are merged.
 
+        Returns
+        -------
+        self : CalibrationAccumulator
+            The accumulator.
+
         Notes
         -----
         Dask collections (arrays, DataFrame columns) are accumulated chunk by chunk on
         the active Dask scheduler (the user's client, if any) and merged into this
         accumulator; their rows get consecutive ids from ``row_ids`` (an int; None
         continues this accumulator's, as for other batches).
-
-        Returns
-        -------
-        self : CalibrationAccumulator
         """
         if uses_dask(y_true, y_prob, sample_weight):
             return self._update_dask(y_true, y_prob, sample_weight, row_ids)
@@ -492,6 +495,7 @@ class CalibrationAccumulator:
         Returns
         -------
         self : CalibrationAccumulator
+            The accumulator.
         """
         self._add(other, self._check_mergeable(other))
         self._implicit_ids = self._implicit_ids or other._implicit_ids
@@ -529,6 +533,7 @@ class CalibrationAccumulator:
         Returns
         -------
         self : CalibrationAccumulator
+            The accumulator.
         """
         import torch
         import torch.distributed as dist
@@ -561,7 +566,7 @@ class CalibrationAccumulator:
         confidence_level : float, default=0.95
             Coverage of the reliability diagram's and the bootstrap's intervals.
         smooth_bandwidth : "auto" or float, default="auto"
-            smECE's bandwidth (as :func:`smooth_ece`).
+            The bandwidth of the smECE (as :func:`smooth_ece`).
         sece_bandwidth : float, default=0.01
             SECE's bandwidth (as :func:`smooth_calibration_error`).
 
@@ -614,8 +619,16 @@ class CalibrationAccumulator:
         )
 
     def n_positive_rows(self):
-        """Rows of positive weight in the state (added here, merged and reduced): the
-        samples, rows of weight 0 standing for none."""
+        """Return the number of rows of positive weight in the state.
+
+        The rows added here, merged and reduced count: the samples, rows of weight 0
+        standing for none.
+
+        Returns
+        -------
+        n_rows : int
+            The number of rows of positive weight.
+        """
         return 0 if self._state is None else int(_to_numpy(self._state["positive"]))
 
     def __getstate__(self):

@@ -290,7 +290,10 @@ def calibration_report(
 
     See Also
     --------
-    calibration_error_ci, calibration_test, calibration_decomposition, calibration_audit
+    calibration_error_ci : A bootstrap interval of any metric.
+    calibration_test : A test of calibration, with its p-value.
+    calibration_decomposition : The Brier or log-loss decomposition.
+    calibration_audit : The errors and tests of every group.
 
     References
     ----------

@@ -479,6 +479,7 @@ def refinement_loss(
     Returns
     -------
     loss : float
+        The refinement loss.
 
     See Also
     --------

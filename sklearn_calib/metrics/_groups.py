@@ -134,7 +134,7 @@ def _kernel(metric):
 
 
 def adjust_pvalues(pvalues, method="holm"):
-    """p-values adjusted for testing several hypotheses at once.
+    """P-values adjusted for testing several hypotheses at once.
 
     With the ``m`` p-values sorted, ``p_(1) <= ... <= p_(m)``:
 

@@ -357,6 +357,7 @@ def maximum_calibration_error(
     Returns
     -------
     error : float
+        The MCE, in [0, 1].
 
     Examples
     --------
@@ -433,6 +434,7 @@ def adaptive_calibration_error(
     Returns
     -------
     error : float
+        The adaptive ECE, in [0, 1].
 
     Examples
     --------
@@ -489,6 +491,7 @@ def classwise_calibration_error(
     Returns
     -------
     error : float
+        The classwise ECE, in [0, 1].
 
     Examples
     --------
@@ -613,6 +616,7 @@ def differentiable_calibration_error(
     Returns
     -------
     error : float
+        The DECE, in [0, 1].
 
     Examples
     --------
@@ -681,6 +685,7 @@ def brier_score(y_true, y_prob, *, labels=None, sample_weight=None):
     Returns
     -------
     score : float
+        The Brier score, in [0, 2].
 
     Examples
     --------
@@ -730,6 +735,7 @@ def negative_log_likelihood(y_true, y_prob, *, labels=None, sample_weight=None):
     Returns
     -------
     loss : float
+        The mean negative log-likelihood, in nats.
 
     Examples
     --------
@@ -773,6 +779,7 @@ def top_label_accuracy(y_true, y_prob, *, labels=None, sample_weight=None):
     Returns
     -------
     accuracy : float
+        The fraction of samples whose most probable class is their label.
 
     Examples
     --------

@@ -307,6 +307,7 @@ def smooth_calibration_error(
     Returns
     -------
     error : float
+        The SECE, in [0, 1].
 
     See Also
     --------
@@ -670,7 +671,7 @@ def smooth_ece(
     Returns
     -------
     error : float
-        smECE, in [0, 1].
+        The smECE, in [0, 1].
     bandwidth : float
         The bandwidth used; only when ``return_bandwidth=True``.
 

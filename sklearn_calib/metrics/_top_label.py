@@ -110,6 +110,7 @@ def top_label_calibration_error(
     Returns
     -------
     error : float
+        The top-label calibration error.
 
     See Also
     --------
