@@ -10,7 +10,7 @@ from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 
 from sklearn_calib.datasets import load_fashion_mnist
-from sklearn_calib.metrics import _fused
+from sklearn_calib.metrics._fused import _passes as _fused
 
 
 @pytest.fixture(autouse=True)

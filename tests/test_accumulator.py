@@ -9,7 +9,6 @@ import torch
 
 from sklearn_calib.metrics import (
     CalibrationAccumulator,
-    _fused,
     adaptive_calibration_error,
     brier_score,
     calibration_test,
@@ -24,10 +23,11 @@ from sklearn_calib.metrics import (
     top_label_accuracy,
     top_label_calibration_error,
 )
-from sklearn_calib.metrics._binning import assign_bins, uniform_bin_edges
-from sklearn_calib.metrics._metrics import _TOP_LABEL_ROWS, binned_sums
-from sklearn_calib.metrics._poisson import poisson_counts, seed_key, torch_poisson_counts
-from sklearn_calib.metrics._predictions import check_predictions
+from sklearn_calib.metrics._core._binning import assign_bins, uniform_bin_edges
+from sklearn_calib.metrics._core._poisson import poisson_counts, seed_key, torch_poisson_counts
+from sklearn_calib.metrics._functions._binned import _TOP_LABEL_ROWS, binned_sums
+from sklearn_calib.metrics._functions._predictions import check_predictions
+from sklearn_calib.metrics._fused import _passes as _fused
 
 ALL_INTERVALS = ("ece", "mce", "accuracy", "nll", "brier", "classwise_ece", "smooth_ece")
 

@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 from scipy.stats import bootstrap
 
-from sklearn_calib.metrics import _kernels, _resampling
-from sklearn_calib.metrics._predictions import check_predictions
+from sklearn_calib.metrics._core import _resampling
+from sklearn_calib.metrics._functions import _kernels
+from sklearn_calib.metrics._functions._predictions import check_predictions
 from sklearn_calib.scoring import (
     adaptive_calibration_error,
     brier_score,

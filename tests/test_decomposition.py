@@ -14,7 +14,7 @@ from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from skorch.callbacks import EarlyStopping, EpochScoring
 
 from sklearn_calib.estimators import NetClassifier
-from sklearn_calib.metrics import _decomposition
+from sklearn_calib.metrics._statistics import _decomposition
 from sklearn_calib.scoring import (
     brier_score,
     calibration_decomposition,

@@ -4,15 +4,11 @@ path's bit for bit, and so do the estimates and intervals computed from them."""
 import numpy as np
 import pytest
 
-from sklearn_calib.metrics import (
-    _fused,
-    calibration_error_ci,
-    classwise_calibration_error,
-    smooth_ece,
-)
-from sklearn_calib.metrics._metrics import _classwise_sums, classwise_plan
-from sklearn_calib.metrics._predictions import block_rows, check_predictions
-from sklearn_calib.metrics._smooth import smooth_ece_plan
+from sklearn_calib.metrics import calibration_error_ci, classwise_calibration_error, smooth_ece
+from sklearn_calib.metrics._functions._binned import _classwise_sums, classwise_plan
+from sklearn_calib.metrics._functions._predictions import block_rows, check_predictions
+from sklearn_calib.metrics._functions._smece import smooth_ece_plan
+from sklearn_calib.metrics._fused import _passes as _fused
 
 pytest.importorskip("numba")
 

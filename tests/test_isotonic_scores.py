@@ -6,9 +6,10 @@ import math
 import numpy as np
 import pytest
 
-from sklearn_calib.metrics import _decomposition, _fused
-from sklearn_calib.metrics._metrics import log_loss_clip
-from sklearn_calib.metrics._predictions import check_predictions
+from sklearn_calib.metrics._functions._binned import log_loss_clip
+from sklearn_calib.metrics._functions._predictions import check_predictions
+from sklearn_calib.metrics._fused import _passes as _fused
+from sklearn_calib.metrics._statistics import _decomposition
 from sklearn_calib.scoring import calibration_decomposition
 
 pytest.importorskip("numba")

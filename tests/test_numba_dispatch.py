@@ -6,8 +6,9 @@ same values."""
 import numpy as np
 import pytest
 
-from sklearn_calib.metrics import CalibrationAccumulator, _fused, expected_calibration_error
-from sklearn_calib.metrics._predictions import check_predictions
+from sklearn_calib.metrics import CalibrationAccumulator, expected_calibration_error
+from sklearn_calib.metrics._functions._predictions import check_predictions
+from sklearn_calib.metrics._fused import _passes as _fused
 
 numba = pytest.importorskip("numba")
 

@@ -6,7 +6,9 @@ import torch
 from sklearn.metrics import brier_score_loss, log_loss
 from torchmetrics.functional.classification import multiclass_calibration_error
 
-from sklearn_calib.metrics import _metrics, _predictions, _smooth
+from sklearn_calib.metrics._functions import _binned as _metrics
+from sklearn_calib.metrics._functions import _predictions
+from sklearn_calib.metrics._functions import _smece as _smooth
 from sklearn_calib.scoring import (
     adaptive_calibration_error,
     brier_score,

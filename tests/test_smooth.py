@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import relplot
 
-from sklearn_calib.metrics import _smooth
+from sklearn_calib.metrics._functions import _smece as _smooth
 from sklearn_calib.scoring import (
     smooth_calibration_error,
     smooth_ece,

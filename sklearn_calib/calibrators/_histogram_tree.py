@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..metrics._binning import quantile_bin_edges
+from ..metrics._core._binning import quantile_bin_edges
 
 
 def quantile_edges(values, max_bins, sample_weight):

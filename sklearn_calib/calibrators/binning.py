@@ -24,7 +24,7 @@ import numbers
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..metrics._binning import assign_bins, bin_sums, quantile_bin_edges, uniform_bin_edges
+from ..metrics._core._binning import assign_bins, bin_sums, quantile_bin_edges, uniform_bin_edges
 from ._base import BaseCalibrator, renormalize, softmax
 from ._dask_fit import fit_histogram_binning
 from ._temperature_solver import fit_inverse_temperature

@@ -15,15 +15,8 @@ by group (``_groups``: per-group metrics, the worst group, the audit with correc
 
 import warnings
 
-from . import _dask_metrics, _dask_report  # noqa: F401  (they register the Dask handlers)
-from ._accumulator import CalibrationAccumulator
-from ._bootstrap import BootstrapInterval, calibration_error_ci
-from ._calibration_report import calibration_report
-from ._debiased import debiased_calibration_error
-from ._decomposition import calibration_decomposition, refinement_loss
-from ._groups import adjust_pvalues, calibration_audit, worst_group_calibration_error
-from ._hypothesis_tests import CalibrationTestResult, calibration_test
-from ._metrics import (
+from . import _dask  # noqa: F401  (it registers the Dask handlers)
+from ._functions._binned import (
     adaptive_calibration_error,
     brier_score,
     classwise_calibration_error,
@@ -34,10 +27,17 @@ from ._metrics import (
     reliability_diagram,
     top_label_accuracy,
 )
-from ._report import REPORT_METRICS, ReportMetric, metric_values
-from ._smooth import smooth_calibration_error, smooth_ece
-from ._smooth_diagram import smooth_reliability_diagram
-from ._top_label import top_label_calibration_error
+from ._functions._debiased import debiased_calibration_error
+from ._functions._smece import smooth_calibration_error, smooth_ece
+from ._functions._top_label import top_label_calibration_error
+from ._statistics._bootstrap import BootstrapInterval, calibration_error_ci
+from ._statistics._calibration_report import calibration_report
+from ._statistics._decomposition import calibration_decomposition, refinement_loss
+from ._statistics._groups import adjust_pvalues, calibration_audit, worst_group_calibration_error
+from ._statistics._hypothesis_tests import CalibrationTestResult, calibration_test
+from ._statistics._report import REPORT_METRICS, ReportMetric, metric_values
+from ._statistics._smooth_diagram import smooth_reliability_diagram
+from ._streaming._accumulator import CalibrationAccumulator
 
 __all__ = [
     "REPORT_METRICS",

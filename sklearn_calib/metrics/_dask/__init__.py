@@ -1,0 +1,3 @@
+"""Placeholder."""
+
+from . import _metrics, _report  # noqa: F401  (they register the Dask handlers)
