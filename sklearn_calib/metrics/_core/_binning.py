@@ -1,4 +1,5 @@
-"""The one bin rule of sklearn_calib, shared by metrics, calibrators and plots.
+"""The one bin rule of sklearn_calib, shared by metrics, calibrators and plots, and the
+linear binning of scores on a grid.
 
 Bins are half-open on the left, ``(lower, upper]``, like the reference code of the papers,
 except that a value of exactly 0 belongs to the first bin (the reference code drops it).
@@ -43,7 +44,7 @@ def quantile_bin_edges(values, n_bins, sample_weight=None):
     (unit weights give the unweighted edges, zero-weight values never become edges).
     Other weights (and weights from 2**53 up) are first rescaled to sum to the number of
     positive weights, so that their scale does not matter (the rule of
-    :func:`~sklearn_calib.metrics._weights.sample_count`).
+    :func:`~sklearn_calib.metrics._core._weights.sample_count`).
 
     Parameters
     ----------
@@ -202,3 +203,47 @@ def bin_sums(bin_index, n_bins, columns, sample_weight=None):
         weights = column if sample_weight is None else column * sample_weight
         sums.append(np.bincount(bin_index, weights=weights, minlength=n_bins))
     return counts, sums
+
+
+def blocked_bin_sums(score, outcome, sample_weight, edges, block):
+    """Per-bin count, score sum and outcome sum of scores, filled block by block.
+
+    Parameters
+    ----------
+    score, outcome : ndarray of shape (n_samples,)
+        Scores in [0, 1] and whether each sample's event happened.
+    sample_weight : ndarray of shape (n_samples,) or None
+        Sample weights.
+    edges : ndarray of shape (n_bins + 1,)
+        Bin edges.
+    block : int
+        Values per block (their temporaries stay small and in cache).
+
+    Returns
+    -------
+    counts, score_sums, outcome_sums : ndarray of shape (n_bins,)
+        Weighted, in float64; the blocks' sums added in block order.
+    """
+    n_bins = edges.shape[0] - 1
+    counts, score_sums, outcome_sums = np.zeros(n_bins), np.zeros(n_bins), np.zeros(n_bins)
+    for start in range(0, score.shape[0], block):
+        rows = slice(start, start + block)
+        weight = None if sample_weight is None else sample_weight[rows]
+        block_counts, (block_score, block_outcome) = bin_sums(
+            assign_bins(score[rows], edges), n_bins, [score[rows], outcome[rows]], weight
+        )
+        counts += block_counts
+        score_sums += block_score
+        outcome_sums += block_outcome
+    return counts, score_sums, outcome_sums
+
+
+def linear_binning(score, n_points):
+    """Return the grid cell of each score in [0, 1] and its position within the cell.
+
+    The grid has ``n_points`` equally spaced points from 0 to 1; a score at 1 lies at the
+    end of the last cell.
+    """
+    position = score * (n_points - 1)
+    index = np.clip(position.astype(np.intp), 0, n_points - 2)
+    return index, position - index

@@ -9,7 +9,7 @@ import numbers
 
 import numpy as np
 
-from .._functions._predictions import resolve_convention
+from ._scores import resolve_convention
 
 
 def group_columns(groups):
@@ -155,7 +155,7 @@ def metric_by_group(kernel, data, groups, **options):
     Parameters
     ----------
     kernel : callable
-        ``kernel(predictions, **options)``, the kernel of a metric (see ``_kernels``).
+        ``kernel(predictions, **options)``, the kernel of a metric (see ``_registry``).
     data : Predictions
         Checked predictions.
     groups : array-like of shape (n_samples,) or (n_samples, n_columns)
