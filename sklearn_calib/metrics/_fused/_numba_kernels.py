@@ -1,6 +1,6 @@
 """numba kernels of the fused passes; imported only when numba is installed.
 
-Each kernel adds in the same order as its numpy counterpart in :mod:`._fused`, so the two
+Each kernel adds in the same order as its numpy twin (beside it in ``_fused``), so the two
 give the same float64 sums bit for bit (no fast-math contraction or reassociation of the
 sums). Two agree with the numpy path to rounding only: the isotonic fits
 (``column_keys``, ``isotonic_score_sum``) add one term per block of the fit, and
@@ -143,7 +143,7 @@ def score_bins(score, outcome, weight, weighted, edges, n_bins, block):
     inner edges between -inf and +inf).
 
     Blocks of ``block`` rows are summed in parallel, each row after row, and the block
-    sums are added in block order (as ``binned_sums`` adds its ``np.bincount`` blocks).
+    sums are added in block order (as ``blocked_bin_sums`` adds its ``np.bincount`` blocks).
 
     Returns
     -------
@@ -336,7 +336,7 @@ def replicate_sums(base, cells, values, thresholds, out, n_threads):
     Parameters
     ----------
     base : ndarray of shape (n_rows,), uint64
-        Row keys (:func:`sklearn_calib.metrics._poisson.row_keys`).
+        Row keys (:func:`sklearn_calib.metrics._core._poisson.row_keys`).
     cells : ndarray of shape (n_rows, n_entries), int64
     values : ndarray of shape (n_rows, n_entries, n_values), float64
     thresholds : ndarray of shape (n_thresholds,), float64
@@ -400,7 +400,7 @@ def classwise_bins(proba, y_index, weight, weighted, edges, n_bins, block):
     """Per (class, bin) sums of weight, probability and true-class indicator.
 
     Blocks of ``block`` rows are summed in parallel, each row after row, and the block
-    sums are added in block order (as ``_classwise_sums`` adds its ``np.bincount``
+    sums are added in block order (as ``_numpy_classwise_sums`` adds its ``np.bincount``
     blocks).
 
     Returns
@@ -431,7 +431,7 @@ def grouped_classwise_bins(
 
     Groups (``starts``, ``order``: :func:`group_order`) are summed in parallel, each
     group's rows in row order, block by block of ``block`` rows, the block sums added in
-    block order: the additions of ``_classwise_sums``. Each group's rows are first copied
+    block order: the additions of ``_numpy_classwise_sums``. Each group's rows are first copied
     together (a loop of loads only, whose cache misses overlap; binning the rows where
     they lie waits for each row's misses in turn, 2.3 times as long).
 
@@ -476,7 +476,7 @@ def grouped_grid_sums(index, frac, columns, starts, order, out):
     Each row adds ``1 - frac`` of its value at grid point ``index`` and ``frac`` at
     ``index + 1``; each group's rows (``order[starts[g]:starts[g + 1]]``, from
     :func:`group_order`) add their lower shares in row order, then their upper shares:
-    the additions of the ``np.bincount`` in ``_grid_statistics``. Groups are summed in
+    the additions of the ``np.bincount`` of numpy's ``grid_sums``. Groups are summed in
     parallel.
 
     Parameters

@@ -1,7 +1,7 @@
 """One batch's statistics added to an accumulator's state: numpy arrays, or torch tensors
 on their device (no copy to the host).
 
-The statistics are those of :mod:`._accumulator_layout`. Both functions take checked
+The statistics are those of ``_layout``. Both functions take checked
 (numpy) or raw (torch, checked on the device and counted in ``invalid``) probabilities.
 The torch functions import torch where they run: a tensor batch has imported it already.
 """
@@ -11,13 +11,15 @@ import functools
 import numpy as np
 
 from ..._validation import ROW_SUM_TOLERANCE
-from .._core._binning import assign_bins, uniform_bin_edges
-from .._core._poisson import torch_poisson_counts
+from .._core._binning import assign_bins, linear_binning, uniform_bin_edges
+from .._core._registry import by_name
+from .._core._rows import block_rows
+from .._core._scores import _confidence_and_correct, scores_and_outcomes
 from .._core._weights import SQUARE_RANGES, non_counts, range_exponent, square_range
-from .._functions._binned import log_loss_clip, per_sample_score
-from .._functions._predictions import _confidence_and_correct, _row_blocks, scores_and_outcomes
-from .._functions._smece import linear_binning
-from .._fused._passes import replicate_sums
+from .._functions._predictions import Predictions
+from .._functions._scores import log_loss_clip, per_sample_score
+from .._fused._bins import classwise_sums
+from .._fused._replicates import replicate_sums, torch_replicate_sums
 from ._layout import REPLICATE_GRID
 
 #: Entries per block of the resampled statistics (bounds their temporaries).
@@ -90,7 +92,9 @@ def add_numpy_batch(state, layout, proba, y_index, sample_weight, base):
             3, n_classes, n_bins
         )
     if "classwise" in state:
-        state["classwise"] += _classwise_sums(proba, y_index, weight, n_bins)
+        data = Predictions(y_index, proba, sample_weight)
+        sums = classwise_sums(data, n_bins, block_rows(n_classes), None, 1)
+        state["classwise"] += sums.reshape(3, n_classes, n_bins)
     nll = brier = None
     if "scores" in state or "scores" in layout.groups:
         nll = per_sample_score(proba, y_index, "log_loss")
@@ -118,8 +122,17 @@ def add_numpy_batch(state, layout, proba, y_index, sample_weight, base):
                 None if brier is None else brier[rows],
             )
             replicate_sums(base[rows], cells, values, state["replicates"], n_rows)
+    _add_own_sums(state, layout, proba.astype(np.float64, copy=False), y_index, weight, np.stack)
     state["rows"] += n_rows
     state["positive"] += np.count_nonzero(weight)
+
+
+def _add_own_sums(state, layout, proba, y_index, weight, stack):
+    """Add the sums of the metrics declared with sums of their own (``Streaming.sums``),
+    each stacked by ``stack`` (numpy's or torch's)."""
+    for name, _ in layout.own_sums:
+        sums = by_name(name).streaming.sums(proba, y_index, weight)
+        state[name] += stack([term * 1.0 for term in sums])
 
 
 def _score_terms(weight, nll, brier, correct, score, outcome, squares):
@@ -136,22 +149,6 @@ def _score_terms(weight, nll, brier, correct, score, outcome, squares):
         *(square @ (tilt * tilt * spread) for square in squares),
         *(square @ spread for square in squares),
     ]
-
-
-def _classwise_sums(proba, y_index, weight, n_bins):
-    """Per class and bin of ``p_k``: ``w``, ``w p_k``, ``w 1[y = k]``, shape (3, K, n_bins)."""
-    n_classes = proba.shape[1]
-    edges = uniform_bin_edges(n_bins)
-    offsets = np.arange(n_classes) * n_bins
-    classes = np.arange(n_classes)
-    sums = np.zeros((3, n_classes * n_bins))
-    for rows in _row_blocks(proba.shape[0], n_classes):
-        block = proba[rows].ravel()
-        cell = (assign_bins(block, edges).reshape(-1, n_classes) + offsets).ravel()
-        repeated = np.repeat(weight[rows], n_classes)
-        is_class = (y_index[rows, None] == classes).ravel()
-        sums += _sums(cell, n_classes * n_bins, [repeated, repeated * block, repeated * is_class])
-    return sums.reshape(3, n_classes, n_bins)
 
 
 def _replicate_entries(
@@ -225,7 +222,7 @@ def _torch_checked(proba, y_index, sample_weight):
 
     Returns the probabilities (NaN as 0, clipped to [0, 1], as ``check_probabilities``
     clips rounding above 1), the labels clipped to the columns, the weights (NaN and
-    negative ones as 0) and the four counts of :mod:`._accumulator_layout`'s ``invalid``.
+    negative ones as 0) and the four counts of ``_layout``'s ``invalid``.
     """
     import torch
 
@@ -326,6 +323,7 @@ def add_torch_batch(state, layout, proba, y_index, sample_weight, row_ids, key):
             row_ids,
             key,
         )
+    _add_own_sums(state, layout, proba.to(torch.float64), y_index, weight, torch.stack)
     state["rows"] += n_rows
     state["positive"] += (weight > 0).sum()
 
@@ -336,16 +334,13 @@ def _add_torch_replicates(
     """The Poisson bootstrap's sums of one batch, on its device (blocks of rows)."""
     import torch
 
-    n_cells, _, n_resamples = out.shape
-    flat = out.view(n_cells * 3, n_resamples)
+    n_resamples = out.shape[2]
     offsets = layout.replicate_offsets()
     n_classes = proba.shape[1]
     n_entries = sum(_ENTRIES.get(group, n_classes) for group in layout.groups)
     step = max(1, _REPLICATE_ELEMENTS * 16 // (n_entries * 3 * n_resamples))
-    three = _device_constant("arange", 3, None, proba.device)
     for start in range(0, proba.shape[0], step):
         rows = slice(start, start + step)
-        counts = torch_poisson_counts(row_ids[rows], key, n_resamples).to(torch.float64)
         cells, values = [], []
         columns = torch.stack(
             [weight[rows], weight[rows] * score[rows], weight[rows] * outcome[rows]], 1
@@ -375,7 +370,4 @@ def _add_torch_replicates(
                 stacked = torch.stack([torch.ones_like(probability), probability, indicator], 2)
                 values.append(weight[rows, None, None] * stacked)
         cells = torch.cat(cells, dim=1)
-        values = torch.cat(values, dim=1)
-        index = (cells[:, :, None] * 3 + three).reshape(-1)
-        source = values.reshape(-1, 1) * counts.T.repeat_interleave(cells.shape[1] * 3, dim=0)
-        flat.index_add_(0, index, source)
+        torch_replicate_sums(row_ids[rows], key, cells, torch.cat(values, dim=1), out)
