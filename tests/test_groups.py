@@ -30,7 +30,7 @@ from sklearn_calib.metrics import (
     worst_group_calibration_error,
 )
 from sklearn_calib.metrics._core._group_rows import encode_groups, metric_by_group
-from sklearn_calib.metrics._functions._kernels import KERNELS
+from sklearn_calib.metrics._core._registry import KERNELS
 from sklearn_calib.metrics._functions._predictions import check_predictions
 from sklearn_calib.metrics._statistics._groups import (
     calibrated_ece_quantiles,

@@ -5,9 +5,18 @@ from skorch.callbacks import Callback
 from skorch.dataset import unpack_data
 
 from ..metrics import CalibrationAccumulator
+from ..metrics._core._registry import declared
 from ._targets import class_indices, sample_weights
 
-_METRICS = ("ece", "mce", "adaptive_ece", "classwise_ece", "smooth_ece", "nll", "brier")
+
+def _recorded_metrics():
+    """The metrics recorded every epoch: those whose declaration says so
+    (``metrics._core._registry``)."""
+    return tuple(
+        metric.name
+        for metric in declared()
+        if metric.streaming is not None and metric.streaming.per_epoch
+    )
 
 
 class CalibrationScoring(Callback):
@@ -57,10 +66,11 @@ class CalibrationScoring(Callback):
         self.prefix = prefix
 
     def initialize(self):
-        unknown = [name for name in self.metrics if name not in _METRICS]
+        recorded = _recorded_metrics()
+        unknown = [name for name in self.metrics if name not in recorded]
         if unknown or not self.metrics:
             raise ValueError(
-                f"Expected `metrics` to name metrics from {list(_METRICS)}, got "
+                f"Expected `metrics` to name metrics from {list(recorded)}, got "
                 f"{list(self.metrics)}."
             )
         # checks n_bins and input

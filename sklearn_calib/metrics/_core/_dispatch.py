@@ -1,10 +1,12 @@
-"""Routing of Dask collections to the chunked metrics, without importing Dask.
+"""Routing of Dask collections to their handlers, without importing Dask.
 
-A metric function decorated with :func:`dask_aware` runs as before on arrays; given a
-Dask collection (an object with a ``__dask_graph__`` method: a Dask array, DataFrame or
-Series) it calls the handler that :mod:`._dask_metrics` registered under its name, which
-accumulates chunk by chunk and merges. Dask is imported only then, so a user without
-Dask never imports it.
+A function decorated with :func:`dask_aware` runs as before on arrays; given a Dask
+collection (an object with a ``__dask_graph__`` method: a Dask array, DataFrame or
+Series) it calls the handler of its name in :data:`HANDLERS`, which accumulates chunk
+by chunk and merges. The handlers are all in ``metrics/_dask``: a metric's is named in
+its declaration (``_registry``), the statistics' are registered by
+:func:`register_handler`. Dask is imported only by them, so a user without Dask never
+imports it.
 """
 
 import functools
@@ -13,14 +15,15 @@ import inspect
 from sklearn.utils import Bunch
 
 from ..._dask_chunks import uses_dask
-from .._functions._predictions import resolve_convention
+from ._scores import resolve_convention
 
-#: Handlers of Dask input, by metric name (filled by ``_dask``).
+#: Handlers of Dask input, by function name (filled by the metric declarations and by
+#: ``metrics/_dask``).
 HANDLERS = {}
 
 
-def register(name):
-    """Decorator: make a function the Dask handler of the metric ``name``.
+def register_handler(name):
+    """Decorator: make a function the Dask handler of the function ``name``.
 
     The handler gets one :class:`~sklearn.utils.Bunch` of the call's arguments, by name,
     with the metric's defaults filled in.

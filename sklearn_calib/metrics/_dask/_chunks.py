@@ -17,20 +17,16 @@ Kolmogorov-Smirnov and Kuiper tests (see ``CalibrationAccumulator``).
 """
 
 import copy
+import numbers
 
 import numpy as np
 
 from ..._dask_chunks import ChunkedRows
 from ..._validation import check_probability_shape, resolve_classes
-from .._core._binning import _group_ends, assign_bins, uniform_bin_edges
-from .._core._dispatch import register
-from .._functions._predictions import scores_and_outcomes
-from .._functions._smece import (
-    _SMECE_DENSITY_EPS,
-    _smece_from_grid,
-    _smece_grid_size,
-    linear_binning,
-)
+from .._core._binning import _group_ends, assign_bins, linear_binning, uniform_bin_edges
+from .._core._dispatch import register_handler
+from .._core._scores import scores_and_outcomes
+from .._functions._smece import _SMECE_DENSITY_EPS, _smece_from_grid, _smece_grid_size
 from .._streaming._accumulator import CalibrationAccumulator, check_batch
 from .._streaming._batch_sums import weight_columns
 from .._streaming._layout import NON_COUNTS
@@ -82,15 +78,21 @@ def _merge(first, second):
     return first.merge(second)
 
 
-@register("accumulate")
-def accumulate(accumulator, y_true, y_prob, sample_weight, first_row):
-    """``accumulator.update`` of Dask input: its chunks accumulated and merged."""
-    n_classes = 2 if np.ndim(y_prob) == 1 else y_prob.shape[1]
+@register_handler("CalibrationAccumulator.update")
+def update(accumulator, y_true, y_prob, sample_weight, row_ids):
+    """``accumulator.update`` of Dask input: its chunks accumulated and merged into it,
+    their rows numbered on from ``row_ids`` (None: the accumulator's rows so far)."""
+    first_row = accumulator.n_samples_ if row_ids is None else row_ids
+    if not isinstance(first_row, numbers.Integral):
+        raise ValueError("Expected `row_ids` of Dask input to be the first row's id (an int).")
+    n_classes = 2 if np.ndim(y_prob) == 1 else np.shape(y_prob)[1]
+    device = accumulator._device() if accumulator._on_torch() else None
+    accumulator._check_fits(n_classes, device)
     labels = accumulator.labels if accumulator.labels is not None else np.arange(n_classes)
     data = DaskPredictions(y_true, y_prob, sample_weight, labels)
     merged = data.accumulate(accumulator, first_row)
-    merged.n_samples_ = data.n_samples
-    return merged
+    accumulator._add(merged, None)
+    return accumulator._added(row_ids, data.n_samples)
 
 
 def _accumulate_chunk(y, p, w, first_row, template):

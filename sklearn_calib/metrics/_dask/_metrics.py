@@ -1,9 +1,11 @@
-"""The metric functions on Dask collections (registered with :mod:`._dispatch`).
+"""The metric functions, ``calibration_test`` and ``calibration_error_ci`` on Dask
+collections.
 
-Each handler gets the arguments of its metric function's call (a Bunch, defaults filled
-in), checks the options the same way, and computes through :mod:`._dask`: one or more
-passes of per-chunk sums merged on the active Dask scheduler. See :mod:`._dask` for
-what is exact and what is bounded.
+Each handler gets the arguments of its function's call (a Bunch, defaults filled in),
+checks the options the same way, and computes through ``_chunks``: one or more passes of
+per-chunk sums merged on the active Dask scheduler (see ``_chunks`` for what is exact
+and what is bounded). A metric's handler is named in its declaration
+(``metrics/_catalogue.py``); the statistics' are registered here.
 """
 
 import numbers
@@ -13,11 +15,12 @@ from scipy.stats import norm as normal
 from sklearn.utils import check_random_state
 
 from ..._validation import check_confidence_level, check_n_bins, check_option
-from .._core._dispatch import register
+from .._core._dispatch import register_handler
+from .._core._registry import declared
 from .._core._resampling import check_interval_options
+from .._core._scores import CONVENTIONS
 from .._functions._binned import _NORMS, _STRATEGIES, _calibration_error_from_bins
 from .._functions._debiased import _debiased_from_bins
-from .._functions._predictions import CONVENTIONS
 from .._functions._smece import _check_smece_bandwidth
 from .._functions._top_label import _AVERAGES, _combine
 from .._statistics._bootstrap import _check_ci_method
@@ -56,32 +59,27 @@ def _binned_error(call, strategy, norm):
     return float(_calibration_error_from_bins(*sums[:3], norm))
 
 
-@register("expected_calibration_error")
 def expected_calibration_error(call):
     """:func:`~sklearn_calib.metrics.expected_calibration_error` of Dask input."""
     return _binned_error(call, call.strategy, call.norm)
 
 
-@register("maximum_calibration_error")
 def maximum_calibration_error(call):
     """:func:`~sklearn_calib.metrics.maximum_calibration_error` of Dask input."""
     return _binned_error(call, call.strategy, "max")
 
 
-@register("adaptive_calibration_error")
 def adaptive_calibration_error(call):
     """:func:`~sklearn_calib.metrics.adaptive_calibration_error` of Dask input."""
     return _binned_error(call, "quantile", call.norm)
 
 
-@register("debiased_calibration_error")
 def debiased_calibration_error(call):
     """:func:`~sklearn_calib.metrics.debiased_calibration_error` of Dask input."""
     _, sums = _bins(call, call.strategy)
     return float(_debiased_from_bins(*scaled_bins(sums)))
 
 
-@register("reliability_diagram")
 def reliability_diagram(call):
     """:func:`~sklearn_calib.metrics.reliability_diagram` of Dask input."""
     level = call.confidence_level
@@ -96,7 +94,6 @@ def _accumulated(call, metrics, **options):
     return _data(call).accumulate(metrics=metrics, **options)
 
 
-@register("classwise_calibration_error")
 def classwise_calibration_error(call):
     """:func:`~sklearn_calib.metrics.classwise_calibration_error` of Dask input."""
     check_option(call.norm, "norm", _NORMS)
@@ -104,7 +101,6 @@ def classwise_calibration_error(call):
     return float(_calibration_error_from_bins(*accumulator._state["classwise"], call.norm).mean())
 
 
-@register("top_label_calibration_error")
 def top_label_calibration_error(call):
     """:func:`~sklearn_calib.metrics.top_label_calibration_error` of Dask input."""
     check_option(call.strategy, "strategy", _STRATEGIES)
@@ -124,25 +120,21 @@ def _score_mean(call, column):
     return float(scores[column] / scores[0])
 
 
-@register("negative_log_likelihood")
 def negative_log_likelihood(call):
     """:func:`~sklearn_calib.metrics.negative_log_likelihood` of Dask input."""
     return _score_mean(call, 1)
 
 
-@register("brier_score")
 def brier_score(call):
     """:func:`~sklearn_calib.metrics.brier_score` of Dask input."""
     return _score_mean(call, 2)
 
 
-@register("top_label_accuracy")
 def top_label_accuracy(call):
     """:func:`~sklearn_calib.metrics.top_label_accuracy` of Dask input."""
     return _score_mean(call, 3)
 
 
-@register("smooth_ece")
 def smooth_ece(call):
     """:func:`~sklearn_calib.metrics.smooth_ece` of Dask input."""
     bandwidth = _check_smece_bandwidth(call.bandwidth)
@@ -155,7 +147,6 @@ def smooth_ece(call):
     return (error, bandwidth) if call.return_bandwidth else error
 
 
-@register("smooth_calibration_error")
 def smooth_calibration_error(call):
     """:func:`~sklearn_calib.metrics.smooth_calibration_error` of Dask input (binned)."""
     if call.include_self is not True or call.method == "exact":
@@ -176,7 +167,7 @@ def undefined_test(scores, method):
     return reason_undefined(method, bool(scores[VARIANCE].any()), bool(scores[SPREAD].any()))
 
 
-@register("calibration_test")
+@register_handler("calibration_test")
 def calibration_test(call):
     """:func:`~sklearn_calib.metrics.calibration_test` of Dask input."""
     method, alternative = call.method, call.alternative
@@ -200,16 +191,16 @@ def calibration_test(call):
     return CalibrationTestResult(result.statistic, result.pvalue)
 
 
-#: The metrics whose intervals the Poisson bootstrap of Dask input resamples.
-_INTERVAL_NAMES = {
-    "expected_calibration_error": "ece",
-    "maximum_calibration_error": "mce",
-    "top_label_accuracy": "accuracy",
-    "negative_log_likelihood": "nll",
-    "brier_score": "brier",
-    "classwise_calibration_error": "classwise_ece",
-    "smooth_ece": "smooth_ece",
-}
+def _resampled_functions():
+    """The metric functions whose intervals the Poisson bootstrap of Dask input resamples,
+    to their accumulator names."""
+    return {
+        metric.function: metric.name
+        for metric in declared()
+        if metric.function is not None
+        and metric.streaming is not None
+        and metric.streaming.interval is not None
+    }
 
 
 def seed_of(random_state):
@@ -219,19 +210,20 @@ def seed_of(random_state):
     return int(check_random_state(random_state).randint(0, 2**31 - 1))
 
 
-@register("calibration_error_ci")
+@register_handler("calibration_error_ci")
 def calibration_error_ci(call):
     """:func:`~sklearn_calib.metrics.calibration_error_ci` of Dask input (Poisson bootstrap)."""
     options = dict(call.metric_kwargs)
     ci_method = _check_ci_method(call.ci_method, options)
     n_resamples, confidence_level = check_interval_options(call.n_resamples, call.confidence_level)
     metric = call.metric
-    name = _INTERVAL_NAMES.get(getattr(metric, "__name__", None))
+    resampled = _resampled_functions()
+    name = resampled.get(metric)
     if name is None or ci_method != "percentile":
         raise ValueError(
             "calibration_error_ci of Dask input resamples by the Poisson bootstrap, with "
-            f"ci_method='percentile', the metrics {sorted(_INTERVAL_NAMES)}; got "
-            f"{getattr(metric, '__name__', metric)!r} with ci_method={ci_method!r}."
+            f"ci_method='percentile', the metrics {sorted(f.__name__ for f in resampled)}; "
+            f"got {getattr(metric, '__name__', metric)!r} with ci_method={ci_method!r}."
         )
     bandwidth = options.pop("bandwidth", "auto")
     if set(options) - {"n_bins", "convention"}:

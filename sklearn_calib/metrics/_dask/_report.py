@@ -2,7 +2,7 @@
 
 - errors: ECE, classwise ECE and smECE, with their Poisson-bootstrap intervals, from one
   :class:`CalibrationAccumulator` pass; the adaptive ECE and the debiased error on the
-  exact equal-mass bins (three passes, :func:`._dask.equal_mass_sums`) and a fourth pass
+  exact equal-mass bins (three passes, ``_chunks.equal_mass_sums``) and a fourth pass
   for their Poisson-bootstrap intervals on those bins. The estimates are the in-memory
   ones; the intervals resample rows by Poisson counts where the in-memory report draws
   groups of rows, so they differ by the bootstrap's own noise.
@@ -18,19 +18,24 @@ import numpy as np
 from sklearn.isotonic import isotonic_regression
 
 from .._core._binning import assign_bins, uniform_bin_edges
-from .._core._dispatch import register
+from .._core._dispatch import register_handler
 from .._core._poisson import row_keys, seed_key
+from .._core._scores import _confidence, scores_and_outcomes
 from .._functions._binned import _calibration_error_from_bins
 from .._functions._debiased import _debiased_from_bins
-from .._functions._predictions import _confidence, scores_and_outcomes
-from .._fused._passes import replicate_sums
-from .._statistics._calibration_report import _TESTS, _format, check_report_options
-from .._statistics._decomposition import (
-    _inverse_temperature,
+from .._fused._replicates import replicate_sums
+from .._statistics._calibration_report import (
+    _TESTS,
+    _format,
+    check_report_options,
+    report_errors,
+)
+from .._statistics._decomposition import marginal_scores
+from .._statistics._tempered import (
     _TemperedNLL,
     exponential_row_totals,
+    inverse_temperature,
     logit_gaps,
-    marginal_scores,
     tempered_scores,
 )
 from .._streaming._accumulator import check_batch
@@ -69,7 +74,7 @@ def _logit_gaps(y, p, w, labels):
 
 def _derivative_sums(y, p, w, first_row, labels, total, beta):
     gap, true_gap, weight = _logit_gaps(y, p, w, labels)
-    return np.array(_TemperedNLL(gap, true_gap, weight / total).derivatives(beta))
+    return np.array(_TemperedNLL(gap, true_gap, weight / total)(beta))
 
 
 def _tempered_loss(y, p, w, first_row, labels, beta, mixing):
@@ -80,13 +85,15 @@ def _tempered_loss(y, p, w, first_row, labels, beta, mixing):
 
 class _ChunkedTemperedNLL:
     """The weighted mean NLL of ``softmax(beta * gap)`` over the chunks, as a function of
-    ``beta`` (the in-memory ``_TemperedNLL``'s derivatives, summed chunk by chunk)."""
+    ``beta`` (the in-memory ``_TemperedNLL``'s value and derivatives, summed chunk by
+    chunk)."""
 
     def __init__(self, data, total):
         self.data, self.total = data, total
 
-    def derivatives(self, beta):
-        """First and second derivative in ``beta``: one pass over the chunks."""
+    def __call__(self, beta):
+        """The NLL and its first and second derivative in ``beta``: one pass over the
+        chunks."""
         return tuple(self.data.reduce(_derivative_sums, self.data.labels, self.total, beta))
 
 
@@ -122,7 +129,7 @@ def _decompositions(data, result, state):
     labels = data.labels
     total = float(state["scores"][0])
     frequencies = state["classwise"][2].sum(axis=1) / total
-    beta = _inverse_temperature(_ChunkedTemperedNLL(data, total))
+    beta = inverse_temperature(_ChunkedTemperedNLL(data, total))
     mixing = 1.0 / (_sample_count(state) + 1)
     refined_log = float(data.reduce(_tempered_loss, labels, beta, mixing)[0]) / total
     cells = data.reduce(_class_cells, labels, ISOTONIC_CELLS)
@@ -158,7 +165,7 @@ def _tests(result, state):
     return tests
 
 
-@register("calibration_report")
+@register_handler("calibration_report")
 def calibration_report(call):
     """:func:`~sklearn_calib.metrics.calibration_report` of Dask input."""
     n_bins, n_resamples, level = check_report_options(
@@ -213,7 +220,13 @@ def calibration_report(call):
         ),
     ):
         intervals[key] = interval(estimate, values, level, key)
-    order = ("ece", "adaptive_ece", "classwise_ece", "smooth_ece", "debiased_ce")
+    order = [metric.name for metric in report_errors()]
+    missing = [key for key in order if key not in intervals]
+    if missing:
+        raise NotImplementedError(
+            f"calibration_report of Dask input computes the errors {sorted(intervals)}, not "
+            f"{missing}: compute the Dask collections first."
+        )
     parts = ("estimate", "low", "high", "flags")
     errors = {key: {part: intervals[key][part] for part in parts} for key in order}
     errors["smooth_ece"]["bandwidth"] = result.smooth_ece_bandwidth

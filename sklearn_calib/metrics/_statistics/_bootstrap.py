@@ -10,6 +10,7 @@ from sklearn.utils import Bunch, check_random_state
 
 from ..._validation import check_option
 from .._core._dispatch import dask_aware
+from .._core._registry import KERNELS
 from .._core._resampling import (
     bootstrap_sums,
     check_interval_options,
@@ -18,8 +19,8 @@ from .._core._resampling import (
     resample,
     resampled_counts,
 )
-from .._functions._kernels import KERNELS
-from .._functions._predictions import check_predictions, resolve_convention
+from .._core._scores import resolve_convention
+from .._functions._predictions import check_predictions
 
 CI_METHODS = ("percentile", "bca")
 #: Groups of the delete-a-group jackknife that estimates BCa's acceleration: from the

@@ -10,29 +10,16 @@ from sklearn.utils import check_random_state
 
 from ..._validation import check_n_bins, check_option
 from .._core._dispatch import dask_aware
+from .._core._registry import declared
 from .._core._resampling import check_interval_options
-from .._functions._binned import (
-    adaptive_calibration_error,
-    classwise_calibration_error,
-    expected_calibration_error,
-)
-from .._functions._debiased import debiased_calibration_error
-from .._functions._kernels import KERNELS
-from .._functions._predictions import AUTO, CONVENTIONS, check_predictions, resolve_convention
+from .._core._scores import AUTO, CONVENTIONS, resolve_convention
+from .._functions._predictions import check_predictions
 from .._functions._smece import _smooth_ece, smooth_ece
 from ._bootstrap import CI_METHODS, shared_bootstrap_intervals
 from ._decomposition import _calibration_decomposition
 from ._groups import CORRECTIONS, _calibration_audit, format_audit
 from ._hypothesis_tests import _calibration_test, cumulative_tests, undefined_reason
 
-#: Report rows: key, label, metric and whether it takes ``n_bins`` and ``convention``.
-_ERRORS = (
-    ("ece", "ECE", expected_calibration_error, True, True),
-    ("adaptive_ece", "adaptive ECE", adaptive_calibration_error, True, True),
-    ("classwise_ece", "classwise ECE", classwise_calibration_error, True, False),
-    ("smooth_ece", "smECE", smooth_ece, False, True),
-    ("debiased_ce", "debiased L2 CE", debiased_calibration_error, True, True),
-)
 _TESTS = (
     ("spiegelhalter", "Spiegelhalter"),
     ("ks", "Kolmogorov-Smirnov"),
@@ -44,6 +31,12 @@ _DECOMPOSITIONS = (
     ("log_loss", "log loss (temperature)", "log_loss", "temperature"),
 )
 _DECOMPOSITION_COLUMNS = ("score", "miscalibration", "discrimination", "uncertainty")
+
+
+def report_errors():
+    """The metrics of the report's errors, in the order of its rows: the declared metrics
+    with a ``report`` label (``_core._registry``)."""
+    return tuple(metric for metric in declared() if metric.report is not None)
 
 
 def _format(report, digits):
@@ -76,7 +69,8 @@ def _format(report, digits):
         return " ".join(marks)
 
     lines.append(row("calibration error", ["estimate", "low", "high"]))
-    for key, label, *_ in _ERRORS:
+    for metric in report_errors():
+        key, label = metric.name, metric.report
         entry = report["errors"][key]
         if key == "smooth_ece":
             label = f"{label} (h = {entry['bandwidth']:.3g})"
@@ -148,16 +142,17 @@ def _errors(data, n_bins, convention, n_resamples, confidence_level, ci_method, 
     """The errors' entries: estimates and intervals read off one shared bootstrap."""
     # one automatic-bandwidth search, reused by the interval (whose plan would search again)
     _, smece_bandwidth = _smooth_ece(data, return_bandwidth=True, convention=convention)
+    rows = report_errors()
     metrics = []
-    for _, _, metric, binned, conventional in _ERRORS:
+    for metric in rows:
         options = {}
-        if metric is smooth_ece:
+        if metric.function is smooth_ece:
             options["bandwidth"] = smece_bandwidth
-        if binned:
+        if metric.takes("n_bins"):
             options["n_bins"] = n_bins
-        if conventional:
+        if metric.takes("convention"):
             options["convention"] = convention
-        metrics.append((KERNELS[metric], options, metric.__name__))
+        metrics.append((metric.as_kernel(), options, metric.function.__name__))
     intervals = shared_bootstrap_intervals(
         metrics,
         data,
@@ -168,8 +163,8 @@ def _errors(data, n_bins, convention, n_resamples, confidence_level, ci_method, 
     )
     parts = ("estimate", "low", "high", "flags")
     errors = {
-        key: {part: interval[part] for part in parts}
-        for (key, *_), interval in zip(_ERRORS, intervals, strict=True)
+        metric.name: {part: interval[part] for part in parts}
+        for metric, interval in zip(rows, intervals, strict=True)
     }
     errors["smooth_ece"]["bandwidth"] = smece_bandwidth
     return errors

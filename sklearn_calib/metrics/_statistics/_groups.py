@@ -18,11 +18,12 @@ from sklearn.utils import Bunch, check_random_state
 from ..._validation import check_n_bins, check_option, check_pvalues
 from .._core._binning import assign_bins, uniform_bin_edges
 from .._core._group_rows import GroupedPredictions, metric_by_group
+from .._core._registry import KERNELS
 from .._core._resampling import check_interval_options
+from .._core._scores import AUTO, resolve_convention
 from .._functions._binned import expected_calibration_error
 from .._functions._debiased import debiased_calibration_error
-from .._functions._kernels import KERNELS
-from .._functions._predictions import AUTO, check_predictions, resolve_convention
+from .._functions._predictions import check_predictions
 from .._functions._smece import _smooth_ece, smooth_ece
 from ._bootstrap import CI_METHODS, bootstrap_interval
 from ._hypothesis_tests import _METHODS as TESTS

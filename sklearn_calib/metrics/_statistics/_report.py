@@ -1,19 +1,10 @@
-"""The metrics of a calibration report: one list, shared by the main job and the experiments."""
+"""The metrics of a calibration report (the report table): one list, read from the metric
+declarations and shared by the main job and the experiments, and their values."""
 
 from typing import NamedTuple
 
-from .._functions._binned import (
-    adaptive_calibration_error,
-    brier_score,
-    classwise_calibration_error,
-    expected_calibration_error,
-    maximum_calibration_error,
-    negative_log_likelihood,
-    top_label_accuracy,
-)
-from .._functions._kernels import KERNELS
+from .._core._registry import KERNELS, declared
 from .._functions._predictions import check_predictions
-from .._functions._smece import smooth_calibration_error
 
 
 class ReportMetric(NamedTuple):
@@ -37,19 +28,16 @@ class ReportMetric(NamedTuple):
     binned: bool
 
 
-#: The metrics of a calibration report, in the order of its columns.
-REPORT_METRICS = (
-    ReportMetric("accuracy", "accuracy", top_label_accuracy, False),
-    ReportMetric("nll", "NLL", negative_log_likelihood, False),
-    ReportMetric("brier", "Brier", brier_score, False),
-    ReportMetric("ece", "ECE", expected_calibration_error, True),
-    ReportMetric("mce", "MCE", maximum_calibration_error, True),
-    ReportMetric("ada_ece", "AdaECE", adaptive_calibration_error, True),
-    ReportMetric("cw_ece", "cw-ECE", classwise_calibration_error, True),
-    ReportMetric("sece", "SECE", smooth_calibration_error, False),
-)
-
-_BY_NAME = {metric.name: metric for metric in REPORT_METRICS}
+def report_metrics():
+    """The metrics of the report table, in the order of its columns: the declared metrics
+    with a column (``_core._registry``)."""
+    return tuple(
+        ReportMetric(
+            metric.column.name, metric.column.label, metric.function, metric.takes("n_bins")
+        )
+        for metric in declared()
+        if metric.column is not None
+    )
 
 
 def metric_values(y_true, y_prob, *, labels=None, n_bins=15, metrics=None):
@@ -83,16 +71,17 @@ def metric_values(y_true, y_prob, *, labels=None, n_bins=15, metrics=None):
     >>> {name: round(value, 4) for name, value in values.items()}
     {'accuracy': 0.6667, 'ece': 0.3667}
     """
+    table = {metric.name: metric for metric in report_metrics()}
     if metrics is None:
-        chosen = REPORT_METRICS
+        chosen = list(table.values())
     else:
         metrics = list(metrics)
-        unknown = [name for name in metrics if name not in _BY_NAME]
+        unknown = [name for name in metrics if name not in table]
         if unknown:
             raise ValueError(
-                f"Unknown metric names {unknown}; expected names from {sorted(_BY_NAME)}."
+                f"Unknown metric names {unknown}; expected names from {sorted(table)}."
             )
-        chosen = [_BY_NAME[name] for name in metrics]
+        chosen = [table[name] for name in metrics]
     data = check_predictions(y_true, y_prob, labels=labels)
     values = {}
     for metric in chosen:

@@ -1,1 +1,2 @@
-"""Placeholder."""
+"""``CalibrationAccumulator``: calibration metrics of a stream of batches from summed
+statistics in fixed memory."""

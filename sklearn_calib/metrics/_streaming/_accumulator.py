@@ -18,10 +18,10 @@ from ..._validation import (
 )
 from .._core._dispatch import HANDLERS
 from .._core._poisson import row_keys, seed_key
-from .._functions._predictions import CONVENTIONS
+from .._core._scores import CONVENTIONS
 from .._functions._smece import _check_smece_bandwidth
 from ._batch_sums import add_numpy_batch, add_torch_batch
-from ._layout import INTERVAL_GROUPS, METRIC_PARTS, RESAMPLED, Layout
+from ._layout import GROUPS, Layout, interval_groups, metric_parts, own_sums
 from ._results import results
 
 _INPUTS = ("probabilities", "logits")
@@ -81,7 +81,7 @@ class CalibrationAccumulator:
     Bootstrap intervals (``n_resamples > 0``) use the Poisson bootstrap: every row gets,
     per replicate, a Poisson(1) count from a counter-based generator keyed by the seed
     and the row's id, so the replicate sums of any chunking, merged in any order, equal
-    those of one pass over all rows (:mod:`sklearn_calib.metrics._poisson`). The cost is
+    those of one pass over all rows (:mod:`sklearn_calib.metrics._core._poisson`). The cost is
     ``n_rows * n_resamples`` draws, each added into its replicate's sums: about 1.3 ns of
     CPU each with numba installed, 60 ns with numpy (measured on one core; both give the
     same sums). ECE, MCE, accuracy, NLL, Brier score, classwise
@@ -167,11 +167,8 @@ class CalibrationAccumulator:
         self.input = check_option(input, "input", _INPUTS)
         self.convention = check_option(convention, "convention", CONVENTIONS)
         self.labels = None if labels is None else np.asarray(labels)
-        self.metrics = (
-            tuple(METRIC_PARTS)
-            if metrics is None
-            else _check_names(metrics, "metrics", METRIC_PARTS)
-        )
+        parts = metric_parts()
+        self.metrics = tuple(parts) if metrics is None else _check_names(metrics, "metrics", parts)
         if (
             isinstance(n_resamples, (bool, np.bool_))
             or not isinstance(n_resamples, numbers.Integral)
@@ -179,7 +176,9 @@ class CalibrationAccumulator:
         ):
             raise ValueError(f"Expected `n_resamples` to be an integer >= 0, got {n_resamples!r}.")
         self.n_resamples = int(n_resamples)
-        self.interval_metrics = _check_names(interval_metrics, "interval_metrics", INTERVAL_GROUPS)
+        self.interval_metrics = _check_names(
+            interval_metrics, "interval_metrics", interval_groups()
+        )
         if self.n_resamples and "accuracy" in self.interval_metrics and convention != "top_label":
             raise ValueError(
                 "The accuracy interval is resampled from the top-label bins: use "
@@ -209,15 +208,17 @@ class CalibrationAccumulator:
             chosen |= set(self.interval_metrics)
         groups = ()
         if self.n_resamples:
-            wanted = {INTERVAL_GROUPS[name] for name in self.interval_metrics}
-            groups = tuple(group for group in RESAMPLED if group in wanted)
+            wanted = {interval_groups()[name] for name in self.interval_metrics}
+            groups = tuple(group for group in GROUPS if group in wanted)
+        parts = metric_parts()
         return Layout(
             n_classes=n_classes,
             n_bins=self.n_bins,
             convention=self.convention,
-            parts=frozenset(METRIC_PARTS[name] for name in chosen),
+            parts=frozenset(part for name in chosen for part in parts[name]),
             n_resamples=self.n_resamples,
             groups=groups,
+            own_sums=own_sums(chosen),
         )
 
     def _check_fits(self, n_classes, device):
@@ -332,7 +333,9 @@ class CalibrationAccumulator:
         self : CalibrationAccumulator
         """
         if uses_dask(y_true, y_prob, sample_weight):
-            return self._update_dask(y_true, y_prob, sample_weight, row_ids)
+            return HANDLERS["CalibrationAccumulator.update"](
+                self, y_true, y_prob, sample_weight, row_ids
+            )
         if is_tensor(y_prob):
             return self._update_torch(y_true, y_prob, sample_weight, row_ids)
         scores = numeric_values(y_prob)
@@ -359,17 +362,6 @@ class CalibrationAccumulator:
         implicit = bool(self.n_resamples and n_rows) and row_ids is None
         self._implicit_ids = self._implicit_ids or implicit
         return self
-
-    def _update_dask(self, y_true, y_prob, sample_weight, row_ids):
-        """Accumulate Dask input chunk by chunk, continuing this accumulator's row ids."""
-        first_row = self.n_samples_ if row_ids is None else row_ids
-        if not isinstance(first_row, numbers.Integral):
-            raise ValueError("Expected `row_ids` of Dask input to be the first row's id (an int).")
-        n_classes = 2 if np.ndim(y_prob) == 1 else np.shape(y_prob)[1]
-        self._check_fits(n_classes, self._device() if self._on_torch() else None)
-        merged = HANDLERS["accumulate"](self, y_true, y_prob, sample_weight, first_row)
-        self._add(merged, None)
-        return self._added(row_ids, merged.n_samples_)
 
     def _update_torch(self, y_true, y_prob, sample_weight, row_ids):
         import torch  # imported already: ``y_prob`` is a tensor

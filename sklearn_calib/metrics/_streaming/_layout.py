@@ -10,7 +10,7 @@ metric needs them (:data:`METRIC_PARTS`):
 - ``top`` (7, n_bins): per equal-width bin of the score (top-label confidence, or the
   positive-class probability), the sums of ``w``, ``w s``, ``w y``, the count of
   positive weights, and ``w^2`` per range of scale (the weights scaled by a power of two
-  first, :func:`~sklearn_calib.metrics._weights.square_range`, so that the sums hold
+  first, :func:`~sklearn_calib.metrics._core._weights.square_range`, so that the sums hold
   weights of any scale).
 - ``fine`` (7, n_fine): the same on ``n_fine`` equal-width cells (equal-mass bins, the
   tests of the cumulative differences).
@@ -22,16 +22,21 @@ metric needs them (:data:`METRIC_PARTS`):
   ``w^2 (1 - 2 s)^2 s (1 - s)`` (:data:`SPREAD`) and ``w^2 s (1 - s)``
   (:data:`VARIANCE`), and the number of rows whose weight is not a count of repeated
   rows (not an integer, or from 2**53 up:
-  :func:`~sklearn_calib.metrics._weights.sample_count`; :data:`NON_COUNTS`).
+  :func:`~sklearn_calib.metrics._core._weights.sample_count`; :data:`NON_COUNTS`).
 - ``grid`` (3, n_grid): ``w``, ``w s`` and ``w y`` linearly binned on ``n_grid`` points
   of [0, 1] (smECE, SECE).
 - ``replicates`` (n_cells, 3, n_resamples): the Poisson bootstrap's sums of the
-  resampled groups (:data:`RESAMPLED`): each replicate's ``w``, ``w s``, ``w y`` (or
+  resampled groups (:data:`GROUPS`): each replicate's ``w``, ``w s``, ``w y`` (or
   ``w``, ``w NLL``, ``w Brier``) per cell.
+
+A metric declared with sums of its own (``Streaming.sums``) adds a part of its name, of
+``n_sums`` numbers. Which parts a metric needs, and which group its interval reads, are
+in its declaration (``_core._registry``).
 """
 
 from dataclasses import dataclass
 
+from .._core._registry import declared
 from .._core._weights import SQUARE_RANGES
 
 #: Where ``scores`` keeps Spiegelhalter's spread and the outcomes' variance under
@@ -40,34 +45,9 @@ SPREAD = slice(5, 5 + SQUARE_RANGES)
 VARIANCE = slice(SPREAD.stop, SPREAD.stop + SQUARE_RANGES)
 NON_COUNTS = VARIANCE.stop
 
-#: The state's parts each metric of ``compute`` needs.
-METRIC_PARTS = {
-    "ece": "top",
-    "mce": "top",
-    "reliability": "top",
-    "adaptive_ece": "fine",
-    "debiased_ce": "fine",
-    "ks": "fine",
-    "kuiper": "fine",
-    "classwise_ece": "classwise",
-    "top_label_ece": "predicted",
-    "accuracy": "scores",
-    "nll": "scores",
-    "brier": "scores",
-    "spiegelhalter": "scores",
-    "smooth_ece": "grid",
-    "sece": "grid",
-}
-#: The statistics a Poisson bootstrap resamples in one pass, and the metrics whose
-#: intervals they give.
-RESAMPLED = {
-    "top": ("ece", "mce", "accuracy"),
-    "scores": ("nll", "brier"),
-    "smooth": ("smooth_ece",),
-    "classwise": ("classwise_ece",),
-}
-#: Each resampled metric's group.
-INTERVAL_GROUPS = {metric: group for group, metrics in RESAMPLED.items() for metric in metrics}
+#: The statistics a Poisson bootstrap resamples in one pass, in the order of their cells;
+#: a metric's declaration names the group its interval reads (``Resampled``).
+GROUPS = ("top", "scores", "smooth", "classwise")
 #: Points of the replicates' smECE grid (smECE's own grid for bandwidths of at least 0.01).
 REPLICATE_GRID = 1001
 #: Cells of the fine histogram (equal-mass bins, tests).
@@ -86,6 +66,7 @@ class Layout:
     parts: frozenset
     n_resamples: int
     groups: tuple
+    own_sums: tuple = ()
     n_fine: int = FINE_BINS
     n_grid: int = GRID_POINTS
 
@@ -103,6 +84,7 @@ class Layout:
             "scores": (NON_COUNTS + 1,),
             "grid": (3, self.n_grid),
         }
+        shapes.update({name: (n_sums,) for name, n_sums in self.own_sums})
         shapes = {
             name: shape
             for name, shape in shapes.items()
@@ -126,3 +108,31 @@ class Layout:
             start += sizes[group]
         offsets["end"] = start
         return offsets
+
+
+def metric_parts():
+    """Each declared metric an accumulator computes, to the parts of the state it needs."""
+    parts = {}
+    for metric in declared():
+        if metric.streaming is not None:
+            own = metric.streaming.sums is not None
+            parts[metric.name] = (metric.name,) if own else metric.streaming.parts
+    return parts
+
+
+def interval_groups():
+    """Each declared metric with a Poisson-bootstrap interval, to its resampled group."""
+    return {
+        metric.name: metric.streaming.interval.group
+        for metric in declared()
+        if metric.streaming is not None and metric.streaming.interval is not None
+    }
+
+
+def own_sums(names):
+    """``(name, n_sums)`` of the metrics of ``names`` declared with sums of their own."""
+    found = []
+    for metric in declared():
+        if metric.name in names and metric.streaming.sums is not None:
+            found.append((metric.name, metric.streaming.n_sums))
+    return tuple(found)

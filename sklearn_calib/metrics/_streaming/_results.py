@@ -1,13 +1,14 @@
-"""The metrics of an accumulator's sums (:mod:`._accumulator_layout`), exact or bounded.
+"""The metrics of an accumulator's sums (``_layout``), exact or bounded: what each
+declared metric takes from them (``_entries``), and the helpers they share.
 
 Exact (equal to the in-memory functions up to the order of float64 additions): the
 errors of equal-width bins (ECE, MCE, the reliability diagram with its Clopper-Pearson
 intervals, classwise and top-label errors), accuracy, NLL, Brier score and
 Spiegelhalter's test; sums of squared weights are kept per range of scale and joined in
-the scale of the largest (:func:`~sklearn_calib.metrics._weights.combined_squares`), so
+the scale of the largest (``_core._weights.combined_squares``), so
 that no result depends on the weights' scale. From a fine histogram, with a bound: the
 adaptive ECE, the debiased error (on the same equal-mass bins, without a bound), and the
-Kolmogorov-Smirnov and Kuiper statistics. From a fine grid (:mod:`._smooth_grid`): smECE
+Kolmogorov-Smirnov and Kuiper statistics. From a fine grid (``_smooth_grid``): smECE
 and SECE, with bounds.
 """
 
@@ -19,15 +20,11 @@ from sklearn.utils import Bunch
 
 from .._core._binning import _group_ends, uniform_bin_edges
 from .._core._intervals import clopper_pearson
+from .._core._registry import by_name, declared
 from .._core._weights import combined_squares
-from .._functions._binned import _calibration_error_from_bins
-from .._functions._debiased import _debiased_from_bins
-from .._functions._smece import _SMECE_DENSITY_EPS, _smece_from_grid
-from .._functions._top_label import _combine
 from .._statistics._bootstrap import _interval
 from .._statistics._hypothesis_tests import _brownian_max_sf, _brownian_range_sf
-from ._layout import NON_COUNTS, REPLICATE_GRID, SPREAD, VARIANCE
-from ._smooth_grid import grid_sece, grid_smooth_ece
+from ._layout import SPREAD, VARIANCE
 
 
 def scaled_bins(sums):
@@ -65,7 +62,7 @@ def reliability(top, confidence_level):
 def equal_mass_bins(fine, n_bins, not_counts):
     """Equal-mass bins made of fine cells, and a bound on the moved weight.
 
-    The groups are those of :func:`~sklearn_calib.metrics._binning.quantile_bin_edges`
+    The groups are those of :func:`~sklearn_calib.metrics._core._binning.quantile_bin_edges`
     (by weighted count; weights that are not counts rescaled to the number of positive
     ones). Each inner edge, the largest value of its group, lies in a known fine cell;
     the edge is moved up to that cell's upper end, so only samples of that cell can
@@ -132,42 +129,6 @@ def spiegelhalter(scores):
     return Bunch(statistic=statistic, pvalue=float(min(1.0, 2.0 * normal.sf(abs(statistic)))))
 
 
-def _binned_errors(counts, score_sums, outcome_sums):
-    return _calibration_error_from_bins(counts, score_sums, outcome_sums, "l1")
-
-
-def replicate_values(state, layout, smooth_bandwidth):
-    """Each resampled metric's values over the replicates, shape (n_resamples,)."""
-    replicates = np.moveaxis(state["replicates"], -1, 0)  # (replicate, cell, value)
-    offsets = layout.replicate_offsets()
-    values = {}
-    for group in layout.groups:
-        start = offsets[group]
-        if group == "top":
-            weight, score, outcome = np.moveaxis(replicates[:, start : start + layout.n_bins], 2, 0)
-            values["ece"] = _binned_errors(weight, score, outcome)
-            values["mce"] = _calibration_error_from_bins(weight, score, outcome, "max")
-            values["accuracy"] = outcome.sum(axis=-1) / weight.sum(axis=-1)
-        elif group == "scores":
-            weight, nll, brier = np.moveaxis(replicates[:, start], 1, 0)
-            values["nll"], values["brier"] = nll / weight, brier / weight
-        elif group == "smooth":
-            weight, score, outcome = np.moveaxis(
-                replicates[:, start : start + REPLICATE_GRID], 2, 0
-            )
-            sums = np.stack([weight, score - outcome], axis=1)
-            # the replicate's mean weight per drawn row, as the in-memory plan's
-            eps = _SMECE_DENSITY_EPS * weight.sum(axis=-1) / float(state["positive"])
-            values["smooth_ece"] = _smece_from_grid(sums, smooth_bandwidth, eps[:, None])
-        else:
-            size = layout.n_classes * layout.n_bins
-            block = replicates[:, start : start + size].reshape(
-                -1, layout.n_classes, layout.n_bins, 3
-            )
-            values["classwise_ece"] = _binned_errors(*np.moveaxis(block, -1, 0)).mean(axis=-1)
-    return values
-
-
 def interval(estimate, replicates, confidence_level, name):
     """Percentile interval of the replicates: a :class:`BootstrapInterval` with its flags."""
     if not np.isfinite(replicates).all():
@@ -180,43 +141,29 @@ def interval(estimate, replicates, confidence_level, name):
 
 
 def results(state, layout, interval_metrics, confidence_level, smooth_bandwidth, sece_bandwidth):
-    """The metrics of the sums (see ``CalibrationAccumulator.compute``)."""
-    n_rows = int(state["rows"])
-    out = Bunch(n_samples=n_rows)
-    if "top" in state:
-        top = state["top"]
-        out.weight = float(top[0].sum())
-        out.ece = float(_binned_errors(*top[:3]))
-        out.mce = float(_calibration_error_from_bins(*top[:3], "max"))
-        out.reliability = reliability(top, confidence_level)
-    if "fine" in state:
-        not_counts = "scores" in state and state["scores"][NON_COUNTS] > 0
-        sums, edges, moved = equal_mass_bins(state["fine"], layout.n_bins, not_counts)
-        out.adaptive_ece = float(_binned_errors(*sums[:3]))
-        out.adaptive_ece_bound = 2.0 * moved / float(state["fine"][0].sum())
-        out.adaptive_edges = edges
-        out.debiased_ce = float(_debiased_from_bins(*scaled_bins(sums)))
-    if "classwise" in state:
-        out.classwise_ece = float(_binned_errors(*state["classwise"]).mean())
-    if "predicted" in state:
-        out.top_label_ece = float(_combine(*state["predicted"], "l1", "weighted"))
-    if "scores" in state:
-        weight, nll, brier, correct = state["scores"][:4]
-        out.accuracy = float(correct / weight)
-        out.nll = float(nll / weight)
-        out.brier = float(brier / weight)
-        out.spiegelhalter = spiegelhalter(state["scores"])
-        if "fine" in state:
-            out.ks, out.kuiper = cumulative_tests(state["fine"], state["scores"])
-    if "grid" in state:
-        n_positive = int(state["positive"])
-        error, bandwidth, bound = grid_smooth_ece(state["grid"], n_positive, smooth_bandwidth)
-        out.smooth_ece, out.smooth_ece_bandwidth, out.smooth_ece_bound = error, bandwidth, bound
-        out.sece, out.sece_bound = grid_sece(state["grid"], n_positive, sece_bandwidth)
+    """The metrics of the sums (see ``CalibrationAccumulator.compute``): those of every
+    declared metric whose parts the state keeps, in the order of the declarations."""
+    out = Bunch(n_samples=int(state["rows"]))
+    settings = Bunch(
+        confidence_level=confidence_level,
+        smooth_bandwidth=smooth_bandwidth,
+        sece_bandwidth=sece_bandwidth,
+    )
+    for metric in declared():
+        entry = metric.streaming
+        if entry is None:
+            continue
+        if entry.sums is not None:
+            if metric.name in state:
+                out[metric.name] = float(entry.value(state[metric.name]))
+        elif all(part in state for part in entry.parts):
+            out.update(entry.results(state, layout, settings))
     if layout.n_resamples:
-        values = replicate_values(state, layout, out.get("smooth_ece_bandwidth"))
-        out.intervals = {
-            name: interval(out[name], values[name], confidence_level, name)
-            for name in interval_metrics
-        }
+        replicates = np.moveaxis(state["replicates"], -1, 0)  # (replicate, cell, value)
+        offsets = layout.replicate_offsets()
+        out.intervals = {}
+        for name in interval_metrics:
+            resampled = by_name(name).streaming.interval
+            values = resampled.values(replicates[:, offsets[resampled.group] :], layout, state, out)
+            out.intervals[name] = interval(out[name], values, confidence_level, name)
     return out

@@ -23,17 +23,14 @@ import math
 import numpy as np
 from scipy.signal import fftconvolve
 
-from .._functions._binned import SECE_EPS
+from .._functions._sece import _TRUNCATION, SECE_EPS, fft_rounding, kernel_grid_sums
 from .._functions._smece import (
     _SMECE_DENSITY_EPS,
-    _TRUNCATION,
     _smece_from_grid,
     _smece_grid_size,
     _smece_mesh,
-    fft_rounding,
     fixed_point_bandwidth,
     interpolate_on_mesh,
-    kernel_grid_sums,
     reflected_smoothing,
 )
 
