@@ -8,7 +8,7 @@ the metrics of ``CalibrationAccumulator``.
 import functools
 
 from ._core._registry import Column, Metric, Resampled, Scorer, Streaming, register
-from ._dask import _metrics as dask
+from ._dask import _metrics as on_dask
 from ._functions import _binned, _debiased, _scores, _sece, _smece, _top_label
 from ._statistics import _decomposition
 from ._statistics._report import report_metrics
@@ -25,7 +25,7 @@ _DECLARATIONS = (
         function=_scores.top_label_accuracy,
         kernel=_scores._top_label_accuracy,
         plan=_scores.top_label_accuracy_plan,
-        dask=dask.top_label_accuracy,
+        dask=on_dask.top_label_accuracy,
         column=Column("accuracy", "accuracy"),
         streaming=Streaming(
             _SCORES, _entries.accuracy, interval=Resampled("top", _entries.accuracy_replicates)
@@ -36,7 +36,7 @@ _DECLARATIONS = (
         function=_scores.negative_log_likelihood,
         kernel=_scores._negative_log_likelihood,
         plan=_scores.negative_log_likelihood_plan,
-        dask=dask.negative_log_likelihood,
+        dask=on_dask.negative_log_likelihood,
         column=Column("nll", "NLL"),
         scorers=(Scorer("neg_nll"),),
         streaming=Streaming(
@@ -51,7 +51,7 @@ _DECLARATIONS = (
         function=_scores.brier_score,
         kernel=_scores._brier_score,
         plan=_scores.brier_plan,
-        dask=dask.brier_score,
+        dask=on_dask.brier_score,
         column=Column("brier", "Brier"),
         scorers=(Scorer("neg_brier"),),
         streaming=Streaming(
@@ -66,7 +66,7 @@ _DECLARATIONS = (
         function=_binned.expected_calibration_error,
         kernel=_binned._expected_calibration_error,
         plan=_binned.binned_plan,
-        dask=dask.expected_calibration_error,
+        dask=on_dask.expected_calibration_error,
         column=Column("ece", "ECE"),
         report="ECE",
         scorers=(Scorer("neg_ece"), Scorer("neg_worst_group_ece", worst_group=True)),
@@ -82,7 +82,7 @@ _DECLARATIONS = (
         function=_binned.maximum_calibration_error,
         kernel=_binned._maximum_calibration_error,
         plan=functools.partial(_binned.binned_plan, norm="max"),
-        dask=dask.maximum_calibration_error,
+        dask=on_dask.maximum_calibration_error,
         column=Column("mce", "MCE"),
         scorers=(Scorer("neg_mce"),),
         streaming=Streaming(
@@ -97,7 +97,7 @@ _DECLARATIONS = (
         function=_binned.adaptive_calibration_error,
         kernel=_binned._adaptive_calibration_error,
         plan=functools.partial(_binned.binned_plan, strategy="quantile"),
-        dask=dask.adaptive_calibration_error,
+        dask=on_dask.adaptive_calibration_error,
         column=Column("ada_ece", "AdaECE"),
         report="adaptive ECE",
         scorers=(Scorer("neg_adaptive_ece"),),
@@ -108,7 +108,7 @@ _DECLARATIONS = (
         function=_binned.classwise_calibration_error,
         kernel=_binned._classwise_calibration_error,
         plan=_binned.classwise_plan,
-        dask=dask.classwise_calibration_error,
+        dask=on_dask.classwise_calibration_error,
         column=Column("cw_ece", "cw-ECE"),
         report="classwise ECE",
         scorers=(Scorer("neg_classwise_ece"),),
@@ -123,7 +123,7 @@ _DECLARATIONS = (
         "sece",
         function=_sece.smooth_calibration_error,
         kernel=_sece._smooth_calibration_error,
-        dask=dask.smooth_calibration_error,
+        dask=on_dask.smooth_calibration_error,
         column=Column("sece", "SECE"),
         scorers=(Scorer("neg_sece"),),
         streaming=Streaming(_GRID, _entries.sece),
@@ -133,7 +133,7 @@ _DECLARATIONS = (
         function=_smece.smooth_ece,
         kernel=_smece._smooth_ece,
         plan=_smece.smooth_ece_plan,
-        dask=dask.smooth_ece,
+        dask=on_dask.smooth_ece,
         report="smECE",
         scorers=(
             Scorer("neg_smooth_ece"),
@@ -151,7 +151,7 @@ _DECLARATIONS = (
         function=_debiased.debiased_calibration_error,
         kernel=_debiased._debiased_calibration_error,
         plan=_debiased.debiased_plan,
-        dask=dask.debiased_calibration_error,
+        dask=on_dask.debiased_calibration_error,
         report="debiased L2 CE",
         scorers=(Scorer("neg_debiased_ce"),),
         streaming=Streaming(_FINE, _entries.debiased_ce),
@@ -161,7 +161,7 @@ _DECLARATIONS = (
         function=_top_label.top_label_calibration_error,
         kernel=_top_label._top_label_calibration_error,
         plan=_top_label.top_label_plan,
-        dask=dask.top_label_calibration_error,
+        dask=on_dask.top_label_calibration_error,
         scorers=(Scorer("neg_top_label_ece"),),
         streaming=Streaming(("predicted",), _entries.top_label_ece),
     ),
@@ -182,7 +182,7 @@ _DECLARATIONS = (
     Metric(
         "reliability",
         function=_binned.reliability_diagram,
-        dask=dask.reliability_diagram,
+        dask=on_dask.reliability_diagram,
         streaming=Streaming(_TOP, _entries.reliability_diagram),
     ),
     Metric("ks", streaming=Streaming(("fine", "scores"), _entries.ks)),

@@ -23,15 +23,8 @@ from ._dispatch import HANDLERS
 
 @dataclass(frozen=True)
 class Column:
-    """A metric's column of the report table (``REPORT_METRICS``).
-
-    Attributes
-    ----------
-    name : str
-        Short identifier, used as a key (``"ece"``).
-    label : str
-        Column title of a printed table (``"ECE"``).
-    """
+    """A metric's column of the report table: the ``name`` (a key) and ``label`` (a column
+    title) of its ``ReportMetric`` in ``REPORT_METRICS``."""
 
     name: str
     label: str

@@ -48,10 +48,8 @@ def checked_probabilities(y_prob, y_index, tol):
     ----------
     y_prob : ndarray of shape (n_samples, n_classes)
         Probabilities of :func:`reads_in_one_pass`.
-    y_index : ndarray of shape (n_samples,), dtype int64
-        Column of each sample's true class.
-    tol : float
-        Largest accepted deviation of a row sum from 1.
+    y_index, tol
+        As :func:`checked_top_label` takes them.
 
     Returns
     -------

@@ -12,7 +12,7 @@ exponentials (:func:`~sklearn_calib.metrics._fused._tempered.tempered_moments`).
 import numpy as np
 
 from ..._temperature import BETA_MIN, FlatNLL, newton_search, warm_start
-from .._core._rows import row_blocks, row_sums
+from .._core._rows import dot, row_blocks, row_sums
 from .._functions._scores import log_loss_clip
 from .._fused._tempered import tempered_moments
 
@@ -58,7 +58,7 @@ class _TemperedNLL:
             first += parts[0]
             second += parts[1]
         self.beta, self.totals = beta, totals
-        value = self.share @ (np.log(totals) - beta * self.true_gap)
+        value = dot(self.share, np.log(totals) - beta * self.true_gap)
         return value, first, second
 
     def row_totals(self, beta):
