@@ -294,6 +294,7 @@ def test_numpy_and_numba_kernels_give_the_same_sums(monkeypatch):
 
 def test_the_numba_check_keeps_the_top_label_scores_the_numpy_path_computes(monkeypatch):
     pytest.importorskip("numba")
+    monkeypatch.delenv("SKLEARN_CALIB_NUMBA", raising=False)  # numba's check, whatever the switch
     y, proba, _ = overconfident(100000, 5, seed=3, dtype=np.float32)
     proba[:300] = [0.3, 0.3, 0.2, 0.1, 0.1]  # tied maxima: argmax takes the first column
     y[:300] = np.arange(300) % 2
@@ -308,8 +309,9 @@ def test_the_numba_check_keeps_the_top_label_scores_the_numpy_path_computes(monk
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_the_numba_check_passes_only_rows_the_checks_return_unchanged(dtype):
+def test_the_numba_check_passes_only_rows_the_checks_return_unchanged(monkeypatch, dtype):
     pytest.importorskip("numba")
+    monkeypatch.delenv("SKLEARN_CALIB_NUMBA", raising=False)
     y, proba, _ = overconfident(20000, 4, seed=4, dtype=dtype)
     assert _check.takes_probabilities(proba)
     assert _check.checked_top_label(proba, y, 1e-3) is not None
@@ -340,6 +342,7 @@ def test_the_numba_check_passes_only_rows_the_checks_return_unchanged(dtype):
 
 def test_read_only_and_memory_mapped_probabilities_take_the_numba_check(tmp_path, monkeypatch):
     pytest.importorskip("numba")
+    monkeypatch.delenv("SKLEARN_CALIB_NUMBA", raising=False)
     y, proba, weight = overconfident(30000, 6, seed=6, dtype=np.float32)
     np.save(tmp_path / "proba.npy", proba)
     mapped = np.load(tmp_path / "proba.npy", mmap_mode="r")
