@@ -41,7 +41,7 @@ test-fast: $(DOCS_STAMP)
 NUMPY_PATH_TESTS := $(addprefix tests/test_,accumulator.py binning.py bootstrap.py \
 	calibration_report.py calibrators.py calibrator_selection.py debiased_and_top_label.py \
 	decomposition.py group_sums.py groups.py hypothesis_tests.py isotonic_scores.py \
-	scoring.py scorers.py smooth.py weight_invariances.py)
+	metric_registry.py scoring.py scorers.py smooth.py weight_invariances.py)
 
 test-numpy: $(STAMP)
 	SKLEARN_CALIB_NUMBA=0 $(PYTEST) $(NUMPY_PATH_TESTS)

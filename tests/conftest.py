@@ -11,7 +11,7 @@ from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 
 from sklearn_calib.datasets import load_fashion_mnist
-from sklearn_calib.metrics import _fused
+from sklearn_calib.metrics._fused import _switch
 
 import xdist_scopes
 
@@ -21,7 +21,7 @@ def numba_at_every_size(monkeypatch):
     """The fused passes take numba (where installed and not switched off) at every size, as
     ``SKLEARN_CALIB_NUMBA=1`` makes them, so that small test inputs run the kernels; the
     tests of the default choice by size set ``NUMBA_LOAD_NS`` themselves."""
-    monkeypatch.setattr(_fused, "NUMBA_LOAD_NS", 0)
+    monkeypatch.setattr(_switch, "NUMBA_LOAD_NS", 0)
 
 
 def pytest_configure(config):

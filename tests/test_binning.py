@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from sklearn_calib import classwise_calibration_error
-from sklearn_calib.metrics._binning import (
+from sklearn_calib.metrics._core._binning import (
     assign_bins,
     bin_sums,
     quantile_bin_edges,

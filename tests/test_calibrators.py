@@ -30,7 +30,7 @@ from sklearn_calib.calibrators import (
 )
 from sklearn_calib.calibrators._base import BaseCalibrator, softmax
 from sklearn_calib.calibrators._temperature_grid import grid_ece
-from sklearn_calib.metrics._binning import assign_bins, quantile_bin_edges, uniform_bin_edges
+from sklearn_calib.metrics._core._binning import assign_bins, quantile_bin_edges, uniform_bin_edges
 from sklearn_calib.scoring import expected_calibration_error, reliability_diagram
 
 from estimator_registry import CALIBRATORS as CALIBRATOR_NAMES

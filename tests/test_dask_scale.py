@@ -19,7 +19,7 @@ from sklearn_calib.calibrators import (
     TemperatureScaling,
 )
 from sklearn_calib.metrics import CalibrationAccumulator
-from sklearn_calib.metrics._dispatch import HANDLERS
+from sklearn_calib.metrics._core._dispatch import HANDLERS
 
 REPO = Path(__file__).resolve().parents[1]
 

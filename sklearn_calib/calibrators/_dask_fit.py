@@ -16,7 +16,7 @@ from sklearn.base import clone
 
 from .._dask_chunks import ChunkedRows
 from .._validation import check_class_labels, resolve_classes
-from ..metrics._binning import assign_bins, uniform_bin_edges
+from ..metrics._core._binning import assign_bins, uniform_bin_edges
 from ._base import evenly_spaced_rows
 from ._temperature_solver import (
     _SUBSAMPLE_ROWS,

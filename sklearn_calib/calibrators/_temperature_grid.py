@@ -10,7 +10,7 @@ on ``linspace(0, 1, M + 1)``, 0 in the first bin) and sums are float64, so the v
 import numpy as np
 import torch
 
-from ..metrics._binning import uniform_bin_edges
+from ..metrics._core._binning import uniform_bin_edges
 
 #: Elements of one (temperatures x samples x classes) block.
 _BLOCK = 1 << 24

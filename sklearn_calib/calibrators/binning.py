@@ -1,7 +1,7 @@
 """Histogram binning (Zadrozny and Elkan 2001) and scaling-binning (Kumar et al. 2019).
 
 Both map a probability to a value per bin, with the bin rule of the metrics
-(:mod:`sklearn_calib.metrics._binning`: ``(lower, upper]``, 0 in the first bin), in one of two
+(:mod:`sklearn_calib.metrics._core._binning`: ``(lower, upper]``, 0 in the first bin), in one of two
 modes:
 
 - ``"top_label"``: bins on the top-1 confidence ``r = max_k p_k``. The top class gets the
@@ -24,7 +24,7 @@ import numbers
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..metrics._binning import assign_bins, bin_sums, quantile_bin_edges, uniform_bin_edges
+from ..metrics._core._binning import assign_bins, bin_sums, quantile_bin_edges, uniform_bin_edges
 from ._base import BaseCalibrator, renormalize, softmax
 from ._dask_fit import fit_histogram_binning
 from ._temperature_solver import fit_inverse_temperature
@@ -76,7 +76,7 @@ class _BinMapCalibrator(BaseCalibrator):
     """Shared transform of the binning calibrators (probabilities -> bins -> values).
 
     Probabilities are binned in their own precision, as the metrics bin them: float32
-    probabilities are compared with float32 edges (see :mod:`sklearn_calib.metrics._binning`).
+    probabilities are compared with float32 edges (see :mod:`sklearn_calib.metrics._core._binning`).
     """
 
     def _fit_bins(self, proba, top_targets, class_targets, strategy, sample_weight):
@@ -126,7 +126,7 @@ class HistogramBinning(_BinMapCalibrator):
         Number of bins.
     strategy : {"uniform", "quantile"}, default="uniform"
         Equal-width bins on [0, 1], or equal-mass bins whose edges are quantiles of the
-        (weighted) fit data, as :func:`sklearn_calib.metrics._binning.quantile_bin_edges`.
+        (weighted) fit data, as :func:`sklearn_calib.metrics._core._binning.quantile_bin_edges`.
     mode : {"top_label", "classwise"}, default="top_label"
         Bin the top-1 confidence (value: accuracy of the bin) or each class probability
         (value: frequency of the class in the bin).

@@ -14,7 +14,7 @@ import contextlib
 import torch
 
 from sklearn_calib._validation import check_n_bins, check_number
-from sklearn_calib.metrics._metrics import SECE_EPS
+from sklearn_calib.metrics._functions._sece import SECE_EPS
 
 #: What SECE smooths: the 0/1 correctness or the all-pairs soft accuracy.
 SECE_ACCURACIES = ("hard", "soft")
