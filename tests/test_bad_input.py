@@ -15,6 +15,7 @@ import sys
 import numpy as np
 import pytest
 from sklearn.datasets import make_classification
+from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression
 
 from sklearn_calib import scoring
@@ -62,14 +63,13 @@ META_CLASSIFIERS = [
     ),
     (
         "CalibratedClassifier(LogisticRegression, cv, ensemble=False)",
-        lambda: CalibratedClassifier(LogisticRegression(), method="cv", cv=3, ensemble=False),
+        lambda: CalibratedClassifier(LogisticRegression(), cv=3, ensemble=False),
     ),
     (
         "CalibratedClassifier(NetClassifier, cv)",
         lambda: CalibratedClassifier(
             NetClassifier(module__hidden_units=(8,), max_epochs=1, random_state=0),
             calibrator=HistogramBinning(n_bins=5),
-            method="cv",
             cv=2,
         ),
     ),
@@ -509,7 +509,7 @@ def test_meta_classifiers_reject_negative_weights_and_unknown_labels(factory):
     assert_raises_naming(
         lambda: model.fit(X, Y, sample_weight=with_value(np.ones(len(Y)), np.nan, 0)), NAN
     )
-    prefit = CalibratedClassifier(model.estimators_[0], method="prefit")
+    prefit = CalibratedClassifier(FrozenEstimator(model.estimators_[0]))
     assert_raises_naming(lambda: prefit.fit(X, np.where(Y == 2, 4, Y)), r"does not know.*4")
     strings_y = np.array(["a", "b", "c"], dtype=object)[Y]
     assert_raises_naming(lambda: prefit.fit(X, strings_y), r"does not know.*\['a', 'b', 'c'\]")

@@ -81,9 +81,9 @@ CALIBRATORS = [
     TemperatureScaling(),
     TemperatureScaling(objective="ece", grid=[0.5, 1.0, 2.0]),
     HistogramBinning(),
-    HistogramBinning(strategy="quantile", mode="classwise"),
+    HistogramBinning(strategy="quantile", multi_class="classwise"),
     ScalingBinning(),
-    ScalingBinning(mode="classwise"),
+    ScalingBinning(multi_class="classwise"),
     VectorScaling(),
     MatrixScaling(),
     IsotonicCalibration(),
@@ -97,13 +97,13 @@ CALIBRATORS = [
     BetaCalibration(),
     CalibratorSelector(cv=3),
     MulticalibrationBoosting(),
-    MulticalibrationBoosting(multiclass="top_label", linear_leaves=False, early_stopping=False),
+    MulticalibrationBoosting(multi_class="top_label", linear_leaves=False, early_stopping=False),
 ]
 
 CLASSIFIERS = [
     CalibratedClassifier(LogisticRegression()),
-    CalibratedClassifier(LogisticRegression(), HistogramBinning(), method="cv", cv=3),
-    CalibratedClassifier(LogisticRegression(), method="cv", cv=3, ensemble=False),
+    CalibratedClassifier(LogisticRegression(), calibrator=HistogramBinning(), cv=3),
+    CalibratedClassifier(LogisticRegression(), cv=3, ensemble=False),
 ]
 
 _MORE_CLASSES_THAN_SCORES = (

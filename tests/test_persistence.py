@@ -236,7 +236,7 @@ def test_calibrated_classifier_round_trips(digits, how, inner, tmp_path):
     X_train, X_test, y_train, _ = digits
     estimator = small_net(max_epochs=2) if inner == "net" else LogisticRegression(max_iter=300)
     model = CalibratedClassifier(
-        estimator, calibrator=HistogramBinning(), calibration_size=0.3, random_state=0
+        estimator, calibrator=HistogramBinning(), cv=0.3, random_state=0
     ).fit(X_train, y_train)
     loaded = round_trip(model, how, tmp_path)
     np.testing.assert_array_equal(loaded.predict_proba(X_test), model.predict_proba(X_test))
