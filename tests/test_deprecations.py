@@ -323,3 +323,32 @@ def test_the_evaluation_tables_column_names_are_internal():
     assert interval_column("ECE") == "ECE 95% CI"
     with pytest.raises(AttributeError, match="has no attribute 'TEMPERATURE'"):
         _ = evaluation.TEMPERATURE
+
+
+# ------------------------------------------------------------ the changelog
+
+
+def test_the_changelog_lists_every_renamed_parameter_and_attribute():
+    from pathlib import Path
+
+    import sklearn_calib.calibrators as calibrators
+
+    changes = (Path(__file__).resolve().parents[1] / "CHANGES.rst").read_text()
+    classes = [getattr(calibrators, name) for name in calibrators.__all__]
+    renamed = {
+        pair
+        for cls in classes
+        if isinstance(cls, type)
+        for table in ("_renamed_parameters", "_renamed_attributes")
+        for pair in getattr(cls, table, {}).items()
+    }
+    assert ("mode", "multi_class") in renamed and ("n_rounds_", "n_iter_") in renamed
+    named = set(re.findall(r"``[^`]*``", changes))
+
+    def listed(name):
+        return any(re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", code) for code in named)
+
+    missing = [pair for pair in renamed if not all(listed(name) for name in pair)]
+    assert missing == []
+    for old in ("method", "calibration_size", "losses.smooth_ece", "losses.differentiable_ece"):
+        assert listed(old), old
