@@ -1,11 +1,14 @@
 """What a sweep will cost: a measured step of each kind of run, and of the analysis.
 
 Before a sweep the runner times, on this machine and with the threads the runs will use,
-one short training of every distinct kind of run it has to train (:func:`cost_group`: the
+short trainings of every distinct kind of run it has to train (:func:`cost_group`: the
 network, the estimator and its regulariser, the data, the batch size and the per-epoch
-tracking): a first fit of one epoch on a few batches (the process's warm-up), a second one
-(the set-up of a run), two more epochs (the steady cost of a batch: the faster), the
-tracker's per-epoch evaluation alone, and the run's final evaluation and record. A run's
+tracking): a first fit of one epoch on a few batches (the process's warm-up), then
+:data:`REPEATS` more fits (the set-up of a run), :data:`STEADY_EPOCHS` more epochs (the
+steady cost of a batch), the tracker's per-epoch evaluation alone and the run's final
+evaluation and record, each of these timed :data:`REPEATS` times. Every piece is the median
+of its timings, so that one step timed while the shared machine was busy (or idle) does
+not set the estimate. A run's
 estimate is then its epochs times its batches at the measured cost per batch, plus the
 tracker per epoch, plus the set-up, final evaluation and record. The reports' analysis is
 estimated from a timed post-hoc evaluation of the probe's logits (temperature search,
@@ -46,8 +49,10 @@ PROBE_BATCHES = 8
 #: Samples of each evaluation the probe times (validation, test, the tracker's); the time
 #: is scaled to the full sizes.
 PROBE_EVAL = 2048
-#: Steady epochs timed after the first (the fastest counts: the machine may be shared).
-STEADY_EPOCHS = 2
+#: Steady epochs timed after the set-up fits (the median counts: the machine may be shared).
+STEADY_EPOCHS = 3
+#: Timings of each other piece of the estimate (the median counts).
+REPEATS = 3
 #: Figures an experiment writes, for the analysis estimate (the experiments write 1-3).
 FIGURES_PER_EXPERIMENT = 2
 #: Bootstrap resamplings of a test metric per stored run in the reports (counted: 1,548
@@ -147,36 +152,47 @@ def measure(spec, *, device="cpu", data_home=None):
     start = time.perf_counter()
     build_estimator(probe, device, []).fit(X, y)
     first = time.perf_counter() - start
-    net = build_estimator(probe, device, [])
-    start = time.perf_counter()
-    net.fit(X, y)
-    second = time.perf_counter() - start
-    steady = math.inf
-    for _ in range(STEADY_EPOCHS):
-        start = time.perf_counter()
-        net.partial_fit(X, y)
-        steady = min(steady, time.perf_counter() - start)
+    nets = [build_estimator(probe, device, []) for _ in range(REPEATS)]
+    second = median_seconds([lambda net=net: net.fit(X, y) for net in nets])
+    net = nets[-1]
+    steady = median_seconds([lambda: net.partial_fit(X, y)] * STEADY_EPOCHS)
     track = _time_tracker(net, spec, data)
-    start = time.perf_counter()
     logits, scale = {}, 1.0
-    for split in ("val", "test"):
-        X_split, n_split = _head(data[f"X_{split}"]), len(data[f"y_{split}"])
-        scale = n_split / len(X_split)  # val and test are cut alike
-        X_split = torch.as_tensor(X_split, device=net.device_)
-        head = forward_logits(net.module_, X_split, EVAL_BATCH).cpu().numpy()
-        logits[split] = np.resize(head, (n_split, head.shape[1]))
-    final = scale * (time.perf_counter() - start)
-    start = time.perf_counter()
-    arrays = {f"{split}_logits": values for split, values in logits.items()}
-    with tempfile.TemporaryDirectory() as folder:
-        RunStore(folder).save("probe", spec, arrays, {"dur": [steady]}, {"epochs": 1})
-    gc.collect()
-    final += time.perf_counter() - start
+
+    def final_evaluation():
+        nonlocal scale
+        for split in ("val", "test"):
+            X_split, n_split = _head(data[f"X_{split}"]), len(data[f"y_{split}"])
+            scale = n_split / len(X_split)  # val and test are cut alike
+            X_split = torch.as_tensor(X_split, device=net.device_)
+            head = forward_logits(net.module_, X_split, EVAL_BATCH).cpu().numpy()
+            logits[split] = np.resize(head, (n_split, head.shape[1]))
+
+    final = median_seconds([final_evaluation] * REPEATS) * scale
+
+    def record():
+        arrays = {f"{split}_logits": values for split, values in logits.items()}
+        with tempfile.TemporaryDirectory() as folder:
+            RunStore(folder).save("probe", spec, arrays, {"dur": [steady]}, {"epochs": 1})
+        gc.collect()
+
+    final += median_seconds([record] * REPEATS)
     batch = steady / math.ceil(_fit_samples(probe, n_samples) / batch_size)
     batches = math.ceil(_fit_samples(spec, len(data.y_train)) / batch_size)
     evaluation = _time_evaluation(logits, data, spec)
     setup = max(second - steady, 0.0) + final
     return StepCost(batches, batch, track, setup, max(first - second, 0.0), evaluation)
+
+
+def median_seconds(calls):
+    """The median of the seconds each of ``calls`` (functions of no argument) takes, run
+    one after the other."""
+    seconds = []
+    for call in calls:
+        start = time.perf_counter()
+        call()
+        seconds.append(time.perf_counter() - start)
+    return float(np.median(seconds))
 
 
 def _head(X, total=PROBE_EVAL):
@@ -200,9 +216,7 @@ def _time_tracker(net, spec, data):
     )
     tracker = make_tracker(spec, part)
     tracker.on_train_begin(net)
-    start = time.perf_counter()
-    tracker.on_epoch_end(net)
-    seconds = time.perf_counter() - start
+    seconds = median_seconds([lambda: tracker.on_epoch_end(net)] * REPEATS)
     return seconds * full / (len(part.y_test) + len(part.y_train))
 
 
@@ -213,16 +227,21 @@ def _time_evaluation(logits, data, spec):
     val, test = logits["val"], logits["test"]
     if not (np.isfinite(val).all() and np.isfinite(test).all()):
         return 0.0
-    start = time.perf_counter()
-    temperature = ece_temperature(val, data.y_val, grid)
-    evaluate(data.y_test, scaled_probabilities(test))
-    proba = scaled_probabilities(test, temperature)
-    evaluate(data.y_test, proba)
-    histogram_binning(val, data.y_val, test)
-    evaluated = time.perf_counter() - start
-    start = time.perf_counter()
-    resampled_metric("ece", np.asarray(data.y_test), proba, 15, N_RESAMPLES)
-    return evaluated + RESAMPLED_PER_RUN * (time.perf_counter() - start)
+
+    def evaluation():
+        temperature = ece_temperature(val, data.y_val, grid)
+        evaluate(data.y_test, scaled_probabilities(test))
+        proba = scaled_probabilities(test, temperature)
+        evaluate(data.y_test, proba)
+        histogram_binning(val, data.y_val, test)
+        return proba
+
+    proba = evaluation()
+    evaluated = median_seconds([evaluation] * REPEATS)
+    resampled = median_seconds(
+        [lambda: resampled_metric("ece", np.asarray(data.y_test), proba, 15, N_RESAMPLES)] * REPEATS
+    )
+    return evaluated + RESAMPLED_PER_RUN * resampled
 
 
 def time_figure():
@@ -233,15 +252,17 @@ def time_figure():
     start = time.perf_counter()
     plt = pyplot()
     imported = time.perf_counter() - start
-    start = time.perf_counter()
-    fig, axes = plt.subplots(2, 4, figsize=(12, 6), layout="constrained")
-    for ax in axes.ravel():
-        ax.plot(np.arange(50), np.random.default_rng(0).random(50))
-        ax.hist(np.random.default_rng(1).random(1000), bins=30)
-    with tempfile.TemporaryDirectory() as folder:
-        fig.savefig(os.path.join(folder, "probe.png"), dpi=80)
-    plt.close(fig)
-    return imported, time.perf_counter() - start
+
+    def figure():
+        fig, axes = plt.subplots(2, 4, figsize=(12, 6), layout="constrained")
+        for ax in axes.ravel():
+            ax.plot(np.arange(50), np.random.default_rng(0).random(50))
+            ax.hist(np.random.default_rng(1).random(1000), bins=30)
+        with tempfile.TemporaryDirectory() as folder:
+            fig.savefig(os.path.join(folder, "probe.png"), dpi=80)
+        plt.close(fig)
+
+    return imported, median_seconds([figure] * REPEATS)
 
 
 def _load_data(data, data_home):

@@ -9,10 +9,10 @@ the same). The catalogue below follows the papers' tables:
   focal loss is ``focal_gra`` (weight detached, mean reduction). The entropy
   regularisation of the CIFAR-10 loss study has no grid there; it gets Wang et al.'s alpha
   grid.
-- Mukhoti et al. (2020), Wang and Golebiowski (2024) and Lin et al. (2025) differentiate the
-  focal weight (``focal``, ``flsd53``, ``dual_focal``, ``bsce``); the "-GRA" variants of
-  Lin et al. detach it. BSCE-GRA comes over a grid of (beta, gamma), chosen on validation
-  as Lin et al. tune it.
+- Mukhoti et al. (2020), the Meta-Regularization submission and Lin et al. (2025)
+  differentiate the focal weight (``focal``, ``flsd53``, ``dual_focal``, ``bsce``); the
+  "-GRA" variants of Lin et al. detach it. BSCE-GRA comes over a grid of (beta, gamma),
+  chosen on validation as Lin et al. tune it.
 """
 
 from dataclasses import dataclass, field
@@ -119,7 +119,7 @@ def inverse_focal(gamma):
     )
 
 
-# Mukhoti et al. (2020), Wang and Golebiowski (2024), Lin et al. (2025): family mukhoti2020.
+# Mukhoti et al. (2020), the Meta-Regularization submission, Lin et al. (2025): family mukhoti2020.
 CE_B = ce("mukhoti2020")
 BRIER = Method("Brier", "mukhoti2020", "brier", group="Brier", reduction="mean")
 MMCE = Method("MMCE", "mukhoti2020", "mmce", (("lam", 2.0),), "MMCE")
@@ -156,7 +156,7 @@ MIXUP = Method("Mixup α=1", "mukhoti2020", "ce", group="Mixup", mixup_alpha=1.0
 
 
 def meta(label, regularizer, meta_loss):
-    """A meta-learned method of Wang and Golebiowski (2024) (``MetaNetClassifier``).
+    """A meta-learned method of the Meta-Regularization submission (``MetaNetClassifier``).
 
     The estimator picks its own loss (focal loss with a per-sample gamma for "gamma_net",
     cross-entropy for "l2") and holds out 10 % of the training data as its

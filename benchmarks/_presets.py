@@ -6,8 +6,8 @@ Two training families cover the papers:
 - ``wang2021`` (Wang et al. 2021, and the CIFAR-10 loss study): SGD (momentum 0.9, weight
   decay 1e-4, lr 0.1), lr x0.1 at 50 % and 75 % of the epochs, batch 512, the loss averaged
   over the batch and no gradient clipping (Wang et al.'s code takes the mean);
-- ``mukhoti2020`` (Mukhoti et al. 2020's code and its descendants: Wang and Golebiowski
-  2024, Lin et al. 2025): SGD (momentum 0.9, weight decay 5e-4, lr 0.1), lr x0.1 at
+- ``mukhoti2020`` (Mukhoti et al. 2020's code and its descendants: the Meta-Regularization
+  submission, Lin et al. 2025): SGD (momentum 0.9, weight decay 5e-4, lr 0.1), lr x0.1 at
   150/350 and 250/350 of the epochs, batch 128, the loss summed over the batch and the
   gradient norm clipped to 2 (Brier keeps the mean, as in that code).
 

@@ -1,8 +1,9 @@
 """Writing an experiment's outputs: the CSV of every run, the Markdown report, PNG figures.
 
 A :class:`Report` collects Markdown blocks, tables (means over seeds with their intervals),
-figures and claims (the paper's statement, what our numbers say, and the verdict) and writes
-``report.md`` next to ``runs.csv`` and the figures in the experiment's folder.
+figures and claims (the paper's statement, what our numbers say, each check's outcome and the
+headline) and writes ``report.md`` next to ``runs.csv`` and the figures in the experiment's
+folder.
 """
 
 import csv
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._uncertainty import tally, verdict
+from ._uncertainty import ALPHA, FEW, FEW_DF, headline, holm, tally
 
 
 def mean_std(values, scale=1.0, digits=2):
@@ -73,6 +74,23 @@ def read_csv(path):
         return list(csv.DictReader(file))
 
 
+#: What a report's agreement table means (written above it).
+CHECKS_RULE = (
+    "Each claim is split into checks, each one number against the paper's claim: its "
+    f"{1 - ALPHA:.0%} interval (seeds and test rows resampled; {FEW}: fewer than "
+    f"{FEW_DF:g} degrees of freedom, an interval that says little), a count of seeds for a "
+    "number chosen on a grid (a binomial test against half of them), or a shape against a "
+    "flat curve. Holm's procedure over a claim's checks keeps the chance of any wrong "
+    f"decision in the claim at {ALPHA:g}: a check is decided when its Holm-adjusted p-value "
+    f"is below {ALPHA:g}, and then **holds** (the number lies on the claimed side) or "
+    "**fails** (on the other side); otherwise it is **open**. The verdict: **agrees** when "
+    "every decided check holds, **disagrees** when every decided check fails, **mixed** "
+    "when decided checks disagree with each other, **inconclusive** when none is decided; "
+    "the counts of holding, failing and open checks follow it "
+    '(benchmarks/EXPERIMENTS.md, "How sure the numbers are").'
+)
+
+
 @dataclass
 class Claim:
     """A statement of the paper checked against our numbers.
@@ -82,14 +100,30 @@ class Claim:
     paper : str
         What the paper claims, with its citation.
     ours : str
-        What our numbers show (with their intervals) and how many checks hold.
+        What our numbers show.
+    checks : list of str
+        Each check with its outcome and Holm-adjusted p-value.
     verdict : str
         One of :data:`~benchmarks._uncertainty.VERDICTS`.
+    counts : str
+        How many checks hold, fail and are open.
     """
 
     paper: str
     ours: str
+    checks: list
     verdict: str
+    counts: str
+
+
+def check_line(check, outcome, adjusted):
+    """One check as the agreement table shows it."""
+    p_value = "n/a" if check.p_value != check.p_value else f"{check.p_value:.2g}"
+    label = f"{check.label}: " if check.label else ""
+    return (
+        f"{label}{check.value}, claimed {check.claimed}: *{outcome}* "
+        f"(p {p_value}, Holm {adjusted:.2g})"
+    )
 
 
 def pyplot():
@@ -174,12 +208,15 @@ class Report:
         self.figures.append(name)
         self.blocks.append(f"![{caption}]({name})\n\n*{caption}*")
 
-    def claim(self, paper, ours, outcomes):
-        """Add a claim; its verdict comes from the outcomes of its checks
-        (:func:`~benchmarks._uncertainty.verdict`), counted after ``ours``."""
-        outcomes = list(outcomes)
-        ours = f"{ours.rstrip()} Checks: {tally(outcomes)}."
-        self.claims.append(Claim(paper, ours, verdict(outcomes)))
+    def claim(self, paper, ours, checks):
+        """Add a claim with its checks (:class:`~benchmarks._uncertainty.Check`); their outcomes
+        are Holm-corrected together (:func:`~benchmarks._uncertainty.holm`) and give the
+        headline (:func:`~benchmarks._uncertainty.headline`)."""
+        checks = list(checks)
+        results = holm(checks)
+        outcomes = [outcome for outcome, _ in results]
+        lines = [check_line(c, *result) for c, result in zip(checks, results, strict=True)]
+        self.claims.append(Claim(paper, ours.strip(), lines, headline(outcomes), tally(outcomes)))
 
     def csv(self, rows, name="runs.csv"):
         write_csv(self.folder / name, rows)
@@ -189,10 +226,14 @@ class Report:
         parts = [f"# {self.title}", "## Setup", setup.strip(), "## Results", *self.blocks]
         parts.append("## Agreement with the paper")
         if self.claims:
+            parts.append(CHECKS_RULE)
             parts.append(
                 markdown_table(
-                    ["paper's claim", "our numbers", "verdict"],
-                    [[c.paper, c.ours, f"**{c.verdict}**"] for c in self.claims],
+                    ["paper's claim", "our numbers", "checks", "verdict"],
+                    [
+                        [c.paper, c.ours, "<br>".join(c.checks), f"**{c.verdict}** ({c.counts})"]
+                        for c in self.claims
+                    ],
                 )
             )
         else:

@@ -3,10 +3,12 @@
 Every ``report.md`` under the reports folder is read back: its experiment is its folder's
 name, its regime the folder above (``quick``, ``quick_fashion_mnist``, ``cpu``; reports
 directly in the reports folder are the ``full`` preset's). From each report come the
-verdicts of its "Agreement with the paper" table and, from its Setup and tables, the
-regime's own numbers: CE's test accuracy and validation temperature per recipe family,
-and whether its verdicts come from intervals (the rule of :mod:`benchmarks._uncertainty`)
-or from an earlier rule. :func:`summary_text` lays them out as one Markdown page: the
+verdicts of its "Agreement with the paper" table with the counts of its checks and, from
+its Setup and tables, the regime's own numbers: CE's test accuracy and validation
+temperature per recipe family, and which rule its verdicts come from: intervals with Holm's
+correction and the headline of :func:`benchmarks._uncertainty.headline`, or an earlier rule
+(intervals without Holm, whose headline is recomputed from the report's check counts, or
+the sign of the mean). :func:`summary_text` lays them out as one Markdown page: the
 deviations from the papers (:data:`benchmarks._deviations.DEVIATIONS`) first, then the
 regimes, then claim by claim and regime by regime; it depends on the reports' text only
 (sorted, no dates), so the page can be regenerated and compared with the committed one.
@@ -19,7 +21,7 @@ from pathlib import Path
 
 from ._deviations import DEVIATIONS
 from ._presets import OVERCONFIDENT_T
-from ._uncertainty import VERDICTS
+from ._uncertainty import FAILS, HOLDS, OPEN, VERDICTS, headline
 
 #: The regime of the reports lying directly in the reports folder (the ``full`` preset).
 FULL = "full"
@@ -34,11 +36,28 @@ MISSING = "—"
 
 _AGREEMENT = "## Agreement with the paper"
 #: A citation: a parenthesis that names a paper by its year ("(Wang et al. 2021, Fig. 4)"),
-#: or the unpublished CIFAR-10 loss study, with at most one level of nested parentheses.
-_CITATION = re.compile(r"\(([^()]*(?:\b(?:19|20)\d\d\b|loss study)[^()]*(?:\([^()]*\)[^()]*)*)\)")
-#: What the "our numbers" cell of a claim checked with intervals ends with.
-_CHECKS = "Checks: "
+#: the unpublished CIFAR-10 loss study or the anonymous Meta-Regularization submission, with
+#: at most one level of nested parentheses.
+_CITATION = re.compile(
+    r"\(([^()]*(?:\b(?:19|20)\d\d\b|loss study|Meta-Regularization submission)[^()]*"
+    r"(?:\([^()]*\)[^()]*)*)\)"
+)
+#: Earlier citations in the reports, and the citations they now are: the meta-regularisation
+#: paper is an anonymous submission; the CIFAR-10 loss study has no label smoothing.
+_RENAMED = {
+    "Wang and Golebiowski 2024": "the Meta-Regularization submission",
+    "Wang et al. 2021, Table 1; the CIFAR-10 loss study": "Wang et al. 2021, Table 1",
+}
+#: What the "our numbers" cell of a claim checked with intervals before Holm's correction
+#: ends with (the counts of its checks).
+_CHECKS = re.compile(r"Checks: ((?:\d+ (?:holds?|fails?|open)(?:, )?)+)\.")
+#: The verdict cell of a report with per-check outcomes: "**mixed** (2 hold, 1 fails)".
+_VERDICT = re.compile(r"\*\*(\w+)\*\*(?: \(([^()]*)\))?")
+#: The verdicts of the reports written before the headline rule, and what they became.
+_EARLIER = {"agrees": "agrees", "partly": "mixed", "disagrees": "disagrees"}
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+#: The verdict rules a report can have been written with.
+HOLM, NO_HOLM, SIGN = "holm", "intervals", "sign"
 
 
 @dataclass(frozen=True)
@@ -50,13 +69,24 @@ class CEValue:
     from_setup: bool
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """A claim's headline and the counts of its checks ("" where the report has none)."""
+
+    word: str
+    counts: str = ""
+
+    def text(self):
+        return f"{self.word} ({self.counts})" if self.counts else self.word
+
+
 @dataclass
 class ParsedReport:
     """What the summary uses of one ``report.md``.
 
-    ``claims`` are ``(claim, verdict)`` pairs in the table's order; ``intervals`` says
-    whether they were checked with intervals; ``accuracy`` and ``temperature`` map a recipe
-    family to CE's test accuracy (%) and validation T.
+    ``claims`` are ``(claim, Verdict)`` pairs in the table's order; ``rule`` is the verdict
+    rule it was written with (:data:`HOLM`, :data:`NO_HOLM` or :data:`SIGN`); ``accuracy``
+    and ``temperature`` map a recipe family to CE's test accuracy (%) and validation T.
     """
 
     experiment: str
@@ -64,7 +94,7 @@ class ParsedReport:
     link: str
     title: str = ""
     claims: list = field(default_factory=list)
-    intervals: bool = False
+    rule: str = HOLM
     accuracy: dict = field(default_factory=dict)
     temperature: dict = field(default_factory=dict)
     setup: str = ""
@@ -103,26 +133,52 @@ def _section(lines, heading):
     return lines[start:end]
 
 
-def _agreement(lines, where):
-    """The (claim, verdict) pairs of the agreement table, and whether its claims were checked
-    with intervals; a bad verdict raises.
+def _outcomes(counts):
+    """The outcomes of "2 hold, 1 fails, 3 open"."""
+    names = {"hold": HOLDS, "fail": FAILS, "open": OPEN}
+    return [
+        names[name]
+        for count, name in re.findall(r"(\d+) (hold|fail|open)", counts)
+        for _ in range(int(count))
+    ]
 
-    The claim is the first cell and the verdict the last: the middle cell ("our
-    numbers") may hold a ``|`` of its own.
+
+def _verdict(row, cell, where, claim):
+    """The verdict of one row of an agreement table and the rule it was written with.
+
+    A report with per-check outcomes gives its headline and counts; an earlier report
+    checked with intervals (without Holm's correction) gets the headline of its check
+    counts; one written from the sign of the mean keeps its word ("partly" is "mixed").
     """
-    claims, intervals = [], False
+    match = _VERDICT.fullmatch(cell.strip())
+    word = match.group(1) if match else cell.strip()
+    if match and match.group(2) and word in VERDICTS:
+        return Verdict(word, match.group(2)), HOLM
+    if word in _EARLIER or word == "inconclusive":
+        tally = _CHECKS.search(row)
+        if tally:
+            counts = tally.group(1)
+            return Verdict(headline(_outcomes(counts)), counts), NO_HOLM
+        return Verdict(_EARLIER.get(word, word)), SIGN
+    raise ValueError(
+        f"{where}: expected a verdict in {list(VERDICTS)} for the claim {claim!r}, got {word!r}"
+    )
+
+
+def _agreement(lines, where):
+    """The (claim, Verdict) pairs of the agreement table, and the rule its claims were
+    checked with; a bad verdict raises.
+
+    The claim is the first cell and the verdict the last: the middle cells ("our
+    numbers", the checks) may hold a ``|`` of their own.
+    """
+    claims, rule = [], HOLM
     for row in [line for line in _section(lines, _AGREEMENT) if line.startswith("|")][2:]:
         row = row.strip().strip("|")
-        claim, verdict = row.split(" | ", 1)[0].strip(), row.rsplit(" | ", 1)[-1]
-        verdict = verdict.strip().strip("*")
-        if verdict not in VERDICTS:
-            raise ValueError(
-                f"{where}: expected a verdict in {list(VERDICTS)} for the claim "
-                f"{claim!r}, got {verdict!r}"
-            )
+        claim, cell = row.split(" | ", 1)[0].strip(), row.rsplit(" | ", 1)[-1]
+        verdict, rule = _verdict(row, cell, where, claim)
         claims.append((claim, verdict))
-        intervals = intervals or _CHECKS in row
-    return claims, intervals
+    return claims, rule
 
 
 def _setup_lines(lines):
@@ -138,7 +194,7 @@ def _from_regime_lines(report, setup):
             continue
         family = match.group(1)
         accuracy = re.search(r"CE's test accuracy (\d+(?:\.\d+)?)", line)
-        temperature = re.search(r"CE's validation temperature T = (\d+(?:\.\d+)?)", line)
+        temperature = re.search(r"CE's validation temperature T(?:_NLL)? = (\d+(?:\.\d+)?)", line)
         if accuracy:
             report.accuracy[family] = CEValue(float(accuracy.group(1)), True)
         if temperature:
@@ -153,8 +209,9 @@ def _from_tables(report, family, lines):
         if ce is None or len(ce) != len(header):
             continue
         values = dict(zip(header, ce, strict=True))
-        if family not in report.temperature and "T" in values:
-            value = _first_number(values["T"])
+        column = next((name for name in ("T", "T (val. ECE)") if name in values), None)
+        if family not in report.temperature and column:
+            value = _first_number(values[column])
             if value is not None:
                 report.temperature[family] = CEValue(value, False)
         if family not in report.accuracy:
@@ -188,7 +245,7 @@ def parse_report(text, experiment, regime, link):
     lines = text.splitlines()
     report = ParsedReport(experiment, regime, link)
     report.title = next((line[2:] for line in lines if line.startswith("# ")), experiment)
-    report.claims, report.intervals = _agreement(lines, link)
+    report.claims, report.rule = _agreement(lines, link)
     setup = _setup_lines(lines)
     family = next(
         (m.group(1) for line in setup if (m := re.match(r"Recipe `([^`]+)` family", line))),
@@ -235,6 +292,8 @@ def regimes_of(reports):
 
 
 def _citations(claim):
+    for earlier, name in _RENAMED.items():
+        claim = claim.replace(earlier, name)
     return tuple(_CITATION.findall(claim))
 
 
@@ -329,7 +388,7 @@ def _regime_rows(reports, regimes):
         counts = {verdict: 0 for verdict in VERDICTS}
         for report in mine:
             for _, verdict in report.claims:
-                counts[verdict] += 1
+                counts[verdict.word] += 1
         folder = "reports in this folder" if regime == FULL else f"[`{regime}/`]({regime}/)"
         rows.append(
             [
@@ -347,15 +406,24 @@ def _regime_rows(reports, regimes):
     return rows
 
 
+#: How the summary names each verdict rule.
+RULES = {
+    HOLM: "intervals, Holm within a claim",
+    NO_HOLM: "**intervals without Holm** (headlines recomputed from the check counts)",
+    SIGN: "**sign of the mean** (before intervals)",
+}
+
+
 def _rule(reports):
-    """Which verdict rule the reports of a regime were written with."""
-    checked = sum(report.intervals for report in reports if report.claims)
-    total = sum(1 for report in reports if report.claims)
-    if checked == total:
-        return "intervals"
-    if not checked:
-        return "**sign of the mean** (before intervals)"
-    return f"intervals in {checked} of {total} reports"
+    """Which verdict rules the reports of a regime were written with."""
+    rules = [report.rule for report in reports if report.claims]
+    if len(set(rules)) == 1:
+        return RULES[rules[0]]
+    return "; ".join(
+        f"{RULES[rule]} in {rules.count(rule)} of {len(rules)} reports"
+        for rule in RULES
+        if rule in rules
+    )
 
 
 def _deviation_lines():
@@ -372,6 +440,12 @@ def _deviation_lines():
 def _table(headers, rows):
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     return lines + ["| " + " | ".join(row) + " |" for row in rows]
+
+
+def _cell(verdict, link):
+    """A regime's verdict on a claim, linked to its report, with its check counts."""
+    counts = f" ({verdict.counts})" if verdict.counts else ""
+    return f"[{verdict.word}]({link}#agreement-with-the-paper){counts}"
 
 
 def summary_text(reports):
@@ -410,15 +484,23 @@ def summary_text(reports):
         ),
         "",
         "A claim's verdict comes from its checks (benchmarks/EXPERIMENTS.md, \"How sure the "
-        'numbers are"): each check compares a difference, a ratio or a slope with its 95 % '
-        "interval, seeds and test rows resampled together; **agrees** when every check holds, "
-        "**partly** when some do, **disagrees** when none does and some fail, "
-        "**inconclusive** when every interval holds the claimed bound. Reports written "
-        'before this rule ("sign of the mean" in the table) called a claim from the sign of '
-        "the difference of means, or from a t-test over seeds where the paper says "
-        '"significantly": they never say inconclusive, and their agrees and disagrees '
-        "include differences smaller than their noise; they stand until their regime is run "
-        "again.",
+        'numbers are"): each check compares one number with the paper (a difference, a ratio '
+        "or a slope by its 95 % interval, seeds and test rows resampled together; a count of "
+        "seeds for a number chosen on a grid; a shape against a flat curve), and Holm's "
+        "procedure over a claim's checks decides which hold, fail or stay open. **agrees** "
+        "when every decided check holds, **disagrees** when every decided check fails, "
+        "**mixed** when decided checks disagree with each other, **inconclusive** when none "
+        "is decided; the counts of holding, failing and open checks follow each verdict, "
+        "and each report lists its checks one by one. Reports written before this rule keep "
+        "their own page until their regime is run again: those checked with intervals but "
+        'without Holm\'s correction ("intervals without Holm") show here the headline of '
+        "their check counts under this rule (their page may still give the earlier word "
+        "for a claim with some checks holding); those "
+        'written from the sign of the mean ("sign of the mean") called a claim from the sign '
+        "of the difference of means, or from a t-test over seeds where the paper says "
+        '"significantly": they never say inconclusive, their agrees and disagrees include '
+        "differences smaller than their noise, and a claim they found to hold in part "
+        "shows here as mixed, without counts.",
         "",
         "CE's numbers are per recipe family, taken from the reports of each regime (a range "
         "when its reports differ). T is the NLL-optimal validation temperature of the "
@@ -440,12 +522,7 @@ def summary_text(reports):
         title = mine[next(regime for regime in regimes if regime in mine)].title
         rows = [
             [claim]
-            + [
-                f"[{values[regime][0]}]({values[regime][1]}#agreement-with-the-paper)"
-                if regime in values
-                else MISSING
-                for regime in regimes
-            ]
+            + [_cell(*values[regime]) if regime in values else MISSING for regime in regimes]
             for claim, values in align_claims(claims)
         ]
         reports_line = ", ".join(

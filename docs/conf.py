@@ -1,8 +1,12 @@
 """Sphinx configuration of the sklearn_calib documentation (``make docs``)."""
 
 import os
+import re
+import shutil
 import sys
 from pathlib import Path
+
+from docutils import nodes
 
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
@@ -142,6 +146,30 @@ def skip_routing_setters(app, what, name, obj, skip, options):
     return None
 
 
+#: The committed reports of ``benchmarks/``, copied into the site's ``reports/`` folder.
+REPORTS = ROOT / "benchmarks" / "reports"
+
+
+def reports_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    """``:reports:`PATH``` or ``:reports:`title <PATH>```: a link to the copy of the
+    committed report ``benchmarks/reports/PATH`` in the site (an error if it is absent)."""
+    match = re.fullmatch(r"(.*?)\s*<([^<>]+)>", text, re.DOTALL)
+    title, path = (match.group(1), match.group(2)) if match else (text, text)
+    if not (REPORTS / path).is_file():
+        message = inliner.reporter.error(f"no report benchmarks/reports/{path}", line=lineno)
+        return [inliner.problematic(rawtext, rawtext, message)], [message]
+    up = "../" * inliner.document.settings.env.docname.count("/")
+    return [nodes.reference(rawtext, title, refuri=f"{up}reports/{path}")], []
+
+
+def copy_reports(app, exception):
+    """Copy the committed reports (Markdown, CSV and figures) into the built site."""
+    if exception is None and app.builder.format == "html":
+        shutil.copytree(REPORTS, Path(app.outdir) / "reports", dirs_exist_ok=True)
+
+
 def setup(app):
+    app.add_role("reports", reports_role)
+    app.connect("build-finished", copy_reports)
     app.connect("missing-reference", resolve_public_paths)
     app.connect("autodoc-skip-member", skip_routing_setters)

@@ -8,6 +8,10 @@ import pytest
 from benchmarks.__main__ import main
 from benchmarks._deviations import DEVIATIONS
 from benchmarks._summary import (
+    HOLM,
+    NO_HOLM,
+    SIGN,
+    Verdict,
     _citations,
     align_claims,
     find_reports,
@@ -28,18 +32,23 @@ QUICK = """# Toy experiment (Doe et al. 2009)
 
 ## Results
 
-| method | error (%) | T |
+| method | error (%) | T (val. ECE) |
 |---|---|---|
 | Focal | 9.00 ± 1.00 | 0.70 ± 0.01 |
 | CE | 4.50 ± 0.50 | 1.10 ± 0.02 |
 
 ## Agreement with the paper
 
-| paper's claim | our numbers | verdict |
-|---|---|---|
-| CE is overconfident (Doe et al. 2009). | T 1.10. | **disagrees** |
-| Focal loss keeps the hardness visible (Doe et al. 2009, Fig. 2). | |ρ| 0.5 vs 0.4. | **partly** |
-| The γ-Net has the lowest ECE (Doe et al. 2009, Figure 5). | Pending. | **inconclusive** |
+Each claim is split into checks.
+
+| paper's claim | our numbers | checks | verdict |
+|---|---|---|---|
+| CE is overconfident (Doe et al. 2009). | T 1.10. | T: 1.10, claimed > 1.5: *fails* | \
+**disagrees** (1 fails) |
+| Focal loss keeps the hardness visible (Doe et al. 2009, Fig. 2). | |ρ| 0.5 vs 0.4. | a<br>b | \
+**mixed** (1 holds, 1 fails) |
+| The γ-Net has the lowest ECE (Doe et al. 2009, Figure 5). | Pending. | a | \
+**inconclusive** (1 open) |
 """
 
 CPU = """# Toy experiment (Doe et al. 2009)
@@ -59,9 +68,23 @@ CE's validation temperature T = 2.40 ± 0.05 (NLL-optimal).
 |---|---|---|
 | CE is overconfident (Doe et al. 2009). | T 2.40 [2.3, 2.5]. Checks: 1 holds. | **agrees** |
 | The γ-Net has the lowest ECE at every number of bins (Doe et al. 2009, Figure 5). | \
-7/7. Checks: 7 hold. | **agrees** |
-| A claim only the cpu regime checks (Doe et al. 2009, Fig. 7). | 3/3. Checks: 3 hold. \
-| **agrees** |
+7/7. Checks: 1 holds, 6 open. | **partly** |
+| A claim only the cpu regime checks (Doe et al. 2009, Fig. 7). | 3/3. Checks: 1 holds, 2 fail. \
+| **partly** |
+"""
+
+FULL = """# Toy experiment (Doe et al. 2009)
+
+## Setup
+
+- Data: Toy digits (8x8): 1,000 images.
+- Recipe `wang2021` family: SGD, lr x0.1 after epochs 20 and 30 of 40 (the fractions 0.5, 0.75).
+
+## Agreement with the paper
+
+| paper's claim | our numbers | verdict |
+|---|---|---|
+| CE is overconfident (Doe et al. 2009). | T 2.40 and 1.30. | **partly** |
 """
 
 
@@ -85,10 +108,17 @@ def test_parse_report_reads_claims_setup_and_ce_numbers():
     quick = parse_report(QUICK, "toy", "quick", "quick/toy/report.md")
     assert quick.title == "Toy experiment (Doe et al. 2009)"
     assert quick.claims == [
-        ("CE is overconfident (Doe et al. 2009).", "disagrees"),
-        ("Focal loss keeps the hardness visible (Doe et al. 2009, Fig. 2).", "partly"),
-        ("The γ-Net has the lowest ECE (Doe et al. 2009, Figure 5).", "inconclusive"),
+        ("CE is overconfident (Doe et al. 2009).", Verdict("disagrees", "1 fails")),
+        (
+            "Focal loss keeps the hardness visible (Doe et al. 2009, Fig. 2).",
+            Verdict("mixed", "1 holds, 1 fails"),
+        ),
+        (
+            "The γ-Net has the lowest ECE (Doe et al. 2009, Figure 5).",
+            Verdict("inconclusive", "1 open"),
+        ),
     ]
+    assert quick.rule == HOLM
     assert quick.setup == "Toy digits (8x8), `mlp` (hidden_units=[8]), 4 epochs"
     assert quick.device == "cpu (x86_64)"
     # from the CE row of the table (not the Focal row above it): 100 - error, and T
@@ -99,10 +129,27 @@ def test_parse_report_reads_claims_setup_and_ce_numbers():
     assert cpu.accuracy["wang2021"].value == 88.0
     assert cpu.temperature["wang2021"].value == 2.40
     assert cpu.temperature["wang2021"].from_setup
+    # the Setup's NLL-optimal temperature under its current name
+    renamed = parse_report(CPU.replace("temperature T =", "temperature T_NLL ="), "toy", "cpu", "")
+    assert renamed.temperature["wang2021"].value == 2.40
+
+
+def test_earlier_reports_get_the_headline_of_their_check_counts():
+    # checked with intervals before Holm's correction: the headline of the counts
+    cpu = parse_report(CPU, "toy", "cpu", "cpu/toy/report.md")
+    assert cpu.rule == NO_HOLM
+    assert [verdict for _, verdict in cpu.claims] == [
+        Verdict("agrees", "1 holds"),
+        Verdict("agrees", "1 holds, 6 open"),  # every decided check holds
+        Verdict("mixed", "1 holds, 2 fail"),
+    ]
+    # from the sign of the mean: no counts, the earlier word for "in part" is mixed
+    full = parse_report(FULL, "toy", "full", "toy/report.md")
+    assert full.rule == SIGN and full.claims[0][1] == Verdict("mixed")
 
 
 def test_parse_report_rejects_an_unknown_verdict():
-    text = QUICK.replace("**partly**", "**maybe**")
+    text = QUICK.replace("**mixed**", "**maybe**")
     with pytest.raises(ValueError, match=r"quick/toy/report.md: expected a verdict .* 'maybe'"):
         parse_report(text, "toy", "quick", "quick/toy/report.md")
 
@@ -135,34 +182,37 @@ def test_summary_aligns_claims_across_regimes_and_marks_missing_ones(reports_fol
     link = "{}/toy/report.md#agreement-with-the-paper"
     assert "| paper's claim | quick | cpu |" in lines
     assert (
-        f"| CE is overconfident (Doe et al. 2009). | [disagrees]({link.format('quick')}) | "
-        f"[agrees]({link.format('cpu')}) |" in lines
+        f"| CE is overconfident (Doe et al. 2009). | [disagrees]({link.format('quick')}) "
+        f"(1 fails) | [agrees]({link.format('cpu')}) (1 holds) |" in lines
     )
     # the pending wording and the final one share a row
     assert (
         f"| The γ-Net has the lowest ECE (Doe et al. 2009, Figure 5). | "
-        f"[inconclusive]({link.format('quick')}) | [agrees]({link.format('cpu')}) |" in lines
+        f"[inconclusive]({link.format('quick')}) (1 open) | [agrees]({link.format('cpu')}) "
+        "(1 holds, 6 open) |" in lines
     )
     # a "|" inside "our numbers" does not shift the verdict
     assert (
         f"| Focal loss keeps the hardness visible (Doe et al. 2009, Fig. 2). | "
-        f"[partly]({link.format('quick')}) | — |" in lines
+        f"[mixed]({link.format('quick')}) (1 holds, 1 fails) | — |" in lines
     )
     assert (
         f"| A claim only the cpu regime checks (Doe et al. 2009, Fig. 7). | — | "
-        f"[agrees]({link.format('cpu')}) |" in lines
+        f"[mixed]({link.format('cpu')}) (1 holds, 2 fail) |" in lines
     )
     regimes = [line for line in lines if line.startswith("| **")]
     assert regimes[0].startswith("| **quick** ([`quick/`](quick/)) | Toy digits (8x8), `mlp`")
     assert "`wang2021` 95.50† | `wang2021` 1.10† | no |" in regimes[0]
     assert regimes[0].endswith(
-        "| **sign of the mean** (before intervals) "
-        "| 0 agrees · 1 partly · 1 disagrees · 1 inconclusive (3 claims) |"
+        "| intervals, Holm within a claim "
+        "| 0 agrees · 1 mixed · 1 disagrees · 1 inconclusive (3 claims) |"
     )
     assert "`wang2021` 88.00 | `wang2021` 2.40 | **yes** |" in regimes[1]
     assert regimes[1].endswith(
-        "| intervals | 3 agrees · 0 partly · 0 disagrees · 0 inconclusive (3 claims) |"
+        "| **intervals without Holm** (headlines recomputed from the check counts) "
+        "| 2 agrees · 1 mixed · 0 disagrees · 0 inconclusive (3 claims) |"
     )
+    assert "partly" not in text
     # regenerating gives the same page
     assert summary_text(find_reports(reports_folder)) == text
 
@@ -190,8 +240,12 @@ def test_committed_summary_is_current():
 
 def test_citations_name_papers():
     assert _citations("A claim (Wang et al. 2021, Fig. 6e).") == ("Wang et al. 2021, Fig. 6e",)
+    assert _citations("A claim (the Meta-Regularization submission, Figure 3(c-d)).") == (
+        "the Meta-Regularization submission, Figure 3(c-d)",
+    )
+    # the paper's earlier name in reports not yet rerun aligns with the current one
     assert _citations("A claim (Wang and Golebiowski 2024, Figure 3(c-d)).") == (
-        "Wang and Golebiowski 2024, Figure 3(c-d)",
+        "the Meta-Regularization submission, Figure 3(c-d)",
     )
     assert _citations("Not effective (the CIFAR-10 loss study).") == ("the CIFAR-10 loss study",)
     assert _citations("ECE at 1000 bins (M = 15) is higher (10 % more).") == ()

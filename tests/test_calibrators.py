@@ -238,7 +238,7 @@ def test_ts_ece_objective_returns_the_grid_argmin():
     assert ts.n_iter_ == len(grid)
 
 
-def test_ts_ece_default_grid_is_seed_001_pool():
+def test_ts_ece_default_grid_is_the_wang2021_pool():
     logits, y = overconfident_logits(100, 3, seed=8)
     ts = TemperatureScaling(objective="ece").fit(logits, y)
     assert ts.n_iter_ == 1000

@@ -200,3 +200,26 @@ def test_the_changes_are_a_page_of_the_site(built_docs):
     version = importlib.import_module("sklearn_calib").__version__
     assert f"Version {version}" in page and "Renamed" in page
     assert 'href="changes.html"' in (built_docs / "index.html").read_text()
+
+
+def test_the_reproducing_page_links_every_committed_report():
+    # Checked without a build: a report added under benchmarks/reports gets its link.
+    page = (DOCS / "reproducing.rst").read_text()
+    linked = set(re.findall(r":reports:`(?:[^`<]*<)?([^`<>]+?)>?`", page))
+    reports = ROOT / "benchmarks" / "reports"
+    committed = {
+        path.relative_to(reports).as_posix()
+        for path in reports.rglob("*.md")
+        if path.name in ("report.md", "README.md") or path.parent.name == "calibrator_arena"
+    }
+    assert committed <= linked, sorted(committed - linked)
+
+
+def test_the_site_holds_the_reports_it_links(built_docs):
+    page = (built_docs / "reproducing.html").read_text()
+    assert 'href="reports/quick/focal/report.md"' in page
+    assert (built_docs / "reports" / "quick" / "focal" / "report.md").is_file()
+    assert (built_docs / "reports" / "cpu" / "meta" / "gamma.png").is_file()
+    guide = (built_docs / "user_guide" / "measuring.html").read_text()
+    assert 'href="../reports/focal/report.md"' in guide
+    assert "reproducing.html" in (built_docs / "index.html").read_text()

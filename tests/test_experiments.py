@@ -22,7 +22,7 @@ from benchmarks.experiments import EXPERIMENTS
 from benchmarks.experiments._base import choose_coefficients
 from benchmarks.experiments.focal import METHODS as FOCAL_METHODS
 from benchmarks.experiments.gra import chosen_pair
-from benchmarks.experiments.toy_gaussians import pearson, weight_values
+from benchmarks.experiments.toy_gaussians import WEIGHTS, pearson, weight_values
 from sklearn_calib.calibrators import TemperatureScaling
 
 
@@ -381,25 +381,33 @@ class _Context:
 
     n_resamples = 200
 
-    def over_seeds(self, label, values):
-        return over_seeds(label, values, n_resamples=self.n_resamples)
+    def over_seeds(self, label, values, bounds=(-1.0, 1.0)):
+        return over_seeds(label, values, n_resamples=self.n_resamples, bounds=bounds)
 
 
 def test_toy_gaussians_ties_are_not_ordered(tmp_path):
-    # gBS with beta = 1 correlates like focal loss: a tie (an interval [0, 0]), not an order.
+    # Two weights that correlate alike: a tie (an interval [0, 0]), not an order.
     toy = EXPERIMENTS["toy_gaussians"]
     rows = [
         {"FL_r_test": 0.821 + d, "DFL_r_test": 0.842 + d, "gBS_r_test": 0.821 + d}
         for d in (0.0, 0.01, -0.01)
     ]
-    ours, verdict_ = _claims_of(toy, tmp_path, _Context(), rows)[1]
-    assert "gBS − FL 0.000 [0.000, 0.000]" in ours and "1 holds, 1 fails, 1 open" in ours
-    assert verdict_ == "partly"
+    report = Report(tmp_path, "test")
+    toy._claims(report, _Context(), rows)
+    claim = report.claims[1]
+    assert any(line.startswith("gBS − FL: 0.000 [0.000, 0.000]") for line in claim.checks)
+    assert claim.counts == "1 holds, 1 fails, 1 open" and claim.verdict == "mixed"
     rows = [
         {"FL_r_test": 0.550 + d, "DFL_r_test": 0.638 + d, "gBS_r_test": 0.664 + d}
         for d in (0.0, 0.01, -0.01)
     ]
     assert _claims_of(toy, tmp_path, _Context(), rows)[1][1] == "agrees"
+
+
+def test_toy_gaussians_gbs_is_not_searched_where_it_is_focal():
+    # With beta = 1 the gBS weight is the focal weight times 2^gamma: it would tie with FL.
+    grid, default = WEIGHTS["gBS"]
+    assert {params["beta"] for params in grid} == {2.0} and default["beta"] == 2.0
 
 
 def test_plan_line_describes_each_experiments_runs(tmp_path, monkeypatch):

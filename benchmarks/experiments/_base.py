@@ -27,16 +27,26 @@ from .._presets import OVERCONFIDENT_T
 from .._report import finite_mean, format_duration, mean_std
 from .._store import run_key
 from .._train import GRIDS, make_spec
-from .._uncertainty import CONFIDENCE, N_RESAMPLES, over_seeds
+from .._uncertainty import CONFIDENCE, FEW, FEW_DF, N_RESAMPLES, over_seeds
 
 #: Columns of a run that do not depend on the test rows (chosen on validation data).
 VALIDATION_COLUMNS = ("temperature", "nll_temperature", "val_ece")
 #: What the tables' intervals are (the Setup says it).
 INTERVALS = (
     f"Tables give the mean over seeds and its {CONFIDENCE:.0%} interval [low, high]: seeds "
-    "and test rows resampled together, t quantile with Satterthwaite's degrees of freedom "
+    "and test rows resampled together, t quantile with Satterthwaite's degrees of freedom, "
+    f"clipped to the quantity's range (an ECE is not below 0); {FEW} marks an interval with "
+    f"fewer than {FEW_DF:g} degrees of freedom (2 seeds: t above 4.3), too wide to say much "
     '(benchmarks/EXPERIMENTS.md, "How sure the numbers are").'
 )
+#: What "T" is in the tables and in the Setup (both appear in a report).
+TEMPERATURES = (
+    "T in the tables is the temperature of the recipe's grid with the lowest validation "
+    "ECE, the one temperature scaling uses here (as the papers choose it); T_NLL in the "
+    "Setup is the NLL-optimal validation temperature, the measure of over-confidence."
+)
+#: The range of a metric of :data:`~benchmarks._posthoc.METRICS` (others lie in [0, 1]).
+METRIC_RANGES = {"nll": (0.0, math.inf), "brier": (0.0, 2.0)}
 #: The test probabilities a column is computed from, by its prefix.
 PHASES = ("test", "ts", "tsnll", "hb")
 
@@ -123,20 +133,27 @@ class Context:
         key = (label, column, grid, n_bins)
         if key not in self._estimates:
             evaluations = [self.evaluation(run, grid) for run in self.runs_of(label)]
+            bounds = column_range(column)
             if column in VALIDATION_COLUMNS:
                 values = [getattr(ev, column) for ev in evaluations]
-                estimate = over_seeds(label, values, n_resamples=self.n_resamples)
+                estimate = over_seeds(label, values, n_resamples=self.n_resamples, bounds=bounds)
             else:
                 pairs = [ev.resampled(column, n_bins, self.n_resamples) for ev in evaluations]
-                estimate = over_seeds(label, [p for p, _ in pairs], np.array([r for _, r in pairs]))
+                replicates = np.array([r for _, r in pairs])
+                estimate = over_seeds(label, [p for p, _ in pairs], replicates, bounds=bounds)
             self._estimates[key] = estimate
         return self._estimates[key]
 
-    def over_seeds(self, label, values, replicates=None):
+    def values(self, label, column, grid):
+        """The per-seed values of a validation column (:data:`VALIDATION_COLUMNS`) of the
+        method ``label``, in seed order (for the checks of a number chosen on a grid)."""
+        return [getattr(self.evaluation(run, grid), column) for run in self.runs_of(label)]
+
+    def over_seeds(self, label, values, replicates=None, bounds=(-math.inf, math.inf)):
         """The mean over seeds of per-run numbers of the method ``label`` computed by the
         experiment (one per seed; with ``replicates``, their values on the resamples of
         the test rows), as an estimate (:func:`~benchmarks._uncertainty.over_seeds`)."""
-        return over_seeds(label, values, replicates, n_resamples=self.n_resamples)
+        return over_seeds(label, values, replicates, n_resamples=self.n_resamples, bounds=bounds)
 
     def cell(self, label, column, grid, scale=100.0, digits=2):
         """``"mean [low, high]"`` of :meth:`estimate`, times ``scale``."""
@@ -145,6 +162,14 @@ class Context:
 
 def _seed(run):
     return run.seed
+
+
+def column_range(column):
+    """The range of a column of :meth:`Context.estimate`: a temperature above 0, the NLL
+    above 0, the Brier score in [0, 2], any other metric in [0, 1]."""
+    if column in ("temperature", "nll_temperature"):
+        return (0.0, math.inf)
+    return METRIC_RANGES.get(column.split("_", 1)[-1], (0.0, 1.0))
 
 
 #: The metrics of histogram-binned probabilities (a binned map gives probabilities of 0:
@@ -475,7 +500,7 @@ def setup_text(context, families, extra=(), *, own_setup=None):
     if own_setup is None:
         lines.append(
             f"- Seeds: {', '.join(map(str, config.seeds))} (weight initialisation and batch "
-            "order; the data split is the same for all seeds). " + INTERVALS
+            "order; the data split is the same for all seeds). " + INTERVALS + " " + TEMPERATURES
         )
         lines += regime_lines(context, families)
     lines += [
@@ -528,7 +553,8 @@ def regime_lines(context, families):
         text += (
             f" (CE: {format_duration(finite_mean(wall))} a run); CE's test accuracy "
             f"{mean_std(accuracy, 100.0)} %, CE's validation temperature "
-            f"T = {mean_std(temperature)} (NLL-optimal; T > 1: overconfident). "
+            f"T_NLL = {mean_std(temperature)} (NLL-optimal; T > 1: overconfident; the "
+            "tables' T is the grid temperature with the lowest validation ECE). "
         )
         if overconfident:
             text += f"CE is overconfident here (T ≥ {OVERCONFIDENT_T:g}), as in the papers" + (

@@ -34,6 +34,8 @@ from ._base import Experiment, choose_coefficients, metric_rows, run_row, setup_
 from .regularizers import groups_of
 
 GRID = "wang2021"
+#: The range of a non-negative number (a temperature, a norm, an NLL, an entropy, a std).
+POSITIVE = (0.0, math.inf)
 FIG2 = ["CE", "Focal γ=1", "Focal γ=2", "Focal γ=3"]
 FIG2_METRICS = [
     ("test_nll", "test NLL"),
@@ -95,7 +97,7 @@ class Dynamics(Experiment):
             value, resampled = resampled_metric("ece", ev.test_y, proba, 15, context.n_resamples)
             values.append(value)
             replicates.append(resampled)
-        return context.over_seeds(label, values, np.array(replicates))
+        return context.over_seeds(label, values, np.array(replicates), (0.0, 1.0))
 
     def analyze(self, context):
         curves = self._curves(context)
@@ -128,7 +130,9 @@ class Dynamics(Experiment):
                     label,
                     self._lowest(curves[label]),
                     self._final_ece(context, label).text(100.0),
-                    context.over_seeds(label, _final(curves[label], "opt_temperature")).text(),
+                    context.over_seeds(
+                        label, _final(curves[label], "opt_temperature"), bounds=POSITIVE
+                    ).text(),
                 ]
                 for label in ["CE", *[lab for labs in groups.values() for lab in labs]]
             ],
@@ -155,8 +159,8 @@ class Dynamics(Experiment):
             [
                 [
                     label,
-                    context.over_seeds(label, s).text(),
-                    context.over_seeds(label, r).text(digits=3),
+                    context.over_seeds(label, s, bounds=POSITIVE).text(),
+                    context.over_seeds(label, r, bounds=(-1.0, 1.0)).text(digits=3),
                 ]
                 for label, (s, r) in spread.items()
             ],
@@ -174,7 +178,9 @@ class Dynamics(Experiment):
             [
                 [label]
                 + [
-                    context.over_seeds(label, _final(curves[label], name)).text(digits=3)
+                    context.over_seeds(label, _final(curves[label], name), bounds=POSITIVE).text(
+                        digits=3
+                    )
                     for name, _ in FIG2_METRICS
                 ]
                 for label in FIG2
@@ -286,66 +292,65 @@ class Dynamics(Experiment):
 
     def _claims(self, report, context, curves, groups, spread):
         ls = groups["LS"]
-        rises = {
-            label: context.over_seeds(label, late_rise(curves[label], "opt_ece")) for label in ls
-        }
         report.claim(
             "With label smoothing the optimal ECE rises after some epochs (Wang et al. 2021, "
             "Fig. 4).",
-            "Rise of the optimal ECE to the last epoch (points): "
-            + ", ".join(f"{label} {rise.text(100.0)}" for label, rise in rises.items())
-            + ".",
-            [above(rise) for rise in rises.values()],
+            "Rise of the optimal ECE to the last epoch (points).",
+            [
+                above(
+                    context.over_seeds(label, late_rise(curves[label], "opt_ece")),
+                    label=label,
+                    scale=100.0,
+                )
+                for label in ls
+            ],
         )
         strengths = [float(label.split("=")[1]) for label in ls]
         final = [self._final_ece(context, label) for label in ls]
-        trend, slope = increasing(final, strengths)
+        check, _ = increasing(final, strengths, label="slope (ECE per unit of ε)")
         report.claim(
             "Larger smoothing strengths give a worse optimal ECE (Wang et al. 2021, Fig. 4).",
             "Final optimal ECE (%) for ε = "
             + ", ".join(f"{s:g}: {f.text(100.0)}" for s, f in zip(strengths, final, strict=True))
-            + f"; slope {slope.text(1.0)} (ECE per unit of ε; the check also needs no step "
-            "between neighbours significantly down).",
-            [trend],
+            + " (the check also needs no step between neighbours significantly down).",
+            [check],
         )
         regs = [label for label in spread if label != "CE"]
 
         def spread_of(label, index):
             return context.over_seeds(label, spread[label][index])
 
-        differences = {label: spread_of(label, 0) - spread_of("CE", 0) for label in regs}
         report.claim(
             "Regularisers compress the maximum logits; CE's cover a much larger range "
             "(Wang et al. 2021, Fig. 5).",
-            f"Std of the max logit: CE {spread_of('CE', 0).text()}; each regulariser's minus "
-            "CE's: " + ", ".join(f"{label} {d.text()}" for label, d in differences.items()) + ".",
-            [below(d) for d in differences.values()],
+            f"Std of the max logit: CE {spread_of('CE', 0).text()}; each regulariser's minus CE's.",
+            [below(spread_of(label, 0) - spread_of("CE", 0), label=label) for label in regs],
         )
-        differences = {label: abs(spread_of(label, 1)) - abs(spread_of("CE", 1)) for label in regs}
         report.claim(
             "CE keeps the hardness of samples (learned epoch) visible in its logits; the "
             "regularisers lose it (Wang et al. 2021, Fig. 5).",
-            f"|Spearman ρ| between learned epoch and max logit: CE "
-            f"{abs(spread_of('CE', 1)).text(digits=3)}; each regulariser's minus CE's: "
-            + ", ".join(f"{label} {d.text(digits=3)}" for label, d in differences.items())
-            + ".",
-            [below(d) for d in differences.values()],
+            f"Absolute Spearman ρ between learned epoch and max logit: CE "
+            f"{abs(spread_of('CE', 1)).text(digits=3)}; each regulariser's minus CE's.",
+            [
+                below(abs(spread_of(label, 1)) - abs(spread_of("CE", 1)), label=label, digits=3)
+                for label in regs
+            ],
         )
         rise = context.over_seeds("CE", late_rise(curves["CE"], "test_nll"))
         focal = FIG2[1:]
-        lower = {
-            label: context.estimate(label, "test_nll", GRID)
-            - context.estimate("CE", "test_nll", GRID)
+        checks = [above(rise, label="rise of CE's NLL", digits=3)]
+        ce_nll = context.estimate("CE", "test_nll", GRID)
+        checks += [
+            below(
+                context.estimate(label, "test_nll", GRID) - ce_nll, label=f"{label} − CE", digits=3
+            )
             for label in focal
-        }
+        ]
         report.claim(
             "The test NLL of CE rises late in training (NLL overfitting) while focal loss keeps "
             "it lower (Mukhoti et al. 2020, Fig. 2a).",
-            f"Rise of CE's test NLL to the last epoch: {rise.text(digits=3)}; final NLL of "
-            "focal minus CE's: "
-            + ", ".join(f"{label} {d.text(digits=3)}" for label, d in lower.items())
-            + ".",
-            [above(rise)] + [below(d) for d in lower.values()],
+            "Rise of CE's test NLL to the last epoch; final NLL of focal minus CE's.",
+            checks,
         )
         for name, direction, text in [
             (
@@ -374,17 +379,18 @@ class Dynamics(Experiment):
             ),
         ]:
             ce = context.over_seeds("CE", _final(curves["CE"], name))
-            differences = {
-                label: context.over_seeds(label, _final(curves[label], name)) - ce
-                for label in focal
-            }
             check = above if direction > 0 else below
             report.claim(
                 text,
-                f"Last epoch: CE {ce.text(digits=3)}; focal γ=1,2,3 minus CE: "
-                + ", ".join(d.text(digits=3) for d in differences.values())
-                + ".",
-                [check(d) for d in differences.values()],
+                f"Last epoch: CE {ce.text(digits=3)}; focal minus CE.",
+                [
+                    check(
+                        context.over_seeds(label, _final(curves[label], name)) - ce,
+                        label=f"{label} − CE",
+                        digits=3,
+                    )
+                    for label in focal
+                ],
             )
 
 

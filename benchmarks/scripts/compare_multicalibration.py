@@ -218,7 +218,11 @@ def _mean(rows, problem, name, column):
 
 
 def _verdict(count, total):
-    return "agrees" if count == total else "disagrees" if count == 0 else "partly"
+    """The headline of a claim that holds on ``count`` of ``total`` problems ("mixed"
+    carries the counts, as the experiments' headlines do)."""
+    if count == total:
+        return "agrees"
+    return "disagrees" if count == 0 else f"mixed ({count} of {total} problems)"
 
 
 def _lowers(rows, problems, name, column):

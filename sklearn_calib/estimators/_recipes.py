@@ -3,8 +3,8 @@
 "wang2021" is the recipe of D.-B. Wang, L. Feng and M.-L. Zhang, "Rethinking Calibration of
 Deep Neural Networks: Do Not Be Afraid of Overconfidence", NeurIPS 2021; "mukhoti2020" that
 of J. Mukhoti et al., "On using Focal Loss for Neural Network Calibration", 2020, and of the
-papers built on their code. Their former names "seed001" and "seed002"
-(:data:`RECIPE_ALIASES`) still work and warn.
+papers built on their code. Their former names (:data:`RECIPE_ALIASES`) still work and
+warn.
 
 A recipe fixes the optimiser, its base learning rate and hyperparameters, and a schedule:
 the factor applied to the base learning rate at each step. :class:`NetClassifier` applies
