@@ -352,3 +352,14 @@ def test_the_changelog_lists_every_renamed_parameter_and_attribute():
     assert missing == []
     for old in ("method", "calibration_size", "losses.smooth_ece", "losses.differentiable_ece"):
         assert listed(old), old
+
+
+@pytest.mark.parametrize("name", ["DEFAULT_LRS", "REFERENCE_PAIRING", "MixedTarget"])
+def test_the_estimators_internals_warn_and_are_the_same_objects(name):
+    from sklearn_calib import estimators
+    from sklearn_calib.estimators import _recipes, _targets
+
+    assert name not in estimators.__all__
+    with pytest.warns(FutureWarning, match=f"`sklearn_calib.estimators.{name}` is no longer"):
+        value = getattr(estimators, name)
+    assert value is getattr(_recipes, name, None) or value is getattr(_targets, name)
