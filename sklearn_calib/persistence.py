@@ -20,7 +20,8 @@ it must be trusted too. The list holds exactly:
   :class:`~sklearn_calib.calibrators.CalibratedClassifier`,
   :class:`~sklearn_calib.estimators.NetClassifier`,
   :class:`~sklearn_calib.estimators.MetaNetClassifier`,
-  :class:`~sklearn_calib.estimators.Recipe`, and the network, loss and optimiser classes
+  :class:`~sklearn_calib.estimators.Recipe`, :class:`~sklearn_calib.estimators.Lookahead`,
+  and the network, loss and optimiser classes
   (:data:`~sklearn_calib.estimators.networks.NETWORKS`,
   :data:`~sklearn_calib.losses.LOSSES`, ``torch.optim`` SGD, Adam, AdamW) that a net's
   parameters may name. A net's state stores the network, loss, optimiser (and
@@ -69,7 +70,7 @@ from skorch.utils import check_indexing, to_numpy
 from torch.utils.data import DataLoader
 
 from . import calibrators
-from .estimators import MetaNetClassifier, NetClassifier, Recipe
+from .estimators import Lookahead, MetaNetClassifier, NetClassifier, Recipe
 from .estimators._recipes import OPTIMIZERS
 from .estimators.networks import NETWORKS
 from .losses import LOSSES
@@ -117,9 +118,9 @@ def _skops_io():
 def trusted_types():
     """Return the names of the types skops may load for a sklearn_calib model.
 
-    They are sklearn_calib's estimators and calibrators, the network, loss, recipe and
-    optimiser classes a NetClassifier's parameters may name, and the dependency types and
-    functions listed in :mod:`sklearn_calib.persistence` (``torch.device``, skorch's
+    They are sklearn_calib's estimators and calibrators, the network, loss, recipe,
+    lookahead and optimiser classes a net's parameters may name, and the dependency types
+    and functions listed in :mod:`sklearn_calib.persistence` (``torch.device``, skorch's
     default dataset and iterator classes, its validation split and settings-only
     callbacks). scikit-learn's estimators and numpy arrays are trusted by skops itself.
 
@@ -140,6 +141,7 @@ def trusted_types():
         MetaNetClassifier,
         NetClassifier,
         Recipe,
+        Lookahead,
         *NETWORKS.values(),
         *LOSSES.values(),
         *OPTIMIZERS.values(),

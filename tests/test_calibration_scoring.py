@@ -1,5 +1,5 @@
 """CalibrationScoring: per-epoch validation calibration in the history, equal to the metric
-functions of the net's predictions, without per-batch hooks."""
+functions of the net's predictions, from the validation pass the net makes anyway."""
 
 import numpy as np
 import pytest
@@ -9,6 +9,8 @@ from skorch.dataset import Dataset
 from skorch.helper import predefined_split
 
 from sklearn_calib.estimators import CalibrationScoring, NetClassifier
+from sklearn_calib.estimators._run import needs_live_batches
+from sklearn_calib.estimators.networks import MLP
 from sklearn_calib.metrics import (
     expected_calibration_error,
     negative_log_likelihood,
@@ -56,8 +58,62 @@ def test_each_epoch_records_the_metrics_of_that_epochs_predictions(digits_split)
     assert two.history[1, "valid_ece_best"] is best
 
 
-def test_it_adds_no_per_batch_hook_and_needs_a_validation_split(digits_split):
-    for hook in ("on_batch_begin", "on_batch_end", "on_grad_computed"):
+class _CountingMLP(MLP):
+    """The zoo's MLP, counting its forward passes in evaluation mode."""
+
+    eval_passes = 0
+
+    def forward(self, x):
+        if not self.training:
+            type(self).eval_passes += 1
+        return super().forward(x)
+
+
+class _CountFromTrainBegin(Callback):
+    """Counts the evaluation passes of the training run only (not the network's check)."""
+
+    def on_train_begin(self, net, **kwargs):
+        _CountingMLP.eval_passes = 0
+
+
+class _EveryBatch(Callback):
+    """A callback with per-batch work: the run then goes per batch."""
+
+    def on_batch_end(self, net, **kwargs):
+        pass
+
+
+@pytest.mark.parametrize("live", [False, True], ids=["on_device", "per_batch"])
+def test_it_reads_the_validation_pass_the_net_makes_instead_of_a_second_one(digits_split, live):
+    # It ran the validation data through the network again at the end of every epoch:
+    # twice the evaluation passes
+    X, y, X_valid, y_valid = digits_split
+    callbacks = [CalibrationScoring(metrics=("ece", "nll")), _CountFromTrainBegin()]
+    callbacks += [_EveryBatch()] if live else []
+    net = NetClassifier(
+        _CountingMLP,
+        module__hidden_units=(16,),
+        max_epochs=3,
+        batch_size=64,
+        iterator_valid__batch_size=100,
+        random_state=0,
+        train_split=predefined_split(Dataset(X_valid, y_valid)),
+        callbacks=callbacks,
+    )
+    net.fit(X, y)
+    assert _CountingMLP.eval_passes == 3 * 4  # 4 validation batches of 100 per epoch
+    proba = net.predict_proba(X_valid)
+    assert net.history[-1, "valid_ece"] == pytest.approx(
+        expected_calibration_error(y_valid, proba), rel=1e-12
+    )
+    assert net.history[-1, "valid_nll"] == pytest.approx(
+        negative_log_likelihood(y_valid, proba), rel=1e-12
+    )
+
+
+def test_it_keeps_the_training_pass_on_the_device_and_needs_a_validation_split(digits_split):
+    assert not needs_live_batches([("calibration", CalibrationScoring())])
+    for hook in ("on_batch_begin", "on_grad_computed"):
         assert getattr(CalibrationScoring, hook) is getattr(Callback, hook)
     X, y, _, _ = digits_split
     net = NetClassifier(max_epochs=1, random_state=0, callbacks=[CalibrationScoring()])

@@ -19,6 +19,7 @@ from sklearn_calib.estimators import (
     MetaNetClassifier,
     NetClassifier,
     NonFiniteLossError,
+    _state,
 )
 from sklearn_calib.estimators._checkpoint import FitCheckpoint
 from sklearn_calib.estimators._inputs import training_data
@@ -140,6 +141,38 @@ def test_nonfinite_loss_in_partial_fit_restores_the_weights_in_place(digits):
     assert_same_weights(weights(net), before)
     assert len(net.history) == n_epochs
     np.testing.assert_array_equal(net.predict_proba(X_test), proba)
+    assert np.isfinite(net.predict_proba(X_test)).all()
+
+
+def test_a_continued_fit_copies_the_fitted_parts_to_the_host_once_it_changes_them(
+    digits, monkeypatch
+):
+    # Every partial_fit copied the whole torch state on the device first, also one whose
+    # input was rejected before anything changed
+    X_train, X_test, y_train, _ = digits
+    net = small_net(max_epochs=1).fit(X_train, y_train)
+    taken, device_copies = [], []
+    take, capture = _state.ComponentsCopy.take, _state.capture_components
+
+    def spied_take(self):
+        take(self)
+        taken.append(self.snapshot)
+
+    def spied_capture(net):
+        device_copies.append(net)
+        return capture(net)
+
+    monkeypatch.setattr(_state.ComponentsCopy, "take", spied_take)
+    monkeypatch.setattr(_state, "capture_components", spied_capture)
+    with pytest.raises(ValueError, match="features"):
+        net.partial_fit(X_train[:, :10], y_train)
+    assert taken == []
+    net.partial_fit(X_train, y_train)
+    assert len(taken) == 1 and device_copies == []
+    leaves = [*taken[0]["module_"].values(), *taken[0]["optimizer_"]["state"][0].values()]
+    assert all(leaf.device.type == "cpu" for leaf in leaves if isinstance(leaf, torch.Tensor))
+    net.fit(X_train, y_train)  # a fresh fit builds new parts: nothing to copy
+    assert len(taken) == 1
     assert np.isfinite(net.predict_proba(X_test)).all()
 
 

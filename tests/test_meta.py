@@ -17,12 +17,14 @@ import torch
 from sklearn.base import clone
 from sklearn.datasets import make_classification
 from sklearn.model_selection import GridSearchCV, cross_val_score
+from skorch.callbacks import Callback
 from torch import nn
 from torch.utils.data import Subset
 
 from sklearn_calib import CalibratedClassifier, MetaNetClassifier, TemperatureScaling
-from sklearn_calib.estimators import NetClassifier
+from sklearn_calib.estimators import LOOKAHEADS, Lookahead, NetClassifier
 from sklearn_calib.estimators import _meta as meta_module
+from sklearn_calib.estimators import _meta_step as meta_step_module
 from sklearn_calib.estimators._gamma_net import ElementwiseL2, GammaNet, build_regularizer
 from sklearn_calib.estimators._meta import _stratified_holdout
 from sklearn_calib.estimators._meta_step import (
@@ -436,6 +438,156 @@ def test_meta_batches_cycle_through_a_permutation():
     assert small.next_batch()[0].shape == (3, 1)
 
 
+# ------------------------------------------------------------------ the lookahead
+
+#: The head step of earlier versions: the net's mean loss at its current learning rate.
+FORMER_HEAD_STEP = Lookahead("head", loss="mean", meta_batch_size=None)
+
+
+class _FirstStep(Callback):
+    """The head's displacement by the first real step, and the gradient norm before it."""
+
+    def on_batch_begin(self, net, batch=None, training=False, **kwargs):
+        if training and not hasattr(self, "real"):
+            self.before = net.module_.head.weight.detach().clone()
+
+    def on_grad_computed(self, net, named_parameters, **kwargs):
+        if not hasattr(self, "norm"):
+            grads = [p.grad.flatten() for _, p in named_parameters if p.grad is not None]
+            self.norm = torch.cat(grads).norm().item()
+
+    def on_batch_end(self, net, batch=None, training=False, **kwargs):
+        if training and not hasattr(self, "real"):
+            self.real = net.module_.head.weight.detach() - self.before
+
+
+def _first_displacements(digits, monkeypatch, sample_weight=None, **params):
+    """The head's virtual and real displacements in a fit's first step, and the gradient norm.
+
+    Plain SGD (no momentum, no weight decay) at a constant learning rate, and a regulariser
+    that cannot move (Adam's learning rate 1e-12), so the real step follows the gradient
+    the virtual step took.
+    """
+    virtual, original = [], meta_step_module.virtual_params
+
+    def recorded(loss, params, lr):
+        stepped = original(loss, params, lr)
+        name = "weight" if "weight" in params else "network.head.weight"
+        virtual.append((stepped[name] - params[name]).detach())
+        return stepped
+
+    monkeypatch.setattr(meta_step_module, "virtual_params", recorded)
+    first = _FirstStep()
+    X, y = digits[0][:640], digits[2][:640]
+    small_meta(
+        optimizer="sgd",
+        lr=0.05,
+        max_epochs=1,
+        meta_optimizer__lr=1e-12,
+        callbacks=[first],
+        **params,
+    ).fit(X, y, sample_weight=None if sample_weight is None else sample_weight(y))
+    return virtual[0], first.real, first.norm
+
+
+@pytest.mark.parametrize("regularizer", ["gamma_net", "l2"])
+@pytest.mark.parametrize("lookahead", ["bohdal2021", "network_tuned"])
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_virtual_displacement_against_the_real_step(
+    digits, monkeypatch, regularizer, lookahead, reduction
+):
+    # Bohdal et al.'s step moves the head by lr * grad(summed loss), unclipped, in every
+    # recipe; the tuned step moves every weight by 20 lr * grad(mean loss). Against the real
+    # step: under the mean loss that is B (the batch size) and 20 times lr * grad(mean loss);
+    # under the summed loss clipped to norm 2, the real step is lr * grad(summed loss) *
+    # min(1, 2 / |grad|). Earlier versions stepped the recipe's loss at 20 lr, B times too
+    # far under the summed loss (529 times the real step on a wider MLP).
+    recipe = {"loss_reduction": "sum", "grad_clip": 2.0} if reduction == "sum" else {}
+    virtual, real, norm = _first_displacements(
+        digits, monkeypatch, regularizer=regularizer, lookahead=lookahead, **recipe
+    )
+    batch_size = 64
+    clip = min(1.0, 2.0 / (norm + 1e-6)) if reduction == "sum" else 1.0
+    per_unit = batch_size if reduction == "mean" else 1.0 / clip  # virtual / real, Bohdal's
+    ratio = per_unit if lookahead == "bohdal2021" else 20.0 * per_unit / batch_size
+    if reduction == "sum":
+        assert clip < 0.5  # the summed loss's gradient is clipped
+    # the real displacement is a difference of float32 weights: compared as a whole
+    error = (virtual - ratio * real).norm() / virtual.norm()
+    assert error < 1e-4, (error.item(), ratio)
+
+
+@pytest.mark.parametrize("scale", [1.0, 3.0])
+def test_weighted_mean_loss_takes_the_batch_size_times_the_real_step(digits, monkeypatch, scale):
+    # the summed loss of a weighted mean is the batch size (not the weights' sum) times
+    # it: weights scaled by a constant change neither the real step nor the virtual one
+    virtual, real, _ = _first_displacements(
+        digits, monkeypatch, sample_weight=lambda y: scale * (1.0 + (y == 3))
+    )
+    error = (virtual - 64 * real).norm() / virtual.norm()
+    assert error < 1e-4, error.item()
+
+
+def test_lookaheads_name_bohdals_step_and_the_tuned_one():
+    assert LOOKAHEADS == {
+        "bohdal2021": Lookahead("head", loss="sum", lr_scale=1.0, lr=None, meta_batch_size=None),
+        "network_tuned": Lookahead("network", loss="mean", lr_scale=20.0, meta_batch_size=512),
+    }
+    assert small_meta().get_params()["lookahead"] == "bohdal2021"
+    bohdal, tuned = LOOKAHEADS["bohdal2021"], LOOKAHEADS["network_tuned"]
+    assert bohdal.step_size(0.1, "sum", 128) == 0.1
+    assert bohdal.step_size(0.1, "mean", 128) == pytest.approx(12.8)
+    assert tuned.step_size(0.1, "mean", 128) == pytest.approx(2.0)
+    assert tuned.step_size(0.1, "sum", 128) == pytest.approx(2.0 / 128)
+    assert Lookahead(lr=0.3).step_size(0.1, "sum", 128) == 0.3
+    assert (bohdal.meta_batch(128), tuned.meta_batch(128)) == (128, 512)
+
+
+@pytest.mark.parametrize(
+    "fields, match",
+    [
+        ({"parameters": "backbone"}, "Lookahead.parameters"),
+        ({"loss": "median"}, "Lookahead.loss"),
+        ({"lr_scale": 0.0}, "Lookahead.lr_scale"),
+        ({"lr": float("nan")}, "Lookahead.lr"),
+        ({"meta_batch_size": 0}, "Lookahead.meta_batch_size"),
+        ({"meta_batch_size": 8.5}, "Lookahead.meta_batch_size"),
+        ({"meta_batch_size": True}, "Lookahead.meta_batch_size"),
+    ],
+)
+def test_bad_lookaheads_raise(fields, match):
+    with pytest.raises(ValueError, match=match):
+        Lookahead(**fields)
+
+
+def test_deprecated_virtual_step_parameters_warn_and_mean_what_they_meant(digits):
+    X, y = digits[0][:400], digits[2][:400]
+    former = {"virtual_step": "head", "virtual_lr_scale": 1.0, "meta_batch_size": None}
+    with pytest.warns(FutureWarning, match="virtual_step.*lookahead=Lookahead"):
+        deprecated = small_meta(max_epochs=2, **former).fit(X, y)
+    assert deprecated._resolved_lookahead() == FORMER_HEAD_STEP
+    spelled = small_meta(max_epochs=2, lookahead=FORMER_HEAD_STEP).fit(X, y)
+    assert deprecated.history[:, "gamma_mean"] == spelled.history[:, "gamma_mean"]
+    # the former defaults fill what is not given; the loss is the one the net reduces
+    summed = small_meta(virtual_lr=0.1, loss_reduction="sum")._resolved_lookahead()
+    assert summed == Lookahead("network", loss="sum", lr_scale=20.0, lr=0.1, meta_batch_size=512)
+    with pytest.raises(ValueError, match="either `lookahead` or the deprecated"):
+        small_meta(lookahead="network_tuned", virtual_step="head").fit(X, y)
+
+
+def test_a_pickle_with_the_former_parameters_loads_with_their_lookahead(digits):
+    X, y = digits[0][:300], digits[2][:300]
+    net = small_meta(max_epochs=1).fit(X, y)
+    state = net.__getstate__()
+    del state["lookahead"]
+    state.update(virtual_step="head", virtual_lr=None, virtual_lr_scale=3.0, meta_batch_size=None)
+    loaded = MetaNetClassifier.__new__(MetaNetClassifier)
+    loaded.__setstate__(state)
+    assert loaded.lookahead == Lookahead("head", loss="mean", lr_scale=3.0)
+    assert loaded.get_params()["virtual_step"] == "deprecated"
+    np.testing.assert_array_equal(loaded.predict_proba(X), net.predict_proba(X))
+
+
 # ------------------------------------------------------------------ the split
 
 
@@ -459,6 +611,28 @@ def test_fit_splits_8_1_1(digits):
     epoch = net.history[-1]
     assert sum(b.get("train_batch_size", 0) for b in epoch["batches"]) == n - n_meta - n_valid
     assert sum(b.get("valid_batch_size", 0) for b in epoch["batches"]) == (n_valid)
+
+
+class _SeenParts(Callback):
+    """Records the parts a callback receives."""
+
+    def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, **kwargs):
+        self.parts = (dataset_train, dataset_valid, kwargs)
+
+
+def test_the_meta_batches_belong_to_the_run_not_to_the_datasets(digits):
+    # The training part carried the meta-validation batches on the device (a dataset
+    # subclass with a cursor and a loss sum), and callbacks received it as dataset_train
+    X_train, _, y_train, _ = digits
+    seen = _SeenParts()
+    net = small_meta(max_epochs=1, callbacks=[seen]).fit(X_train, y_train)
+    dataset_train, dataset_valid, kwargs = seen.parts
+    assert type(dataset_train) is type(dataset_valid) and kwargs == {}
+    assert not hasattr(dataset_train, "meta_batches")
+    n, n_meta = len(X_train), round(0.1 * len(X_train))
+    train, valid = net.get_split_datasets(X_train, y_train)  # outside a run
+    assert (len(train), len(valid)) == (len(dataset_train), len(dataset_valid))
+    assert len(train) + len(valid) == n - n_meta
 
 
 # ------------------------------------------------------------------ the estimator
@@ -527,9 +701,9 @@ def test_learned_gamma_stays_sensible_and_calibrates_like_focal_loss(digits):
 def test_gamma_net_raises_gamma_where_noisy_labels_make_the_network_overconfident():
     # A small positive control (benchmarks/scripts/gamma_control.py, scaled down): memorising 20 %
     # of random labels makes the network overconfident late in training, so focal loss
-    # with gamma 3 is far better calibrated than with gamma 1. The default whole-network
-    # virtual step raises the mean gamma; Bohdal et al.'s head-only step at the network's
-    # learning rate kept it near 1 (measured: 1.14; the default: 1.85).
+    # with gamma 3 is far better calibrated than with gamma 1. The tuned whole-network
+    # virtual step raises the mean gamma; the head-only step on the mean loss at the
+    # network's learning rate kept it near 1 (measured: 1.14; the tuned step: 1.85).
     X, y = make_classification(
         n_samples=2000,
         n_features=20,
@@ -556,9 +730,9 @@ def test_gamma_net_raises_gamma_where_noisy_labels_make_the_network_overconfiden
         ece[gamma] = expected_calibration_error(y_val, net.predict_proba(X_val))
     assert ece[3.0] < 0.5 * ece[1.0], ece
     gammas = {}
-    for step in ({}, {"virtual_step": "head", "virtual_lr_scale": 1.0, "meta_batch_size": None}):
-        net = MetaNetClassifier(train_split=None, **common, **step).fit(X, y)
-        gammas[step.get("virtual_step", "network")] = net.history[-1, "gamma_mean"]
+    for name, lookahead in (("network", "network_tuned"), ("head", FORMER_HEAD_STEP)):
+        net = MetaNetClassifier(train_split=None, lookahead=lookahead, **common).fit(X, y)
+        gammas[name] = net.history[-1, "gamma_mean"]
     assert gammas["network"] > 1.5 and gammas["network"] > gammas["head"] + 0.5, gammas
 
 
@@ -573,7 +747,7 @@ def test_meta_batch_size_sets_the_meta_batches(digits, monkeypatch):
     monkeypatch.setattr(meta_module, "MetaBatches", Recorded)
     X, y = digits[0], digits[2]
     for size in (None, 16, 512):
-        small_meta(max_epochs=1, meta_batch_size=size).fit(X, y)
+        small_meta(max_epochs=1, lookahead=Lookahead(meta_batch_size=size)).fit(X, y)
     # None: batch_size (64); at most the 135 meta-validation samples (10 % of 1347)
     assert sizes == [64, 16, 135]
 
@@ -698,10 +872,11 @@ def test_unpickled_without_regularizer_can_continue(fitted, digits):
         {"recipe": "onecycle", "lr": 0.05},
         {"train_split": None},
         {"regularizer": "l2", "train_split": None, "meta_loss": "ce_dece"},
-        {"criterion": "focal_gra", "virtual_lr": 0.1, "include_self": False},
+        {"criterion": "focal_gra", "lookahead": Lookahead(lr=0.1), "include_self": False},
         {"criterion": "inverse_focal", "criterion__gamma": 0.5},
-        {"virtual_step": "head", "virtual_lr_scale": 1.0, "meta_batch_size": None},
-        {"regularizer": "l2", "virtual_step": "head"},
+        {"lookahead": "network_tuned"},
+        {"lookahead": "network_tuned", "loss_reduction": "sum", "grad_clip": 2.0},
+        {"regularizer": "l2", "lookahead": "network_tuned"},
         {"precision": "bf16"},
     ],
 )
@@ -794,10 +969,11 @@ def test_calibrated_classifier(digits):
         ({"tau": 0.0}, "tau"),
         ({"bandwidth": -1.0}, "bandwidth"),
         ({"sece_accuracy": "binary"}, "sece_accuracy"),
+        ({"lookahead": "bohdal"}, "lookahead"),
+        ({"lookahead": {"parameters": "head"}}, "lookahead"),
         ({"virtual_step": "backbone"}, "virtual_step"),
         ({"virtual_lr_scale": 0.0}, "virtual_lr_scale"),
         ({"meta_batch_size": 0}, "meta_batch_size"),
-        ({"meta_batch_size": 8.5}, "meta_batch_size"),
         ({"n_bins": 0}, "n_bins"),
         ({"t_a": 0}, "t_a"),
         ({"meta_lr": 0.0}, "meta_lr"),
@@ -888,15 +1064,24 @@ cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA de
 
 
 @cuda
-@pytest.mark.parametrize("regularizer", ["gamma_net", "l2"])
-@pytest.mark.parametrize("module", ["mlp", "cnn"])
-def test_cuda_graph_matches_eager(digits, regularizer, module):
+@pytest.mark.parametrize(
+    "regularizer, module, lookahead",
+    [
+        ("gamma_net", "mlp", "bohdal2021"),
+        ("l2", "mlp", "bohdal2021"),
+        ("gamma_net", "cnn", "bohdal2021"),
+        ("l2", "cnn", "bohdal2021"),
+        ("gamma_net", "mlp", "network_tuned"),
+    ],
+)
+def test_cuda_graph_matches_eager(digits, regularizer, module, lookahead):
     X_train, X_test, y_train, y_test = digits
     if module == "cnn":
         X_train, X_test = X_train.reshape(-1, 1, 8, 8), X_test.reshape(-1, 1, 8, 8)
     params = {
         "regularizer": regularizer,
         "module": module,
+        "lookahead": lookahead,
         "max_epochs": 8,
         "lr": 0.01,
         "device": "cuda",

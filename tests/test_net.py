@@ -173,6 +173,27 @@ def test_fit_does_not_change_params(digits):
     assert after["lr"] == before["lr"] and after["optimizer"] is None
 
 
+def test_repr_shows_only_the_parameters_set_as_scikit_learn_prints_estimators(digits):
+    # skorch printed "<class '...NetClassifier'>[uninitialized](module=mlp,)", and inside a
+    # Pipeline scikit-learn printed skorch's own defaults (iterator_train, dataset, ...)
+    assert repr(NetClassifier()) == "NetClassifier()"
+    net = NetClassifier(max_epochs=1, module__hidden_units=(8,))
+    expected = "NetClassifier(max_epochs=1, module__hidden_units=(8,))"
+    assert repr(net) == expected
+    assert repr(NetClassifier(dataset=Dataset)) == "NetClassifier()"  # skorch's default
+    assert repr(NetClassifier(predict_nonlinearity=None)) == (
+        "NetClassifier(predict_nonlinearity=None)"
+    )
+    X_train, _, y_train, _ = digits
+    assert repr(net.fit(X_train[:100], y_train[:100])) == expected
+    assert repr(MetaNetClassifier()) == "MetaNetClassifier()"
+    assert repr(MetaNetClassifier(lr=0.01, tau=0.1)) == "MetaNetClassifier(lr=0.01, tau=0.1)"
+    pipeline = Pipeline([("scale", StandardScaler()), ("net", NetClassifier(max_epochs=5))])
+    assert " ".join(repr(pipeline).split()) == (
+        "Pipeline(steps=[('scale', StandardScaler()), ('net', NetClassifier(max_epochs=5))])"
+    )
+
+
 def test_set_params_then_fit_on_a_fitted_net(digits):
     X_train, X_test, y_train, _ = digits
     images, test_images = X_train.reshape(-1, 1, 8, 8), X_test.reshape(-1, 1, 8, 8)
@@ -1028,7 +1049,7 @@ def test_no_public_method_still_inherited_from_skorch_trains(cls):
         if not name.startswith("_") and owner.__module__.startswith("skorch."):
             if inspect.isfunction(function):
                 inherited[name] = calls(function)
-    assert {"evaluation_step", "notify"} <= set(inherited)
+    assert {"evaluation_step", "save_params"} <= set(inherited)
     assert not {"fit", "partial_fit", "fit_loop", "run_single_epoch"} & set(inherited)
     assert {name: sorted(c & training) for name, c in inherited.items() if c & training} == {}
 

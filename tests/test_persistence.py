@@ -40,7 +40,7 @@ from sklearn_calib.calibrators import (
     TemperatureScaling,
     VectorScaling,
 )
-from sklearn_calib.estimators import MetaNetClassifier, NetClassifier
+from sklearn_calib.estimators import Lookahead, MetaNetClassifier, NetClassifier
 
 skops_io = pytest.importorskip("skops.io")
 from skops.io.exceptions import UntrustedTypesFoundException  # noqa: E402
@@ -260,9 +260,9 @@ def test_every_model_of_the_library_loads_without_trusting_more(digits, tmp_path
     logits, y = rng.normal(size=(200, 4)), rng.integers(0, 4, 200)
     models = {type(c).__name__: clone(c).fit(logits, y) for c in CALIBRATORS}
     models["NetClassifier"] = small_net(max_epochs=1).fit(X_train, y_train)
-    models["MetaNetClassifier"] = small_net(cls=MetaNetClassifier, max_epochs=1).fit(
-        X_train, y_train
-    )
+    models["MetaNetClassifier"] = small_net(
+        cls=MetaNetClassifier, max_epochs=1, lookahead=Lookahead("network", meta_batch_size=32)
+    ).fit(X_train, y_train)
     models["CalibratedClassifier"] = CalibratedClassifier(
         small_net(max_epochs=1), calibrator=HistogramBinning(), random_state=0
     ).fit(X_train, y_train)
@@ -270,6 +270,8 @@ def test_every_model_of_the_library_loads_without_trusting_more(digits, tmp_path
         path = tmp_path / f"{name}.skops"
         persistence.dump(model, path)
         assert persistence.untrusted_types(path) == [], name
+    loaded = persistence.load(tmp_path / "MetaNetClassifier.skops")
+    assert loaded.lookahead == Lookahead("network", meta_batch_size=32)
     for name in ("net", "meta"):
         assert persistence.untrusted_types(GPU_FIXTURES / f"gpu_{name}.skops") == []
 
@@ -506,12 +508,11 @@ def test_models_fitted_on_a_gpu_predict_on_this_machine(name, how):
     assert (net.predict(X) == y).mean() > 0.5  # a few epochs; chance is 0.1
 
 
-#: MetaNetClassifier's meta step before the whole-network virtual step became the default.
+#: The meta step of the version that wrote the files: a virtual step of the head on the
+#: mean loss at the network's learning rate, meta batches of the training batch's size.
 EARLIER_META_STEP = {
     "sece_accuracy": "hard",
-    "virtual_step": "head",
-    "virtual_lr_scale": 1.0,
-    "meta_batch_size": None,
+    "lookahead": Lookahead("head", loss="mean", meta_batch_size=None),
 }
 
 

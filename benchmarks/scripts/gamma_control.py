@@ -14,7 +14,7 @@ focal loss of fixed gamma G on the training part. ``--method meta``:
 :class:`~sklearn_calib.MetaNetClassifier` (FLgamma-SECE by default) on the training and
 meta-validation parts together, with ``train_split=None`` and ``meta_fraction=1/6``, so
 that it trains on 4,000 samples and meta-learns on 800, with the estimator parameters
-given as JSON in ``--params`` (e.g. ``'{"virtual_step": "head"}'``). ``--clean`` drops
+given as JSON in ``--params`` (e.g. ``'{"lookahead": "network_tuned"}'``). ``--clean`` drops
 the label noise and uses lr 0.01 for 20 epochs: a regime whose best fixed gamma is 0.
 
 Per epoch the run records the validation and test ECE (15 bins) and accuracy and, for

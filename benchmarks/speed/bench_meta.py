@@ -8,11 +8,11 @@ The same network, data, batch size, optimiser and seed for both trainers:
   and the SECE meta loss, split 8:1:1 into train / validation / meta-validation.
 
 Both train on 80 % of the ``--n-train`` samples, so an epoch has the same number of steps;
-each step of FLgamma-SECE adds a virtual SGD step with second-order gradients and the
-forward pass of a meta batch through the virtually updated network (``--virtual-step
-network``, the estimator's default, meta batches of 512), or a no-grad forward pass of the
-backbone on a meta batch of the batch size and a virtual step of the head (``--virtual-step
-head``), then SECE and two Adam steps of the gamma-Net. SGD (momentum 0.9, weight decay
+each step of FLgamma-SECE adds a no-grad forward pass of the backbone on a meta batch of
+the batch size and a virtual step of the head (``--lookahead bohdal2021``, the estimator's
+default), or a virtual SGD step of the whole network with second-order gradients and the
+forward pass of a meta batch of 512 through the virtually updated network (``--lookahead
+network_tuned``), then SECE and two Adam steps of the gamma-Net. SGD (momentum 0.9, weight decay
 5e-4), the "onecycle" learning rate schedule (peak ``--lr``), bf16 autocast and CUDA graphs
 on CUDA (NetClassifier's defaults). The script prints each trainer's per-epoch times (the
 history's ``dur``, which includes the validation pass and, for FLgamma-SECE, the gamma
@@ -25,7 +25,7 @@ Usage (from the repository root)::
 
     PYTHONPATH=. python benchmarks/speed/bench_meta.py [--device auto] [--module resnet20] \\
         [--dataset fashion_mnist] [--epochs 5] [--n-train 55000] [--meta-lr 1e-2] \\
-        [--virtual-step network]
+        [--lookahead bohdal2021]
 
 Small on a CPU: ``--dataset digits --module mlp --epochs 3`` or ``--n-train 1000 --n-test
 500 --epochs 2``.
@@ -40,7 +40,12 @@ from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 
 from sklearn_calib.datasets import load_fashion_mnist
-from sklearn_calib.estimators import MetaNetClassifier, NetClassifier, resolve_device
+from sklearn_calib.estimators import (
+    LOOKAHEADS,
+    MetaNetClassifier,
+    NetClassifier,
+    resolve_device,
+)
 from sklearn_calib.scoring import expected_calibration_error
 
 
@@ -86,11 +91,12 @@ def build(kind, args, device):
     params = common_params(args, device)
     if kind == "focal":
         return NetClassifier(criterion="focal", criterion__gamma=1.0, train_split=0.2, **params)
-    step = {"virtual_step": args.virtual_step}
-    if args.virtual_step == "head":  # Bohdal et al.'s step: the network's lr, meta batch = batch
-        step.update(virtual_lr_scale=1.0, meta_batch_size=None)
     return MetaNetClassifier(
-        regularizer="gamma_net", meta_loss="sece", meta_lr=args.meta_lr, **step, **params
+        regularizer="gamma_net",
+        meta_loss="sece",
+        meta_lr=args.meta_lr,
+        lookahead=args.lookahead,
+        **params,
     )
 
 
@@ -114,7 +120,10 @@ def main():
         "--meta-lr", type=float, default=None, help="gamma-Net step in units of gamma (1e-2)"
     )
     parser.add_argument(
-        "--virtual-step", choices=["network", "head"], default="network", help="what steps"
+        "--lookahead",
+        choices=sorted(LOOKAHEADS),
+        default="bohdal2021",
+        help="the virtual step (MetaNetClassifier's lookahead)",
     )
     parser.add_argument("--data-home", default=None, help="folder of the Fashion-MNIST files")
     args = parser.parse_args()
@@ -124,7 +133,7 @@ def main():
     print(
         f"{args.module} on {args.dataset}: {len(X_train)} samples (80 % trained on per epoch), "
         f"{len(X_test)} test, batch {args.batch_size}, {args.epochs} epochs, seed {args.seed}, "
-        f"virtual step {args.virtual_step}, device {device} ({name}), torch {torch.__version__}"
+        f"lookahead {args.lookahead}, device {device} ({name}), torch {torch.__version__}"
     )
     results = {}
     for kind in ("focal", "FLgamma-SECE"):

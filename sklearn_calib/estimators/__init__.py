@@ -6,15 +6,18 @@ from ._calibration_scoring import CalibrationScoring
 from ._checkpoint import CheckpointWarning
 from ._device import resolve_device
 from ._faults import NonFiniteLossError
+from ._lookahead import LOOKAHEADS, Lookahead
 from ._meta import MetaNetClassifier
 from ._net import NetClassifier
 from ._recipes import RECIPES, Recipe
 from ._targets import WeightedTarget
 
 __all__ = [
+    "LOOKAHEADS",
     "RECIPES",
     "CalibrationScoring",
     "CheckpointWarning",
+    "Lookahead",
     "MetaNetClassifier",
     "NetClassifier",
     "NonFiniteLossError",

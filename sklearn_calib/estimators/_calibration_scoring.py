@@ -1,27 +1,31 @@
 """CalibrationScoring: a skorch callback that records validation calibration per epoch."""
 
 import torch
-from skorch.callbacks import Callback
 from skorch.dataset import unpack_data
 
 from ..metrics import CalibrationAccumulator
+from ._callbacks import ValidationBatchCallback
 from ._targets import class_indices, sample_weights
 
 _METRICS = ("ece", "mce", "adaptive_ece", "classwise_ece", "smooth_ece", "nll", "brier")
 
 
-class CalibrationScoring(Callback):
+class CalibrationScoring(ValidationBatchCallback):
     """Record calibration errors of the validation split in the history, every epoch.
 
-    At the end of each epoch the validation batches go through the network (evaluation
-    mode, no gradient) and into a :class:`~sklearn_calib.metrics.CalibrationAccumulator`
-    on the net's device (nothing is copied to the host per batch); the chosen metrics
-    are recorded as ``{prefix}_{metric}`` (``valid_ece``, ``valid_smooth_ece``, ...) with
+    The outputs of the validation pass that the net makes each epoch (evaluation mode,
+    no gradient) go, batch by batch, into a
+    :class:`~sklearn_calib.metrics.CalibrationAccumulator` on the net's device (nothing
+    is copied to the host per batch, and the validation data does not go through the
+    network a second time); at the end of the epoch the chosen metrics are recorded as
+    ``{prefix}_{metric}`` (``valid_ece``, ``valid_smooth_ece``, ...) with
     ``{prefix}_{metric}_best`` (lowest so far), so ``EarlyStopping(monitor="valid_ece")``
     and ``Checkpoint(monitor="valid_ece_best")`` work. The values equal the metric
     functions (:func:`~sklearn_calib.metrics.expected_calibration_error`,
     :func:`~sklearn_calib.metrics.smooth_ece`, ...) of the net's ``predict_proba`` on the
-    validation data. It adds no per-batch hook, so training keeps its fast path.
+    validation data. It reads the validation batches through skorch's ``on_batch_end``,
+    which a NetClassifier's training run calls on the device for the validation pass
+    only, so training keeps its fast path.
 
     Parameters
     ----------
@@ -66,6 +70,7 @@ class CalibrationScoring(Callback):
         # checks n_bins and input
         CalibrationAccumulator(n_bins=self.n_bins, input=self.input, metrics=self.metrics)
         self.best_ = {}
+        self.accumulator_ = None
         return self
 
     def on_train_begin(self, net, X=None, y=None, **kwargs):
@@ -75,25 +80,25 @@ class CalibrationScoring(Callback):
                 "give the net a validation split (for example train_split=0.2)."
             )
 
-    def on_epoch_end(self, net, dataset_valid=None, **kwargs):
-        if dataset_valid is None:
+    def on_epoch_begin(self, net, **kwargs):
+        self.accumulator_ = None
+
+    def on_batch_end(self, net, batch=None, training=False, y_pred=None, **kwargs):
+        """Add a validation batch's outputs to the epoch's sums (training batches are skipped)."""
+        if training:
             return
-        accumulator = CalibrationAccumulator(
-            n_bins=self.n_bins, input=self.input, metrics=self.metrics
-        )
-        module = net.module_
-        was_training = module.training
-        module.eval()
-        try:
-            with torch.inference_mode():
-                for batch in net.get_iterator(dataset_valid, training=False):
-                    _, target = unpack_data(batch)
-                    outputs = net.validation_step(batch)["y_pred"]
-                    labels = torch.as_tensor(class_indices(target), device=outputs.device)
-                    weight = sample_weights(target)
-                    accumulator.update(labels, outputs, weight)
-        finally:
-            module.train(was_training)
+        if self.accumulator_ is None:
+            self.accumulator_ = CalibrationAccumulator(
+                n_bins=self.n_bins, input=self.input, metrics=self.metrics
+            )
+        _, target = unpack_data(batch)
+        labels = torch.as_tensor(class_indices(target), device=y_pred.device)
+        self.accumulator_.update(labels, y_pred, sample_weights(target))
+
+    def on_epoch_end(self, net, dataset_valid=None, **kwargs):
+        accumulator, self.accumulator_ = self.accumulator_, None
+        if dataset_valid is None or accumulator is None:
+            return
         result = accumulator.compute()
         for name in self.metrics:
             key = f"{self.prefix}_{name}"

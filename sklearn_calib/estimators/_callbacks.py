@@ -1,6 +1,22 @@
-"""Default callbacks of NetClassifier that follow the net's ``verbose`` setting."""
+"""Callbacks the training run treats specially: NetClassifier's progress bar, which follows
+the net's ``verbose`` setting, and the base of callbacks that read the validation outputs."""
 
-from skorch.callbacks import ProgressBar
+from skorch.callbacks import Callback, ProgressBar
+
+
+class ValidationBatchCallback(Callback):
+    """A skorch callback whose ``on_batch_end`` reads the outputs of validation batches.
+
+    skorch calls ``on_batch_end(net, batch=..., training=False, loss=..., y_pred=...)``
+    after each validation step, with the step's outputs; a callback can collect them
+    instead of running the validation data through the network again. For callbacks of
+    this class, a training run of NetClassifier keeps its fast paths: the validation
+    pass on the device calls their ``on_batch_end`` with the step's device tensors (no
+    host synchronisation; the batch's history entries are written at the end of the
+    pass), and the training pass neither calls it nor runs per batch because of it. When
+    another callback makes the run go per batch, ``on_batch_end`` also receives the
+    training batches (``training=True``), as skorch sends them.
+    """
 
 
 class VerboseProgressBar(ProgressBar):

@@ -55,6 +55,11 @@ def update_parts(net):
     ----------
     net : NetClassifier
         Continuable (:func:`continuable`).
+
+    Returns
+    -------
+    built_params : dict
+        The parameters the parts are now built from (the net's ``built_params_``).
     """
     current, changed = changed_params(net)
     OptimizerSettings.from_params(current).update(
@@ -65,7 +70,7 @@ def update_parts(net):
             net.initialize_criterion()
     if any(name.split("__", 1)[0] == "callbacks" for name in changed):
         net._initialize_callbacks()
-    net.built_params_ = current
+    return current
 
 
 __all__ = ["changed_params", "continuable", "update_parts"]

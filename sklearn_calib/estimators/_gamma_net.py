@@ -74,7 +74,9 @@ class GammaNet(nn.Module):
         """Whether this gamma-Net fits the classifier head ``head`` (an ``nn.Linear``)."""
         return tuple(self.attention.shape) == (head.in_features, head.out_features)
 
-    def regularized_loss(self, loss_fn, logits, target, features, weight, bias, *, learn):
+    def regularized_loss(
+        self, loss_fn, logits, target, features, weight, bias, *, learn, penalty_scale=1.0
+    ):
         """Return ``loss_fn(logits, target, gamma=self(features))``.
 
         Parameters
@@ -90,6 +92,8 @@ class GammaNet(nn.Module):
         learn : bool
             Whether gamma stays differentiable in this module's parameters (the virtual
             step) or is a constant (the real update).
+        penalty_scale : float or torch.Tensor, default=1.0
+            Factor of a penalty added to the loss (there is none here).
 
         Returns
         -------
@@ -163,11 +167,16 @@ class ElementwiseL2(nn.Module):
         """Return 1.0: the coefficients are the penalty's strengths, stepped as they are."""
         return 1.0
 
-    def regularized_loss(self, loss_fn, logits, target, features, weight, bias, *, learn):
-        """Return ``loss_fn(logits, target) + penalty(weight, bias)``.
+    def regularized_loss(
+        self, loss_fn, logits, target, features, weight, bias, *, learn, penalty_scale=1.0
+    ):
+        """Return ``loss_fn(logits, target) + penalty_scale * penalty(weight, bias)``.
 
         Parameters are those of :meth:`GammaNet.regularized_loss`; with ``learn=False`` the
         coefficients are constants and only ``weight`` and ``bias`` are differentiated.
+        The penalty is on the scale of the summed loss (Bohdal et al.'s code adds it to
+        the loss summed over the batch): a loss divided by the batch size takes
+        ``penalty_scale = 1 / batch size``.
         """
         if learn:
             penalty = self(weight, bias)
@@ -175,7 +184,7 @@ class ElementwiseL2(nn.Module):
             penalty = (self.weight_coef.detach() * weight.square()).sum()
             if self.bias_coef is not None:
                 penalty = penalty + (self.bias_coef.detach() * bias.square()).sum()
-        return loss_fn(logits, target) + penalty
+        return loss_fn(logits, target) + penalty_scale * penalty
 
     def project_(self):
         """Clip the coefficients at 0, in place (no host synchronisation)."""

@@ -1,11 +1,12 @@
 """MetaNetClassifier: a NetClassifier whose regulariser is meta-learned for calibration."""
 
 import numbers
+import warnings
 from functools import partial
 
 import numpy as np
 import torch
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
@@ -16,9 +17,9 @@ from ._device import autocast, autocast_dtype
 from ._gamma_net import ElementwiseL2, GammaNet, build_regularizer
 from ._inference import evaluate
 from ._inputs import split_input
+from ._lookahead import LOOKAHEAD_PARAMETERS, LOOKAHEADS, Lookahead, resolve_lookahead
 from ._meta_step import (
     META_LOSSES,
-    VIRTUAL_STEPS,
     MetaBatches,
     meta_objective,
     meta_step,
@@ -27,45 +28,65 @@ from ._meta_step import (
 from ._net import NetClassifier
 from ._optimizer import check_optimizer_values
 from ._rng import resolve_split_seed
-from ._training import FitDataset
+from ._targets import class_indices
 
 _REGULARIZERS = {"gamma_net": GammaNet, "l2": ElementwiseL2}
 _POSITIVE = Interval(numbers.Real, 0, None, closed="neither")
+_DEPRECATED = Hidden(StrOptions({"deprecated"}))
+
+#: The former parameters of the virtual step and their former defaults.
+_FORMER_LOOKAHEAD = {
+    "virtual_step": "network",
+    "virtual_lr": None,
+    "virtual_lr_scale": 20.0,
+    "meta_batch_size": 512,
+}
 
 
-class MetaFitDataset(FitDataset):
-    """The training part of a meta fit, with the meta-validation batches it learns from.
+def former_lookahead(values, loss_reduction):
+    """Return the Lookahead that the former parameters of the virtual step meant.
 
-    :meth:`MetaNetClassifier.get_split_datasets` returns it as ``dataset_train``; the
-    training run passes it to the epoch hooks and its steps read the meta batches.
+    The virtual step followed the gradient of the training loss as the net reduced it.
 
     Parameters
     ----------
-    part : FitDataset
-        The training part.
-    meta_batches : MetaBatches
-        The meta-validation part, on the device.
-    """
+    values : dict
+        Some of ``virtual_step``, ``virtual_lr``, ``virtual_lr_scale`` and
+        ``meta_batch_size``; the others take their former defaults.
+    loss_reduction : {"mean", "sum"}
 
-    def __init__(self, part, meta_batches):
-        super().__init__(part.X, part.y, part.y_index, part.weight)
-        self.meta_batches = meta_batches
+    Returns
+    -------
+    lookahead : Lookahead
+    """
+    values = {**_FORMER_LOOKAHEAD, **values}
+    return Lookahead(
+        values["virtual_step"],
+        loss=loss_reduction,
+        lr_scale=values["virtual_lr_scale"],
+        lr=values["virtual_lr"],
+        meta_batch_size=values["meta_batch_size"],
+    )
 
 
 class MetaNetClassifier(NetClassifier):
     """A NetClassifier trained with a meta-learned regulariser for calibration.
 
-    Meta-regularisation (Wang and Golebiowski 2024, extending Bohdal et al. 2021): ``fit`` splits
-    the data, stratified and seeded by ``random_state``, into training, validation and
-    meta-validation parts (8:1:1 by default). Each step takes a training batch and a
-    meta-validation batch, makes a virtual SGD step of the network on the regularised
-    training loss (``theta' = theta - lr * dL/dtheta``, kept differentiable), computes the
-    meta loss of the meta batch through the updated network, steps the regulariser's
-    parameters with Adam, and then makes the real update of the network with the updated
-    regulariser. The virtual step updates every parameter by default (``virtual_step``);
-    Bohdal et al.'s and Wang and Golebiowski's code step the classifier head only, on
-    detached features, at the network's learning rate, whose meta-gradient we measured
-    pointing away from the best focal gamma (see Notes).
+    Meta-regularisation (Wang and Golebiowski 2024, extending Bohdal et al. 2021): ``fit``
+    splits the data, stratified and seeded by ``random_state``, into training, validation
+    and meta-validation parts (8:1:1 by default). Each step takes a training batch and a
+    meta-validation batch and *looks ahead*: it makes a virtual SGD step on the
+    regularised training loss, kept differentiable, computes the meta loss of the meta
+    batch through the stepped network, steps the regulariser's parameters with Adam, and
+    then makes the real update of the network with the updated regulariser (reduced and
+    clipped as ``loss_reduction`` and ``grad_clip`` say).
+
+    The default lookahead is Bohdal et al.'s (2021), which Wang and Golebiowski's code
+    takes: it steps the classifier head only, on the gradient of the training batch's
+    summed loss, at the optimiser's current learning rate, unclipped, and the meta batches
+    have the training batch's size. Under ``loss_reduction="mean"`` the same displacement
+    is the learning rate times the batch size times the gradient of the mean loss, so the
+    lookahead moves the head alike in every recipe (see ``lookahead``).
 
     The four meta-learning methods of Wang and Golebiowski's Table 1:
 
@@ -88,7 +109,9 @@ class MetaNetClassifier(NetClassifier):
         "gamma_net": a gamma-Net predicts one focal-loss gamma per training sample
         from its detached penultimate features (``gamma = |x~ W| / tau``, starting at 1).
         "l2": a learnable element-wise L2 penalty on the head's weight and bias
-        (one coefficient per entry, starting at 0 and kept >= 0).
+        (one coefficient per entry, starting at 0 and kept >= 0), added to the summed
+        training loss as in Bohdal et al.'s code (under ``loss_reduction="mean"`` the
+        real step's penalty is divided by the batch size, as the loss is).
     meta_loss : {"sece", "dece", "ce_dece"}, default="sece"
         Meta objective on the meta-validation batch: SECE (Wang and Golebiowski), DECE
         (Bohdal et al.), or CE + 0.5 DECE, the objective of Bohdal et al.'s code.
@@ -105,6 +128,13 @@ class MetaNetClassifier(NetClassifier):
         ``valid_loss`` and ``valid_acc`` as in :class:`NetClassifier`.
     meta_fraction : float, default=0.1
         Fraction of all the data held out as the meta-validation part (stratified, seeded).
+    lookahead : {"bohdal2021", "network_tuned"} or Lookahead, default="bohdal2021"
+        The virtual step (:class:`~sklearn_calib.estimators.Lookahead`). "bohdal2021":
+        Bohdal et al.'s step, described above. "network_tuned": a variant of ours that
+        steps every parameter of the network by 20 times the current learning rate on
+        the gradient of the mean loss, with meta batches of 512, tuned on a positive
+        control with noisy labels (see the user guide); it costs a second-order pass
+        through the whole network. A ``Lookahead`` sets each part.
     tau : float, default=0.01
         Temperature of the gamma-Net.
     bandwidth : float, default=0.01
@@ -128,21 +158,20 @@ class MetaNetClassifier(NetClassifier):
         makes (Adam's learning rate is ``meta_lr * tau / (max_k ||A_k||_1 + ||W||_1)``
         with the gamma-Net's parameters at its initialisation, about
         ``meta_lr / (100 sqrt(d))``); None means 1e-2. "l2": Adam's learning rate on the
-        coefficients; None means 1e-3 (Bohdal et al.'s). Ignored when
+        coefficients; None means 1e-3 (Bohdal et al.'s default). Ignored when
         ``meta_optimizer__lr`` is given. See Notes.
-    virtual_step : {"network", "head"}, default="network"
-        What the virtual SGD step updates: every parameter of the network, or the
-        classifier head only on detached features (as Bohdal et al.'s and Wang and
-        Golebiowski's code). See Notes.
-    virtual_lr : float or None, default=None
-        Learning rate of the virtual SGD step. None: ``virtual_lr_scale`` times the network
-        optimiser's current learning rate (of its first parameter group).
-    virtual_lr_scale : float, default=20.0
-        Ratio of the virtual step's learning rate to the network's when ``virtual_lr`` is
-        None (Bohdal et al.'s code: 1). See Notes.
-    meta_batch_size : int or None, default=512
-        Size of the meta-validation batches (at most the meta-validation part's size).
-        None: ``batch_size``. See Notes.
+    virtual_step : {"network", "head"}
+        Deprecated since 0.2.0 and removed in 0.3.0, as are ``virtual_lr``,
+        ``virtual_lr_scale`` and ``meta_batch_size``: use ``lookahead=Lookahead(
+        parameters=virtual_step, loss=loss_reduction, lr_scale=virtual_lr_scale,
+        lr=virtual_lr, meta_batch_size=meta_batch_size)``, which is what any of them set
+        means (with their former defaults "network", 20.0, None and 512).
+    virtual_lr : float or None
+        Deprecated (see ``virtual_step``).
+    virtual_lr_scale : float
+        Deprecated (see ``virtual_step``).
+    meta_batch_size : int or None
+        Deprecated (see ``virtual_step``).
     keep_regularizer : bool, default=True
         Whether pickling keeps the regulariser (``meta_regularizer_``) and its optimiser.
         Prediction never needs them; they are needed to continue meta-learning with
@@ -155,9 +184,9 @@ class MetaNetClassifier(NetClassifier):
         ``optimizer__*``). ``meta_optimizer__*`` are keyword arguments of
         the regulariser's ``torch.optim.Adam`` (``betas``, ``eps``, ``weight_decay``, ...);
         ``meta_optimizer__lr`` is Adam's actual learning rate on the regulariser's
-        parameters and overrides ``meta_lr`` (``meta_optimizer__lr=1e-3`` is the paper's
-        literal setting; see Notes). Set on a fitted net, they apply from the next ``fit``
-        or ``partial_fit``.
+        parameters and overrides ``meta_lr`` (``meta_optimizer__lr=1e-3`` is Bohdal et
+        al.'s default, which Wang and Golebiowski's code runs with; see Notes). Set on a
+        fitted net, they apply from the next ``fit`` or ``partial_fit``.
 
     Attributes
     ----------
@@ -178,85 +207,37 @@ class MetaNetClassifier(NetClassifier):
 
     Notes
     -----
-    *The gamma-Net's meta learning rate.* The paper (Wang and Golebiowski) fixes
-    ``tau = 0.01`` and the initial gamma of 1 but not the gamma-Net's optimiser; it takes
-    Bohdal et al.'s defaults, whose Adam (lr 1e-3) steps regularisation strengths directly
-    (L2 coefficients, label smoothing). Adam moves every parameter by about its learning
-    rate whatever the size of the gradient, and with the ``1 / tau`` gain a step of 1e-3 on
-    each entry of A and W moves gamma by up to ``1e-3 (||x~||_1 + ||W||_1) / tau``, about
-    1.1, 1.5 and 3.8 for d = 32, 64 (ResNet-20) and 512 (the paper's ResNet-18); measured
-    first steps moved it by 0.65 (d = 32) and 1.0 (ResNet-20). The meta-gradient is mostly
-    noise (the mean of ``d SECE / d gamma`` over batch pairs is at most a third of its
-    standard deviation), so at that step size gamma random-walks, and a large gamma is nearly
-    absorbing (the focal weight ``(1 - p)^gamma`` and the meta-gradients vanish). Measured
-    with Adam's lr 1e-3 on A and W (``meta_optimizer__lr=1e-3``): ResNet-20 on
-    Fashion-MNIST, 1720 steps, gamma 34, ECE 51 % against 3.6 % for focal loss with gamma
-    1; an MLP (512, 512) on 10,000 Fashion-MNIST images, 1580 steps, gamma 18, validation
-    ECE 34 % against 3.3 %. ``meta_lr`` is therefore a step in units of gamma. Its default
-    1e-2 is the largest of 1e-3, 1e-2, 3e-2 and 0.1 under which, on that MLP (20 epochs, learning
-    rate 0.05 divided by 10 at epochs 10 and 15, cross-entropy's validation temperature
-    1.95), the validation ECE is no worse than focal loss with gamma 1 (2.97 % against
-    3.10 %, mean of three seeds; test ECE 3.90 % against 3.66 %): gamma's standard
-    deviation grows from about 0.001 after the first epoch to 0.004 to 0.02 and its mean
-    ends at 0.78 to 0.95. Larger steps spread gamma further (std 0.04 to 0.1 at 0.1) but
-    wander (mean 0.2 to 2.6) and cost calibration on average (validation ECE 3.9 %).
-    Learning stalls once the network's learning rate decays: the meta-gradient shrinks
-    with the virtual step's learning rate and with the training loss, while Adam's second
-    moment remembers the earlier, larger gradients. (These figures were measured with the
-    head-only virtual step and the hard SECE.) In the positive control below, Adam's lr
-    1e-3 sent gamma to 20-30 within the first epoch (validation ECE 26 %).
+    *The gamma-Net's step is in units of gamma,* a deviation from Bohdal et al.'s
+    defaults, which Wang and Golebiowski's code runs with: their Adam (learning rate
+    1e-3) steps regularisation strengths directly (L2 coefficients, label smoothing).
+    With the gamma-Net's ``1 / tau`` gain (``tau = 0.01``), a step of 1e-3 on each of its
+    parameters moves gamma by up to ``1e-3 (||x~||_1 + ||W||_1) / tau``, about one unit
+    for the zoo's networks: gamma then jumps to tens within the first epoch and
+    accuracy collapses. ``meta_lr`` is therefore the largest change of gamma per step;
+    ``meta_optimizer__lr=1e-3`` gives the literal setting. The user guide gives the
+    measurements behind ``meta_lr``'s default and the lookaheads.
 
-    *The virtual step.* Bohdal et al.'s and Wang and Golebiowski's code make the virtual step on
-    the classifier head only, at the network's learning rate. We checked the meta-gradient
-    against a positive control (``benchmarks/scripts/gamma_control.py``: an MLP (256, 256) trained
-    30 epochs with SGD on synthetic data with 20 % noisy labels, whose best fixed focal
-    gamma for the final validation ECE is 4 in three seeds, 2.6 to 4.8 % against 15.6 to
-    16.7 % for gamma 1). There the head-only step moved the mean gamma down or kept it near
-    1 (0.17 to 1.16 at the end, three runs; validation ECE 14.5 to 20 %). Finite differences
-    of fixed-gamma continuations show why: the effect of gamma on the validation ECE builds
-    up over an epoch or more (``d ECE / d gamma`` about 0 after one step, -0.025 after 31
-    steps and -0.044 after 155 steps once the network is overconfident), while a one-step
-    meta-gradient sees the immediate effect only, a short-horizon bias (Wu et al. 2018); at
-    the network's learning rate, with meta batches of 128, the mean of SECE's meta-gradient
-    over 60 batch pairs was within two standard errors of 0 at every checkpoint probed,
-    head-only or whole-network. A virtual step of the whole network with a step 20 times the
-    network's learning rate (at momentum 0.9, about twice the total displacement that one
-    gradient makes) agreed in sign with them at every checkpoint with meta batches of 800
-    (-0.014 to -0.058, for every SECE variant and DECE), and it moves gamma where the
-    fixed-gamma sweeps say: to 3.6 to 4.3 at the end in the positive control (three seeds;
-    validation ECE 3.9 to 6.2 %, test ECE 2.6 to 4.7 % against 3.9 to 4.9 % for the best
-    fixed gamma), and to 0.04 to 0.17 (epochs 10 to 20) on the same data without label
-    noise, whose best fixed gamma is 0. On the Fashion-MNIST MLP of the previous paragraph,
-    whose best fixed gamma is 2, it ends at 2.02 and 1.79 (two seeds; validation ECE 1.16
-    and 1.35 % against 1.84 % for gamma 2). Hence the defaults ``virtual_step="network"``,
-    ``virtual_lr_scale=20`` (10: 2.5, 40: 4.9 in the positive control) and
-    ``meta_batch_size=512`` (the batch size 128: 2.6). SECE's hard accuracy,
-    ``include_self=False`` and DECE reached 4.3 to 4.5 there. The step costs a second-order
-    pass through the whole network (the positive control's CPU time: 15 to 17 s a fit,
-    against 5 s with the head-only step and meta batches of 128, and 2 s for focal loss).
-    The scale was measured with SGD and momentum 0.9; with Adam-type network optimisers the
-    virtual SGD step has no such reference.
-
-    The meta batch goes through the network in training mode (as the training batch, and as in
-    Bohdal et al.'s code). With the whole-network step, batch-norm running statistics are
-    updated on copies, so the meta step leaves them unchanged; with the head-only step, the
-    meta batch's features are computed without gradient by the network itself, so the
-    running statistics also see the meta-validation inputs (never their labels). Meta
-    batches are neither augmented nor mixed. The step makes no host synchronisation, so on
-    CUDA it is captured in a CUDA graph like NetClassifier's (unless the meta-validation
-    data does not fit on the device). The gamma statistics cost one more inference pass over
-    the validation part and one more host synchronisation per epoch. skorch's
-    ``save_params`` does not save the regulariser; pickling does.
+    The meta batch goes through the network in training mode (as the training batch, and
+    as in Bohdal et al.'s code). With the head-only lookahead the meta batch's features
+    are computed without gradient by the network itself, so batch-norm running
+    statistics also see the meta-validation inputs (never their labels); with the
+    whole-network one they are updated on copies, so the meta step leaves them
+    unchanged. Meta batches are neither augmented nor mixed. The step makes no host
+    synchronisation, so on CUDA it is captured in a CUDA graph like NetClassifier's
+    (unless the meta-validation data does not fit on the device). The gamma statistics
+    cost one more inference pass over the validation part and one more host
+    synchronisation per epoch. skorch's ``save_params`` does not save the regulariser;
+    pickling does.
 
     Sample and class weights (``fit(X, y, sample_weight=...)``, ``class_weight``) weigh
-    the regularised training loss, in the virtual step as in the real
-    update, and the recorded validation loss; the meta objective on the
-    meta-validation part is not weighted.
+    the regularised training loss, in the virtual step as in the real update, and the
+    recorded validation loss; the meta objective on the meta-validation part is not
+    weighted.
 
     The meta step plugs into NetClassifier's training run through skorch's hooks:
-    :meth:`get_split_datasets` holds out the meta-validation part and returns it, on the
-    device, with the training part (``dataset_train``, a ``MetaFitDataset``);
-    ``on_epoch_begin`` reshuffles it and ``on_epoch_end`` records the statistics;
+    :meth:`get_split_datasets` holds out the meta-validation part and hands its batches,
+    on the device, to the run (``run.held_out["meta"]``); the net's ``on_epoch_begin``
+    reshuffles them and its ``on_epoch_end`` records the statistics;
     :meth:`train_step_single` makes the meta step from the run's next meta batch, once
     per training batch, before the network's gradients are computed (outside a training
     run it steps the network with the regulariser as it is).
@@ -268,9 +249,6 @@ class MetaNetClassifier(NetClassifier):
 
     O. Bohdal, Y. Yang and T. Hospedales, "Meta-Calibration: Learning of Model
     Calibration Using Differentiable Expected Calibration Error", arXiv:2106.09613, 2021.
-
-    Y. Wu, M. Ren, R. Liao and R. Grosse, "Understanding Short-Horizon Bias in
-    Stochastic Meta-Optimization", ICLR 2018.
 
     Examples
     --------
@@ -308,10 +286,11 @@ class MetaNetClassifier(NetClassifier):
         "t_a": [_POSITIVE],
         "t_b": [_POSITIVE],
         "meta_lr": [_POSITIVE, None],
-        "virtual_step": [StrOptions(set(VIRTUAL_STEPS))],
-        "virtual_lr": [_POSITIVE, None],
-        "virtual_lr_scale": [_POSITIVE],
-        "meta_batch_size": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "lookahead": [StrOptions(set(LOOKAHEADS)), Lookahead],
+        "virtual_step": [StrOptions(set(LOOKAHEAD_PARAMETERS)), _DEPRECATED],
+        "virtual_lr": [_POSITIVE, None, _DEPRECATED],
+        "virtual_lr_scale": [_POSITIVE, _DEPRECATED],
+        "meta_batch_size": [Interval(numbers.Integral, 1, None, closed="left"), None, _DEPRECATED],
         "keep_regularizer": ["boolean"],
     }
 
@@ -324,6 +303,7 @@ class MetaNetClassifier(NetClassifier):
         criterion=None,
         train_split=0.1,
         meta_fraction=0.1,
+        lookahead="bohdal2021",
         tau=0.01,
         bandwidth=0.01,
         include_self=True,
@@ -332,10 +312,10 @@ class MetaNetClassifier(NetClassifier):
         t_a=100.0,
         t_b=0.01,
         meta_lr=None,
-        virtual_step="network",
-        virtual_lr=None,
-        virtual_lr_scale=20.0,
-        meta_batch_size=512,
+        virtual_step="deprecated",
+        virtual_lr="deprecated",
+        virtual_lr_scale="deprecated",
+        meta_batch_size="deprecated",
         keep_regularizer=True,
         **kwargs,
     ):
@@ -343,6 +323,7 @@ class MetaNetClassifier(NetClassifier):
         self.regularizer = regularizer
         self.meta_loss = meta_loss
         self.meta_fraction = meta_fraction
+        self.lookahead = lookahead
         self.tau = tau
         self.bandwidth = bandwidth
         self.include_self = include_self
@@ -356,6 +337,38 @@ class MetaNetClassifier(NetClassifier):
         self.virtual_lr_scale = virtual_lr_scale
         self.meta_batch_size = meta_batch_size
         self.keep_regularizer = keep_regularizer
+
+    # ------------------------------------------------------------------ the lookahead
+
+    def _check_params(self):
+        super()._check_params()
+        self._resolved_lookahead(warn=True)
+
+    def _resolved_lookahead(self, warn=False):
+        """Return the Lookahead of ``lookahead``, or of the deprecated parameters if set.
+
+        Raises a ValueError when both are set; ``warn`` warns of the deprecated ones.
+        """
+        former = {name: getattr(self, name) for name in _FORMER_LOOKAHEAD}
+        former = {name: value for name, value in former.items() if value != "deprecated"}
+        if not former:
+            return resolve_lookahead(self.lookahead)
+        if not (isinstance(self.lookahead, str) and self.lookahead == "bohdal2021"):
+            raise ValueError(
+                f"Expected either `lookahead` or the deprecated {sorted(former)}, got "
+                f"lookahead={self.lookahead!r} and {former}."
+            )
+        lookahead = former_lookahead(former, self.loss_reduction)
+        if warn:
+            names = ", ".join(f"`{name}`" for name in sorted(former))
+            verb = "is" if len(former) == 1 else "are"
+            warnings.warn(
+                f"{names} {verb} deprecated since 0.2.0 and will be removed in 0.3.0; use "
+                f"lookahead={lookahead!r}, the same virtual step.",
+                FutureWarning,
+                stacklevel=5,
+            )
+        return lookahead
 
     # ------------------------------------------------------------------ components
 
@@ -444,7 +457,7 @@ class MetaNetClassifier(NetClassifier):
 
     # ------------------------------------------------------------------ fitting
 
-    def get_split_datasets(self, X, y=None, split_seed=None, **fit_params):
+    def get_split_datasets(self, X, y=None, split_seed=None, run=None, **fit_params):
         """Hold out the meta-validation part, then split the rest as NetClassifier does.
 
         Parameters
@@ -452,11 +465,14 @@ class MetaNetClassifier(NetClassifier):
         X, y, split_seed, **fit_params
             As in :meth:`NetClassifier.get_split_datasets`; the seed also draws the
             meta-validation part.
+        run : TrainingRun or None, default=None
+            The training run, which receives the meta-validation batches on the device
+            (``run.held_out["meta"]``, a ``MetaBatches``).
 
         Returns
         -------
-        dataset_train : MetaFitDataset
-            The training part with the meta-validation batches on the device.
+        dataset_train : FitDataset
+            The training part.
         dataset_valid : FitDataset or None
         """
         data = split_input(self, X, y)
@@ -485,13 +501,14 @@ class MetaNetClassifier(NetClassifier):
             dataset_train, dataset_valid = super().get_split_datasets(
                 data.subset(rest), split_seed=seed, **fit_params
             )
-        meta_batch_size = self.meta_batch_size or self.batch_size
-        batches = MetaBatches(data.X[meta], data.y_index[meta], self.device_, meta_batch_size)
-        return MetaFitDataset(dataset_train, batches), dataset_valid
+        if run is not None:
+            size = self._resolved_lookahead().meta_batch(self.batch_size)
+            run.held_out["meta"] = MetaBatches(data.X[meta], data.y_index[meta], self.device_, size)
+        return dataset_train, dataset_valid
 
     def train_step_is_capturable(self, run=None):
         """Whether :meth:`train_step` may be captured: yes while the meta data is on the device."""
-        resident = run is None or run.dataset_train.meta_batches.resident
+        resident = run is None or run.held_out["meta"].resident
         return super().train_step_is_capturable(run) and resident
 
     def train_step_single(self, batch, run=None, **fit_params):
@@ -526,24 +543,36 @@ class MetaNetClassifier(NetClassifier):
             features = module.features(X)
             logits = head(features)
         features = features.detach().float()
+        batch_size = len(class_indices(y))
+        penalty_scale = 1.0 if self.loss_reduction == "sum" else 1.0 / batch_size
         if run is not None:
-            meta_batches = run.dataset_train.meta_batches
+            meta_batches = run.held_out["meta"]
             X_meta, y_meta = meta_batches.next_batch()
+            lookahead = self._resolved_lookahead()
+            lr_now = self.optimizer_.param_groups[0]["lr"]
+            lr = lookahead.step_size(lr_now, self.loss_reduction, batch_size)
             step = (regularizer, self.meta_optimizer_, self._training_loss, self._meta_objective())
-            if self.virtual_step == "network":
+            if lookahead.parameters == "network":
                 with autocast(dtype, self.device_):
                     meta_loss = network_meta_step(
-                        *step, module, (X, y), (X_meta, y_meta), self._virtual_lr()
+                        *step, module, (X, y), (X_meta, y_meta), lr, penalty_scale
                     )
             else:
                 with torch.no_grad(), autocast(dtype, self.device_):
                     meta_features = module.features(X_meta)
                 meta_loss = meta_step(
-                    *step, (features, y), (meta_features.float(), y_meta), head, self._virtual_lr()
+                    *step, (features, y), (meta_features.float(), y_meta), head, lr, penalty_scale
                 )
             meta_batches.record(meta_loss)
         loss = regularizer.regularized_loss(
-            self._training_loss, logits.float(), y, features, head.weight, head.bias, learn=False
+            self._training_loss,
+            logits.float(),
+            y,
+            features,
+            head.weight,
+            head.bias,
+            learn=False,
+            penalty_scale=penalty_scale,
         )
         return self._backward(loss, logits, y)
 
@@ -564,29 +593,25 @@ class MetaNetClassifier(NetClassifier):
         """The training loss of float32 logits (weighted, mixed and summed as ``get_loss``)."""
         return self.get_loss(logits, target, training=True, **criterion_kwargs)
 
-    def _virtual_lr(self):
-        if self.virtual_lr is not None:
-            return self.virtual_lr
-        return self.virtual_lr_scale * self.optimizer_.param_groups[0]["lr"]
-
     # ------------------------------------------------------------------ epoch hooks
 
-    def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, **kwargs):
-        """Start the history's epoch and reshuffle the meta-validation batches."""
+    def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, run=None, **kwargs):
+        """Start the history's epoch and, in a training run, reshuffle its meta batches."""
         super().on_epoch_begin(net, dataset_train=dataset_train, dataset_valid=dataset_valid)
-        if isinstance(dataset_train, MetaFitDataset):
-            dataset_train.meta_batches.shuffle()
+        if run is not None:
+            run.held_out["meta"].shuffle()
 
-    def on_epoch_end(self, net, dataset_train=None, dataset_valid=None, **kwargs):
-        """Record ``meta_loss`` and the regulariser's statistics (one host sync).
+    def on_epoch_end(self, net, dataset_train=None, dataset_valid=None, run=None, **kwargs):
+        """In a training run, record ``meta_loss`` and the regulariser's statistics (one
+        host sync).
 
         The gamma-Net's statistics are those of the validation part, or of the
         meta-validation part without one.
         """
         super().on_epoch_end(net, dataset_train=dataset_train, dataset_valid=dataset_valid)
-        if not isinstance(dataset_train, MetaFitDataset):
+        if run is None:
             return
-        meta_batches = dataset_train.meta_batches
+        meta_batches = run.held_out["meta"]
         steps = max(1, self.history[-1, "train_batch_count"])
         stats = {"meta_loss": meta_batches.loss_sum / steps}
         if isinstance(self.meta_regularizer_, GammaNet):
@@ -640,6 +665,17 @@ class MetaNetClassifier(NetClassifier):
 
     # ------------------------------------------------------------------ persistence
 
+    def __setstate__(self, state):
+        """Rebuild the net; a state with the former virtual-step parameters gets the
+        ``lookahead`` they meant."""
+        state = dict(state)
+        former = {name: state.pop(name) for name in _FORMER_LOOKAHEAD if name in state}
+        former = {name: value for name, value in former.items() if value != "deprecated"}
+        if former and "lookahead" not in state:
+            reduction = state.get("loss_reduction", "mean")
+            state["lookahead"] = former_lookahead(former, reduction)
+        super().__setstate__(state)
+
     def __getstate__(self):
         """Return NetClassifier's state; without the regulariser if ``keep_regularizer`` is
         False (then it is None after loading)."""
@@ -682,4 +718,4 @@ def _stratified_holdout(y, n_holdout, rng):
     return np.sort(order[in_holdout]), np.sort(order[~in_holdout])
 
 
-__all__ = ["MetaFitDataset", "MetaNetClassifier"]
+__all__ = ["MetaNetClassifier"]

@@ -12,11 +12,12 @@ et al. 2021; Wang and Golebiowski 2024):
 4. its gradient with respect to the regulariser's parameters only, and one step of the
    regulariser's optimiser.
 
-:func:`network_meta_step` steps every parameter of the network (a functional call of the
-network with the virtual parameters; batch-norm statistics are updated on copies, so the
-network is not modified). :func:`meta_step` steps the classifier head only, on detached
-penultimate features, as Bohdal et al.'s code and Wang and Golebiowski's do (see
-MetaNetClassifier's Notes for what each measures). Step 4's gradient is the exact
+:func:`meta_step` steps the classifier head only, on detached penultimate features, as
+Bohdal et al.'s code and Wang and Golebiowski's do; :func:`network_meta_step` steps every
+parameter of the network (a functional call of the network with the virtual parameters;
+batch-norm statistics are updated on copies, so the network is not modified). Which one
+runs, and with which ``lr``, is the estimator's ``lookahead``
+(:class:`~sklearn_calib.estimators.Lookahead`). Step 4's gradient is the exact
 hypergradient of ``phi -> L_meta(theta - lr grad_theta L_train(theta, phi))``
 (tests/test_meta.py checks both against central differences).
 
@@ -80,30 +81,39 @@ def meta_objective(
     return F.cross_entropy(logits, target) + 0.5 * dece
 
 
-def virtual_head(loss, weight, bias, lr):
-    """Return the head after one differentiable SGD step on ``loss``: ``(W', b')``.
+def virtual_params(loss, params, lr):
+    """Return ``params`` after one differentiable SGD step on ``loss``.
 
     Parameters
     ----------
     loss : torch.Tensor
-        0-d loss, a function of ``weight`` and ``bias``.
-    weight : torch.Tensor of shape (K, d)
-    bias : torch.Tensor of shape (K,) or None
+        0-d loss, a function of the parameters.
+    params : dict of str to torch.Tensor
+        The parameters that take the step; one that needs no gradient, or on which
+        ``loss`` does not depend, stays as it is.
     lr : float or torch.Tensor
         Step size (a 0-d device tensor is read when the step runs).
 
     Returns
     -------
-    weight, bias : torch.Tensor, torch.Tensor or None
-        Differentiable with respect to whatever ``loss`` depends on.
+    params : dict of str to torch.Tensor
+        ``theta - lr * d loss / d theta`` for each parameter, differentiable with respect
+        to whatever ``loss`` depends on.
     """
-    params = [weight] if bias is None else [weight, bias]
-    grads = torch.autograd.grad(loss, params, create_graph=True)
-    updated = [param - lr * grad for param, grad in zip(params, grads, strict=True)]
-    return updated[0], (None if bias is None else updated[1])
+    names = [name for name, param in params.items() if param.requires_grad]
+    grads = torch.autograd.grad(
+        loss, [params[name] for name in names], create_graph=True, allow_unused=True
+    )
+    stepped = dict(params)
+    for name, grad in zip(names, grads, strict=True):
+        if grad is not None:
+            stepped[name] = params[name] - lr * grad
+    return stepped
 
 
-def meta_step(regularizer, optimizer, loss_fn, objective, batch, meta_batch, head, lr):
+def meta_step(
+    regularizer, optimizer, loss_fn, objective, batch, meta_batch, head, lr, penalty_scale=1.0
+):
     """Make one outer step with a virtual step of the head: meta loss, regulariser update.
 
     Parameters
@@ -125,6 +135,9 @@ def meta_step(regularizer, optimizer, loss_fn, objective, batch, meta_batch, hea
         The network's classifier head; it is not modified.
     lr : float or torch.Tensor
         Learning rate of the virtual step.
+    penalty_scale : float or torch.Tensor, default=1.0
+        Factor of the regulariser's penalty in the training loss (see
+        ``ElementwiseL2.regularized_loss``).
 
     Returns
     -------
@@ -137,10 +150,22 @@ def meta_step(regularizer, optimizer, loss_fn, objective, batch, meta_batch, hea
     with full_precision(features.device):
         logits = F.linear(features, head.weight, head.bias)
         inner = regularizer.regularized_loss(
-            loss_fn, logits, target, features, head.weight, head.bias, learn=True
+            loss_fn,
+            logits,
+            target,
+            features,
+            head.weight,
+            head.bias,
+            learn=True,
+            penalty_scale=penalty_scale,
         )
-        weight, bias = virtual_head(inner, head.weight, head.bias, lr)
-        loss = objective(F.linear(meta_features, weight, bias), meta_target)
+        params = {"weight": head.weight}
+        if head.bias is not None:
+            params["bias"] = head.bias
+        stepped = virtual_params(inner, params, lr)
+        loss = objective(
+            F.linear(meta_features, stepped["weight"], stepped.get("bias")), meta_target
+        )
     return _descend(regularizer, optimizer, loss)
 
 
@@ -155,7 +180,9 @@ class _Features(nn.Module):
         return self.network.features(X)
 
 
-def network_meta_step(regularizer, optimizer, loss_fn, objective, network, batch, meta_batch, lr):
+def network_meta_step(
+    regularizer, optimizer, loss_fn, objective, network, batch, meta_batch, lr, penalty_scale=1.0
+):
     """Make one outer step with a virtual step of the whole network.
 
     The forward passes run in the caller's autocast context (the training precision); the
@@ -164,7 +191,7 @@ def network_meta_step(regularizer, optimizer, loss_fn, objective, network, batch
 
     Parameters
     ----------
-    regularizer, optimizer, loss_fn, objective
+    regularizer, optimizer, loss_fn, objective, penalty_scale
         As in :func:`meta_step`.
     network : torch.nn.Module
         The network, with ``features`` (the penultimate representation) and ``head`` (an
@@ -199,14 +226,9 @@ def network_meta_step(regularizer, optimizer, loss_fn, objective, network, batch
             params[weight],
             params.get(bias),
             learn=True,
+            penalty_scale=penalty_scale,
         )
-        names = [name for name, p in params.items() if p.requires_grad]
-        grads = torch.autograd.grad(
-            inner, [params[name] for name in names], create_graph=True, allow_unused=True
-        )
-        for name, grad in zip(names, grads, strict=True):
-            if grad is not None:
-                params[name] = params[name] - lr * grad
+        params = virtual_params(inner, params, lr)
     meta_features = functional_call(features_of, {**params, **buffers}, (X_meta,)).to(dtype)
     with full_precision(meta_features.device):
         loss = objective(F.linear(meta_features, params[weight], params.get(bias)), meta_target)
@@ -278,15 +300,11 @@ class MetaBatches:
         self.loss_sum.add_(meta_loss)
 
 
-#: What the virtual step updates: the whole network or the classifier head only.
-VIRTUAL_STEPS = ("network", "head")
-
 __all__ = [
     "META_LOSSES",
-    "VIRTUAL_STEPS",
     "MetaBatches",
     "meta_objective",
     "meta_step",
     "network_meta_step",
-    "virtual_head",
+    "virtual_params",
 ]

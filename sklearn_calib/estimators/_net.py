@@ -7,6 +7,7 @@ import os
 from functools import partial
 
 import torch
+from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import (
     Interval,
     Options,
@@ -39,11 +40,12 @@ from ._inputs import (
     training_data,
 )
 from ._optimizer import OptimizerSettings
-from ._persistence import load_saved_params, net_state, restore_net
+from ._persistence import loaded_state, loading_device, net_state, saved_params
 from ._recipes import RECIPE_ALIASES, RECIPES, Recipe
 from ._rng import RunGenerators, cuda_devices, fit_seeds, resolve_split_seed, seed_torch
 from ._run import TrainingRun, notify_grad_computed, per_batch_pass
-from ._state import transaction
+from ._signature import declare_inherited_parameters
+from ._state import component_names, restore_components, transaction
 from ._targets import MixedTarget, WeightedTarget, target_loss, total_weight
 from ._training import EvaluationBatches, FitDataset, TrainingBatches, clip_gradient_norm
 from .networks import resolve_network
@@ -85,9 +87,8 @@ default=None
     lr : float or None, default=None
         Base learning rate. None: the recipe's (0.1 for the SGD recipes) when its
         optimiser is used, else the optimiser's default: 3e-3 for AdamW and Adam, 0.1 for
-        SGD, 1e-3 for another class. These were chosen by the test accuracy after 3 to
-        20 epochs of the MLP and the CNN on digits and on 3,000 Fashion-MNIST images
-        (3e-3 reached 79 % on average after 3 epochs where 1e-3 reached 71 %).
+        SGD, 1e-3 for another class (``benchmarks/RESULTS.md`` records the sweep that
+        chose them).
     max_epochs : int, default=20
         Epochs of ``fit`` (and of each ``partial_fit``).
     batch_size : int, default=128
@@ -408,6 +409,14 @@ default=None
 
     # ------------------------------------------------------------------ parameters
 
+    #: scikit-learn's repr: the class name and the parameters set to other values than
+    #: their defaults (skorch's lists the network instead).
+    __repr__ = BaseEstimator.__repr__
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        declare_inherited_parameters(cls)
+
     @property
     def _default_callbacks(self):
         return [
@@ -571,7 +580,10 @@ default=None
             if not key.startswith("f_"):
                 raise TypeError(f"load_params got an unexpected argument {key!r}.")
             files[key[2:] + "_"] = file
-        load_saved_params(self, files, f_history)
+        states, history = saved_params(files, f_history)
+        if history is not None:
+            self.history_ = history
+        restore_components(self, states)
 
     # ------------------------------------------------------------------ fitting
 
@@ -651,7 +663,7 @@ default=None
         if epochs is not None and not (isinstance(epochs, numbers.Integral) and epochs >= 1):
             raise ValueError(f"Expected `epochs` to be an integer >= 1 or None, got {epochs!r}.")
         fresh = fresh or not continuable(self)
-        with transaction(self, in_place=not fresh):
+        with transaction(self) as components:
             data = training_data(self, X, y, sample_weight, classes, reset=fresh)
             if fresh:
                 self.device_ = resolve_device(self.device)
@@ -675,7 +687,8 @@ default=None
                     self.rng_state_, self.device_, self.random_state
                 )
                 if not fresh:
-                    update_parts(self)
+                    components.take()  # the run changes the fitted parts in place
+                    self.built_params_ = update_parts(self)
                 if takes_token_ids(self.module):
                     check_token_ids(self.module_, data.X)
                 if data.weight is not None:
@@ -685,7 +698,26 @@ default=None
 
     # ------------------------------------------------------------------ the run's hooks
 
-    def get_split_datasets(self, X, y=None, split_seed=None, **fit_params):
+    def notify(self, method_name, run=None, **cb_kwargs):
+        """Call the net's own handler of a skorch notification, then the callbacks'.
+
+        In a training run, the net's handler (``on_train_begin``, ``on_epoch_end``, ...)
+        also receives the run as ``run``; the callbacks receive skorch's arguments only.
+
+        Parameters
+        ----------
+        method_name : str
+            ``"on_train_begin"``, ``"on_epoch_begin"``, ``"on_batch_end"``, ...
+        run : TrainingRun or None, default=None
+        **cb_kwargs
+            The notification's arguments.
+        """
+        own = cb_kwargs if run is None else {**cb_kwargs, "run": run}
+        getattr(self, method_name)(self, **own)
+        for _, callback in self.callbacks_:
+            getattr(callback, method_name)(self, **cb_kwargs)
+
+    def get_split_datasets(self, X, y=None, split_seed=None, run=None, **fit_params):
         """Return the training and validation parts of the data (skorch's hook).
 
         Parameters
@@ -697,6 +729,9 @@ default=None
             The labels, for array-like ``X``.
         split_seed : int or None, default=None
             Seed of a fractional ``train_split``; None: a fresh fit's, from ``random_state``.
+        run : TrainingRun or None, default=None
+            The training run, to which a subclass hands what else it holds out
+            (``run.held_out``; unused here).
         **fit_params
             Passed to a callable ``train_split``.
 
@@ -994,11 +1029,57 @@ default=None
 
     def __getstate__(self):
         """Return the state with torch objects replaced by numpy arrays (see the Notes)."""
-        return net_state(self)
+        components = {name: getattr(self, name) for name in component_names(self)}
+        return net_state(self.__dict__, components)
 
     def __setstate__(self, state):
         """Rebuild the net from a state of :meth:`__getstate__` on an available device."""
-        restore_net(self, state, NetClassifier)
+        attributes, components = loaded_state(state, type(self), NetClassifier)
+        self.__dict__.update(attributes)
+        if not attributes.get("initialized_"):
+            return
+        fitted, requested = attributes.get("device_"), self.device
+        self.device_ = loading_device(type(self).__name__, requested, fitted)
+        moved = self.device_.type == "cpu" and torch.device(fitted or "cpu").type != "cpu"
+        if moved and not (isinstance(requested, str) and requested == "auto"):
+            self.device = "cpu"
+        self.init_context_ = None
+        left_out = [
+            name
+            for name in self.cuda_dependent_attributes_
+            if name in attributes and attributes[name] is None
+        ]
+        with torch.random.fork_rng(devices=[]):  # initial weights, replaced just below
+            self._build_fitted_parts()
+        for name in left_out:
+            setattr(self, name, None)
+        restore_components(self, components)
 
+    def _build_fitted_parts(self):
+        """Build the parts of a net being loaded as they were fitted.
+
+        The network, loss and optimiser (and any component a subclass builds in these
+        hooks) come from :meth:`initialize_module`, :meth:`initialize_criterion` and
+        :meth:`initialize_optimizer` under ``built_params_``, the callbacks from the
+        current parameters.
+        """
+        self._initialize_callbacks()
+        current = self._param_values()
+        for name in current:
+            del self.__dict__[name]
+        self.__dict__.update(self.built_params_)
+        try:
+            for name in ("module", "criterion", "optimizer"):
+                with self._current_init_context(name):
+                    getattr(self, f"initialize_{name}")()
+        finally:
+            for name in self.built_params_:
+                self.__dict__.pop(name, None)
+            self.__dict__.update(current)
+        callbacks = {k: v for k, v in current.items() if k.split("__")[0] == "callbacks"}
+        self.built_params_ = {**self.built_params_, **callbacks}
+
+
+declare_inherited_parameters(NetClassifier)
 
 __all__ = ["NetClassifier"]

@@ -5,8 +5,9 @@ batches, the random generators, the recipe's schedule, the step runner (CUDA gra
 the non-finite guard and the checkpoint. It runs skorch's protocol (``on_train_begin``;
 per epoch ``on_epoch_begin``, the training and validation passes of the net's
 ``run_single_epoch``, ``on_epoch_end``; ``on_train_end``) and passes itself to the net's
-hooks (``get_split_datasets``'s seed, ``get_iterator``, ``run_single_epoch`` and the
-steps), which work with defaults outside a run.
+hooks (``get_split_datasets``, ``get_iterator``, ``run_single_epoch``, the steps and the
+net's own handlers of those notifications; callbacks receive skorch's arguments only),
+which work with defaults outside a run.
 
 A pass over the batches takes one of two paths:
 
@@ -27,7 +28,7 @@ from skorch import NeuralNet
 from skorch.callbacks import Callback, EarlyStopping, EpochScoring, LRScheduler, ProgressBar
 from skorch.utils import TeeGenerator
 
-from ._callbacks import advancing_progress_bars
+from ._callbacks import ValidationBatchCallback, advancing_progress_bars
 from ._cuda_graph import GraphStepper
 from ._faults import NonFiniteGuard
 from ._recipes import RecipeSchedule
@@ -42,7 +43,8 @@ def needs_live_batches(callbacks):
     A ProgressBar does not count, nor does an ``LRScheduler`` that steps once per epoch
     or an ``EpochScoring`` (their batch hooks do nothing: NetClassifier's
     ``use_caching=False`` makes ``EpochScoring`` score the whole split at the epoch's end),
-    unless a subclass overrides a batch hook.
+    unless a subclass overrides a batch hook; nor does the ``on_batch_end`` of a
+    ``ValidationBatchCallback``, which the validation pass calls on the device.
 
     Parameters
     ----------
@@ -61,7 +63,10 @@ def needs_live_batches(callbacks):
             inert.append(LRScheduler)
         if isinstance(callback, EpochScoring):
             inert.append(EpochScoring)
-        for hook in _BATCH_HOOKS:
+        hooks = _BATCH_HOOKS
+        if isinstance(callback, ValidationBatchCallback):
+            hooks = tuple(hook for hook in _BATCH_HOOKS if hook != "on_batch_end")
+        for hook in hooks:
             if all(getattr(type(callback), hook) is not getattr(base, hook) for base in inert):
                 return True
     return False
@@ -172,6 +177,10 @@ class TrainingRun:
         validation split); callbacks receive them.
     iterator_train, iterator_valid : iterable of batches
         The net's ``get_iterator`` of each (``iterator_valid`` None without a split).
+    held_out : dict of str to object
+        What the net's ``get_split_datasets`` holds out of the data for this run besides
+        the validation part, by name (MetaNetClassifier's meta-validation batches,
+        ``"meta"``).
     live : bool
         Whether the net or a callback does per-batch work: every pass runs per batch.
     schedule : RecipeSchedule
@@ -186,13 +195,19 @@ class TrainingRun:
         self.generators = generators
         self.schedule_start = schedule_start
         self.checkpoint = checkpoint
+        self.held_out = {}
         self.dataset_train, self.dataset_valid = net.get_split_datasets(
-            data, data.y, split_seed=generators.split_seed
+            data, data.y, split_seed=generators.split_seed, run=self
         )
         steps = math.ceil(len(self.dataset_train) / net.batch_size)
         self.schedule = RecipeSchedule(net.recipe, net.optimizer_, schedule_epochs, steps)
         self.live = needs_live_batches(net.callbacks_) or _net_does_batch_work(net)
         self.progress = advancing_progress_bars(net)
+        self.validation_readers = [
+            callback
+            for _, callback in net.callbacks_
+            if isinstance(callback, ValidationBatchCallback)
+        ]
         self.guard = NonFiniteGuard(net)
         self.epoch = 0
         self.iterator_train = net.get_iterator(self.dataset_train, training=True, run=self)
@@ -219,7 +234,7 @@ class TrainingRun:
                 torch.backends.cudnn.benchmark = True
             if channels_last:
                 net.module_.to(memory_format=torch.channels_last)
-            net.notify("on_train_begin", X=data.X, y=data.y)
+            net.notify("on_train_begin", run=self, X=data.X, y=data.y)
             try:
                 for _ in range(epochs):
                     self.run_epoch()
@@ -232,13 +247,13 @@ class TrainingRun:
                     net.module_.to(memory_format=torch.contiguous_format)
         finally:
             self.stepper = None
-        net.notify("on_train_end", X=data.X, y=data.y)
+        net.notify("on_train_end", run=self, X=data.X, y=data.y)
 
     def run_epoch(self):
         """One epoch: callbacks, the training and validation passes, the checkpoint."""
         net = self.net
         datasets = {"dataset_train": self.dataset_train, "dataset_valid": self.dataset_valid}
-        net.notify("on_epoch_begin", **datasets)
+        net.notify("on_epoch_begin", run=self, **datasets)
         self.begin_epoch()
         net.run_single_epoch(
             self.iterator_train, training=True, prefix="train", step_fn=net.train_step, run=self
@@ -253,7 +268,7 @@ class TrainingRun:
         net.rng_state_ = self.generators.state(net.device_)
         stopped = False
         try:
-            net.notify("on_epoch_end", **datasets)
+            net.notify("on_epoch_end", run=self, **datasets)
         except KeyboardInterrupt:
             stopped = stopped_by_early_stopping(net.callbacks_)  # else a Ctrl-C: resumable
             raise
@@ -327,11 +342,17 @@ class TrainingRun:
         return values
 
     def _validate_on_device(self, iterator, prefix, step_fn, fit_params):
-        """The validation steps; the batches' history entries are written at the end."""
+        """The validation steps; the batches' history entries are written at the end.
+
+        Each step's outputs go to the ``ValidationBatchCallback``s' ``on_batch_end`` as
+        device tensors.
+        """
         net = self.net
         losses, accuracies, sizes = [], [], []
         for batch in iterator:
             step = step_fn(batch, run=self, **fit_params)
+            for callback in self.validation_readers:
+                callback.on_batch_end(net, batch=batch, training=False, **step)
             losses.append(step["loss"].detach().float())
             accuracies.append(batch_accuracy(step["y_pred"], batch[1]))
             sizes.append(len(batch[0]))

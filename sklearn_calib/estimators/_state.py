@@ -2,10 +2,10 @@
 
 A net's torch components are the attributes skorch lists in ``cuda_dependent_attributes_``
 (``module_``, ``criterion_``, ``optimizer_`` and any a subclass registers). Their state is
-their ``state_dict()``; it is copied on the device to roll a fit back
-(:func:`capture_components`, :func:`restore_components`, :func:`transaction`) and encoded
-as numpy arrays, without pickled torch objects, for persistence (:func:`to_numpy_tree`,
-:func:`to_torch_tree`).
+their ``state_dict()``; it is copied on the device to roll an epoch back
+(:func:`capture_components`, :func:`restore_components`), to the host to roll a continued
+fit back (:func:`transaction`), and encoded as numpy arrays, without pickled torch
+objects, for persistence (:func:`to_numpy_tree`, :func:`to_torch_tree`).
 """
 
 import contextlib
@@ -36,9 +36,7 @@ def component_names(net):
     names : list of str
     """
     names = getattr(net, "cuda_dependent_attributes_", ())
-    return [
-        name for name in names if name in net.__dict__ and hasattr(net.__dict__[name], "state_dict")
-    ]
+    return [name for name in names if hasattr(getattr(net, name, None), "state_dict")]
 
 
 def capture_components(net):
@@ -109,34 +107,60 @@ def load_optimizer_state(optimizer, state):
             group["lr"] = value
 
 
-@contextlib.contextmanager
-def transaction(net, in_place=True):
-    """Put the net back as it was, attributes and weights, if the block raises.
-
-    The attributes are restored from a shallow copy; the rows of the history object,
-    which skorch clears in place when it initialises a net, from a list; and, with
-    ``in_place``, the torch components of an initialised net from device copies of
-    their state.
+class ComponentsCopy:
+    """A host copy of a net's torch components, taken on demand, to roll them back.
 
     Parameters
     ----------
     net : NetClassifier
-    in_place : bool, default=True
-        Whether the block may change the current torch components in place (a continued
-        fit does; a fresh fit builds new ones unless a component was given as an
-        instance).
+    """
+
+    def __init__(self, net):
+        self.net = net
+        self.snapshot = {}
+
+    def take(self):
+        """Copy the state dicts of the net's torch components to the host (once)."""
+        if not self.snapshot:
+            self.snapshot = {
+                name: to_cpu_tree(getattr(self.net, name).state_dict())
+                for name in component_names(self.net)
+            }
+
+    def restore(self):
+        """Load the copy, if one was taken, into the net's components."""
+        restore_components(self.net, self.snapshot)
+
+
+@contextlib.contextmanager
+def transaction(net):
+    """Put the net back as it was, attributes and weights, if the block raises.
+
+    The attributes are restored from a shallow copy, and the rows of the history object,
+    which skorch clears in place when it initialises a net, from a list. The block
+    yields a :class:`ComponentsCopy`: a block that changes the current torch components
+    in place (a continued fit) calls its ``take()`` right before it does, so that they
+    are copied to the host, and only then (a fresh fit builds new components, and
+    checks that fail before ``take()`` changed nothing in place).
+
+    Parameters
+    ----------
+    net : NetClassifier
+
+    Yields
+    ------
+    components : ComponentsCopy
     """
     saved = dict(net.__dict__)
-    initialized = getattr(net, "initialized_", False)
-    snapshot = capture_components(net) if in_place and initialized else {}
+    components = ComponentsCopy(net)
     history = net.__dict__.get("history_")
     rows = list(history) if history is not None else None
     try:
-        yield
+        yield components
     except BaseException:
         net.__dict__.clear()
         net.__dict__.update(saved)
-        restore_components(net, snapshot)
+        components.restore()
         if history is not None:
             history[:] = rows
         raise
@@ -265,6 +289,7 @@ def _plain(value):
 
 
 __all__ = [
+    "ComponentsCopy",
     "capture_components",
     "component_names",
     "history_as_list",
