@@ -27,8 +27,8 @@ TINY = {
     "CalibratorSelector": {"cv": 3},
     "DirichletCalibration": {
         "cv": 2,
-        "off_diagonal_l2_grid": (1e-3, 1e-1),
-        "intercept_l2_grid": (1e-3,),
+        "l2_regularization_off_diagonal_grid": (1e-3, 1e-1),
+        "l2_regularization_intercept_grid": (1e-3,),
     },
     "EnsembleTemperatureScaling": {},
     "HistogramBinning": {},
@@ -40,7 +40,7 @@ TINY = {
         "batch_size": 32,
         "random_state": 0,
     },
-    "MulticalibrationBoosting": {"max_rounds": 5, "random_state": 0},
+    "MulticalibrationBoosting": {"max_iter": 5, "random_state": 0},
     "NetClassifier": {
         "module__hidden_units": (8,),
         "max_epochs": 2,

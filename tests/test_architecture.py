@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: A part is a top-level module or sub-package; "main" is the main job (``__main__`` and
 #: ``_experiment``). The package's ``__init__`` may import any part but the main job.
 ALLOWED = {
+    "_deprecation": set(),
     "_validation": set(),
     "_dask_chunks": {"_validation"},
     "_temperature": set(),
@@ -44,12 +45,22 @@ ALLOWED = {
         "_validation",
     },
 }
+# The deprecation shims of renamed parameters, functions and attributes serve every part.
+for _part in set(ALLOWED) - {"_deprecation", "_validation"}:
+    ALLOWED[_part].add("_deprecation")
 ALLOWED["__init__"] = set(ALLOWED) - {"main", "__init__"}
 
 #: Outside packages a part may not import: skorch belongs to the estimators.
 FORBIDDEN_EXTERNAL = {
     part: {"skorch"}
-    for part in ("_validation", "_dask_chunks", "_temperature", "metrics", "scoring")
+    for part in (
+        "_deprecation",
+        "_validation",
+        "_dask_chunks",
+        "_temperature",
+        "metrics",
+        "scoring",
+    )
     + ("datasets", "plotting")
     + ("losses",)
     + ("calibrators", "evaluation")

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 from sklearn.datasets import make_classification
+from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression
 
 from sklearn_calib import scoring
@@ -35,7 +36,7 @@ NET_CLASSIFIERS = [(name, partial(tiny, name)) for name in NET_NAMES]
 META_CLASSIFIERS = [(name, partial(tiny, name)) for name in META_NAMES] + [
     (
         "CalibratedClassifier(LogisticRegression, cv, ensemble=False)",
-        partial(tiny, "CalibratedClassifier", method="cv", cv=3, ensemble=False),
+        partial(tiny, "CalibratedClassifier", cv=3, ensemble=False),
     ),
     (
         "CalibratedClassifier(NetClassifier, cv)",
@@ -43,7 +44,6 @@ META_CLASSIFIERS = [(name, partial(tiny, name)) for name in META_NAMES] + [
             "CalibratedClassifier",
             estimator=tiny("NetClassifier", max_epochs=1),
             calibrator=HistogramBinning(n_bins=5),
-            method="cv",
             cv=2,
         ),
     ),
@@ -481,7 +481,7 @@ def test_meta_classifiers_reject_negative_weights_and_unknown_labels(factory):
     assert_raises_naming(
         lambda: model.fit(X, Y, sample_weight=with_value(np.ones(len(Y)), np.nan, 0)), NAN
     )
-    prefit = CalibratedClassifier(model.estimators_[0], method="prefit")
+    prefit = CalibratedClassifier(FrozenEstimator(model.estimators_[0]))
     assert_raises_naming(lambda: prefit.fit(X, np.where(Y == 2, 4, Y)), r"does not know.*4")
     strings_y = np.array(["a", "b", "c"], dtype=object)[Y]
     assert_raises_naming(lambda: prefit.fit(X, strings_y), r"does not know.*\['a', 'b', 'c'\]")

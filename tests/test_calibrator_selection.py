@@ -107,8 +107,8 @@ def test_input_is_passed_to_every_candidate_and_works_inside_calibrated_classifi
     X, y = make_classification(600, n_informative=4, n_classes=3, random_state=0)
     clf = CalibratedClassifier(
         GaussianNB(),
-        CalibratorSelector([TemperatureScaling(), PlattScaling()], cv=3),
-        calibration_size=0.4,
+        calibrator=CalibratorSelector([TemperatureScaling(), PlattScaling()], cv=3),
+        cv=0.4,
         random_state=0,
     ).fit(X, y)
     selector = clf.calibrators_[0]

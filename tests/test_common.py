@@ -65,15 +65,15 @@ def test_meta_net_classifier_estimator_checks(estimator, check):
 #: Every calibrator and meta-classifier of the registry, and the forms with other code paths.
 CALIBRATORS = [tiny(name) for name in CALIBRATOR_NAMES] + [
     TemperatureScaling(objective="ece", grid=[0.5, 1.0, 2.0]),
-    HistogramBinning(strategy="quantile", mode="classwise"),
-    ScalingBinning(mode="classwise"),
+    HistogramBinning(strategy="quantile", multi_class="classwise"),
+    ScalingBinning(multi_class="classwise"),
     EnsembleTemperatureScaling(loss="nll"),
-    MulticalibrationBoosting(multiclass="top_label", linear_leaves=False, early_stopping=False),
+    MulticalibrationBoosting(multi_class="top_label", linear_leaves=False, early_stopping=False),
 ]
 
 CLASSIFIERS = [tiny(name) for name in META_CLASSIFIERS] + [
-    tiny("CalibratedClassifier", calibrator=HistogramBinning(), method="cv", cv=3),
-    tiny("CalibratedClassifier", method="cv", cv=3, ensemble=False),
+    tiny("CalibratedClassifier", calibrator=HistogramBinning(), cv=3),
+    tiny("CalibratedClassifier", cv=3, ensemble=False),
 ]
 
 _MORE_CLASSES_THAN_SCORES = (

@@ -218,6 +218,29 @@ def test_the_gallery_pages_give_the_code_the_whole_width(built_docs):
     assert "white-space: pre-wrap" in style and 'href="../_static/custom.css' in page
 
 
+#: Names that serve the package itself: they are no part of any public module's ``__all__``.
+INTERNALS = {"DEFAULT_LRS", "REFERENCE_PAIRING", "TEMPERATURE_COLUMN", "interval_column"}
+INTERNALS |= {"MixedTarget"}
+
+
+def test_the_api_reference_leaves_the_internals_out():
+    exported = {name for _, name, _ in _exported()}
+    assert exported & INTERNALS == set()
+
+
+def test_the_version_page_says_what_the_version_is(built_docs):
+    page = _text((built_docs / "api" / "generated" / "sklearn_calib.__version__.html").read_text())
+    assert "The version of sklearn_calib installed" in page
+    assert "str(object" not in page and "encoding" not in page
+
+
+def test_the_changes_are_a_page_of_the_site(built_docs):
+    page = _text((built_docs / "changes.html").read_text())
+    version = importlib.import_module("sklearn_calib").__version__
+    assert f"Version {version}" in page and "Renamed" in page
+    assert 'href="changes.html"' in (built_docs / "index.html").read_text()
+
+
 def test_the_reproducing_page_links_every_committed_report():
     # Checked without a build: a report added under benchmarks/reports gets its link.
     page = (DOCS / "reproducing.rst").read_text()

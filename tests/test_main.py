@@ -14,11 +14,11 @@ from sklearn_calib.__main__ import FIGURE_FILE, REPORT_FILE, main
 from sklearn_calib._experiment import default_n_train
 from sklearn_calib.calibrators import HistogramBinning, TemperatureScaling
 from sklearn_calib.evaluation import (
-    TEMPERATURE_COLUMN,
+    _TEMPERATURE_COLUMN,
     Prediction,
+    _interval_column,
     evaluation_table,
     format_table,
-    interval_column,
 )
 from sklearn_calib.metrics import REPORT_METRICS
 from sklearn_calib.scoring import expected_calibration_error, smooth_calibration_error
@@ -27,11 +27,11 @@ COLUMNS = [
     name
     for metric in REPORT_METRICS
     for name in (
-        [metric.label, interval_column(metric.label)]
+        [metric.label, _interval_column(metric.label)]
         if metric.name in ("nll", "ece")
         else [metric.label]
     )
-] + [TEMPERATURE_COLUMN]
+] + [_TEMPERATURE_COLUMN]
 CALIBRATIONS = ("", "+TS", "+HB")
 
 
@@ -75,7 +75,7 @@ def check_rows(rows, models):
             assert all(row[name] is not None for name in COLUMNS[:-1])
             assert 0 <= row["ECE"] <= row["MCE"] <= 1
             for metric in ("NLL", "ECE"):
-                low, high = row[interval_column(metric)]
+                low, high = row[_interval_column(metric)]
                 assert 0 <= low < high and low <= 1.05 * row[metric] and row[metric] <= high
             assert (row["T"] is not None) == (suffix == "+TS")
         assert rows[model + "+TS"]["T"] > 0
@@ -235,7 +235,7 @@ def test_report_shows_the_temperature_of_temperature_scaled_rows_only():
     }
     table = evaluation_table(predictions, [0, 1, 1], intervals=["nll", "ece"], random_state=0)
     assert list(table["model+TS"]) == COLUMNS and table["model+TS"]["T"] == 1.75
-    assert TEMPERATURE_COLUMN not in table["model"]
+    assert _TEMPERATURE_COLUMN not in table["model"]
     rows = read_table(format_table(table))
     assert rows["model"]["T"] is None and rows["model+TS"]["T"] == 1.75
     assert rows["model+TS"]["accuracy"] == pytest.approx(2 / 3, abs=5e-5)

@@ -960,7 +960,7 @@ def test_grid_search_and_cross_val_score(digits):
 @pytest.mark.slow
 def test_calibrated_classifier(digits):
     X_train, X_test, y_train, _ = digits
-    calibrated = CalibratedClassifier(small_meta(max_epochs=3), TemperatureScaling(), cv=2)
+    calibrated = CalibratedClassifier(small_meta(max_epochs=3), calibrator=TemperatureScaling())
     calibrated.fit(X_train, y_train)
     proba = calibrated.predict_proba(X_test)
     np.testing.assert_allclose(proba.sum(1), 1.0, atol=1e-5)

@@ -205,7 +205,7 @@ def test_calibrated_classifier_round_trips(digits, how, inner, tmp_path):
     X_train, X_test, y_train, _ = digits
     estimator = small_net(max_epochs=2) if inner == "net" else LogisticRegression(max_iter=300)
     model = CalibratedClassifier(
-        estimator, calibrator=HistogramBinning(), calibration_size=0.3, random_state=0
+        estimator, calibrator=HistogramBinning(), cv=0.3, random_state=0
     ).fit(X_train, y_train)
     loaded = round_trip(model, how, tmp_path)
     np.testing.assert_array_equal(loaded.predict_proba(X_test), model.predict_proba(X_test))
@@ -512,7 +512,8 @@ def test_calibrators_of_version_0_1_0_load_and_predict_alike(how):
     """Files written by version 0.1.0 (``tests/data/make_calibrator_fixtures.py``) load.
 
     They predict the stored probabilities to float64's precision (another processor's
-    vector paths differ in the last bits).
+    vector paths differ in the last bits), hold their parameters under the names of the
+    current version (every deprecated spelling unset) and refit without a FutureWarning.
     """
     stem = GPU_FIXTURES / make_calibrator_fixtures.STEM
     if how == "pickle":
@@ -530,6 +531,20 @@ def test_calibrators_of_version_0_1_0_load_and_predict_alike(how):
         np.testing.assert_allclose(
             model.predict_proba(logits), expected[name], rtol=1e-12, atol=1e-15, err_msg=name
         )
+        deprecated = {
+            parameter
+            for parameter, value in inspect.signature(type(model)).parameters.items()
+            if value.default == "deprecated"
+        }
+        params = model.get_params(deep=False)
+        assert {parameter: params[parameter] for parameter in deprecated} == dict.fromkeys(
+            deprecated, "deprecated"
+        ), name
+    logits, y = make_calibrator_fixtures.scores()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        for name in ("CalibratedClassifier", "DirichletCalibration", "HistogramBinning"):
+            clone(models[name]).fit(logits, y)
 
 
 def test_state_trees_round_trip_bfloat16_and_rebuild_containers():

@@ -140,7 +140,8 @@ class MetaNetClassifier(NetClassifier):
     bandwidth : float, default=0.01
         SECE's Gaussian-kernel bandwidth (the paper's value).
     include_self : bool, default=True
-        Whether SECE's sums include ``j = i`` (see :func:`~sklearn_calib.losses.smooth_ece`).
+        Whether SECE's sums include ``j = i`` (see
+        :func:`~sklearn_calib.losses.smooth_calibration_error`).
     sece_accuracy : {"soft", "hard"}, default="soft"
         The accuracy that SECE smooths: "soft", the all-pairs soft accuracy of Qin et al.
         (2010) with temperature ``t_a``, as Wang and Golebiowski train with (the gradient

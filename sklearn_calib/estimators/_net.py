@@ -86,8 +86,7 @@ default=None
         at each fit before any value reaches the optimiser (a ValueError names it).
     lr : float or None, default=None
         Base learning rate. None: the recipe's (0.1 for the SGD recipes) when its
-        optimiser is used, else the optimiser's default
-        (:data:`~sklearn_calib.estimators.DEFAULT_LRS`): 3e-3 for AdamW and Adam, 0.1 for
+        optimiser is used, else the optimiser's default: 3e-3 for AdamW and Adam, 0.1 for
         SGD, 1e-3 for another class (``benchmarks/RESULTS.md`` records the sweep that
         chose them).
     max_epochs : int, default=20
@@ -137,8 +136,8 @@ default=None
         Maximum gradient norm (all parameters together); None for no clipping.
     loss_reduction : {"mean", "sum"}, default="mean"
         "sum" multiplies the criterion's batch mean by the batch size (the summed
-        per-sample loss). The reference pairing of Mukhoti et al.'s code is ``loss_reduction="sum",
-        grad_clip=2.0`` (:data:`~sklearn_calib.estimators.REFERENCE_PAIRING`). The
+        per-sample loss). The reference pairing of Mukhoti et al.'s code is
+        ``loss_reduction="sum", grad_clip=2.0``. The
         recorded losses are the criterion's values (per-sample means). With sample or
         class weights, "mean" is the weighted mean ``sum w_i l_i / sum w_i`` of the
         batch and "sum" is ``sum w_i l_i``: the weights' scale then scales the loss and

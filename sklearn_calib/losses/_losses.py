@@ -17,8 +17,9 @@ The focal family is one mechanism (Lin et al. 2025): :class:`WeightedCrossEntrop
 gradient instead of being differentiated ("GRA"). The named losses only pick the weight and
 its defaults.
 
-The differentiable calibration measures :func:`smooth_ece` (SECE), :func:`differentiable_ece`
-(DECE) and :func:`mmce_weighted` take probabilities and are re-exported here.
+The differentiable calibration measures :func:`smooth_calibration_error` (SECE),
+:func:`differentiable_calibration_error` (DECE) and :func:`mmce_weighted` take
+probabilities and are re-exported here.
 """
 
 import inspect

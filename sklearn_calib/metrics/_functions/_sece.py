@@ -275,10 +275,10 @@ def smooth_calibration_error(
     calibration error that the paper starts from (its eq. (12)): as a measure, SECE
     estimates how far the accuracy at each confidence is from that confidence. The paper
     trains with the all-pairs soft accuracy instead (the torch
-    :func:`sklearn_calib.losses.smooth_ece` with ``accuracy="soft"``), a differentiable
-    surrogate that depends on a ranking temperature and differs from the correctness of
-    every sample whose true class's probability is close to another class's; it serves the
-    gradient, not the measurement.
+    :func:`sklearn_calib.losses.smooth_calibration_error` with ``accuracy="soft"``), a
+    differentiable surrogate that depends on a ranking temperature and differs from the
+    correctness of every sample whose true class's probability is close to another class's;
+    it serves the gradient, not the measurement.
 
     Parameters
     ----------
