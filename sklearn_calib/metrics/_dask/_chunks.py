@@ -27,8 +27,8 @@ from .._core._binning import _group_ends, assign_bins, linear_binning, uniform_b
 from .._core._dispatch import register_handler
 from .._core._scores import scores_and_outcomes
 from .._functions._smece import _SMECE_DENSITY_EPS, _smece_from_grid, _smece_grid_size
-from .._streaming._accumulator import CalibrationAccumulator, check_batch
-from .._streaming._batch_sums import weight_columns
+from .._streaming._accumulator import CalibrationAccumulator
+from .._streaming._batch_sums import check_batch, weight_columns
 from .._streaming._layout import NON_COUNTS
 from .._streaming._smooth_grid import grid_smooth_ece
 

@@ -38,8 +38,7 @@ from .._statistics._tempered import (
     logit_gaps,
     tempered_scores,
 )
-from .._streaming._accumulator import check_batch
-from .._streaming._batch_sums import weight_columns
+from .._streaming._batch_sums import check_batch, weight_columns
 from .._streaming._layout import NON_COUNTS
 from .._streaming._results import interval, scaled_bins
 from ._chunks import DaskPredictions, equal_mass_sums, smooth_ece_of

@@ -4,11 +4,9 @@ import numbers
 import secrets
 
 import numpy as np
-from scipy.special import softmax
 
 from ..._dask_chunks import uses_dask
 from ..._validation import (
-    check_classification_inputs,
     check_confidence_level,
     check_n_bins,
     check_option,
@@ -20,7 +18,7 @@ from .._core._dispatch import HANDLERS
 from .._core._poisson import row_keys, seed_key
 from .._core._scores import CONVENTIONS
 from .._functions._smece import _check_smece_bandwidth
-from ._batch_sums import add_numpy_batch, add_torch_batch
+from ._batch_sums import _check_no_rows, _softmax, add_numpy_batch, add_torch_batch, check_batch
 from ._layout import GROUPS, Layout, interval_groups, metric_parts, own_sums
 from ._results import results
 
@@ -631,34 +629,6 @@ class CalibrationAccumulator:
         return state
 
 
-def check_batch(y_true, y_prob, labels, sample_weight):
-    """``check_classification_inputs`` of one batch, which may weigh nothing in all.
-
-    The weights' positive sum is a property of all batches together (checked by
-    ``compute``), so a batch of zero weights passes with zeros.
-    """
-    weightless = sample_weight is not None and not np.any(sample_weight)
-    y_index, proba, weight = check_classification_inputs(
-        y_true, y_prob, labels=labels, sample_weight=None if weightless else sample_weight
-    )
-    if weightless:
-        weight = np.zeros(np.shape(sample_weight))
-        if weight.shape != (proba.shape[0],):
-            raise ValueError(
-                f"Expected `sample_weight` of shape ({proba.shape[0]},), got shape {weight.shape}."
-            )
-    return y_index, proba, weight
-
-
-def _softmax(scores):
-    """Probabilities of logits (1-D: the positive-class log-odds)."""
-    if scores.dtype.kind != "f":
-        scores = scores.astype(np.float64)
-    if scores.ndim == 1:
-        scores = np.column_stack([np.zeros_like(scores), scores])
-    return softmax(scores, axis=1)
-
-
 def _reorder(name, value, columns, layout):
     """The entry ``name`` of a state with its classes taken in the order ``columns``."""
     if name in ("classwise", "predicted"):
@@ -674,16 +644,6 @@ def _reorder(name, value, columns, layout):
 
         cells = torch.as_tensor(cells, device=value.device)
     return value[cells]
-
-
-def _check_no_rows(y_true, sample_weight):
-    """Check the labels and weights of a batch without rows."""
-    for name, value in (("y_true", y_true), ("sample_weight", sample_weight)):
-        if value is not None and np.shape(value) not in ((0,), (0, 1)):
-            raise ValueError(
-                f"`{name}` has shape {np.shape(value)} but `y_prob` has 0 rows; they must have "
-                "the same length."
-            )
 
 
 def _to_numpy(value):

@@ -1,5 +1,5 @@
-"""One batch's statistics added to an accumulator's state: numpy arrays, or torch tensors
-on their device (no copy to the host).
+"""One batch's checks, and its statistics added to an accumulator's state: numpy arrays, or
+torch tensors on their device (no copy to the host).
 
 The statistics are those of ``_layout``. Both functions take checked
 (numpy) or raw (torch, checked on the device and counted in ``invalid``) probabilities.
@@ -9,8 +9,9 @@ The torch functions import torch where they run: a tensor batch has imported it 
 import functools
 
 import numpy as np
+from scipy.special import softmax
 
-from ..._validation import ROW_SUM_TOLERANCE
+from ..._validation import ROW_SUM_TOLERANCE, check_classification_inputs
 from .._core._binning import assign_bins, linear_binning, uniform_bin_edges
 from .._core._registry import by_name
 from .._core._rows import block_rows
@@ -371,3 +372,41 @@ def _add_torch_replicates(
                 values.append(weight[rows, None, None] * stacked)
         cells = torch.cat(cells, dim=1)
         torch_replicate_sums(row_ids[rows], key, cells, torch.cat(values, dim=1), out)
+
+
+def check_batch(y_true, y_prob, labels, sample_weight):
+    """``check_classification_inputs`` of one batch, which may weigh nothing in all.
+
+    The weights' positive sum is a property of all batches together (checked by
+    ``compute``), so a batch of zero weights passes with zeros.
+    """
+    weightless = sample_weight is not None and not np.any(sample_weight)
+    y_index, proba, weight = check_classification_inputs(
+        y_true, y_prob, labels=labels, sample_weight=None if weightless else sample_weight
+    )
+    if weightless:
+        weight = np.zeros(np.shape(sample_weight))
+        if weight.shape != (proba.shape[0],):
+            raise ValueError(
+                f"Expected `sample_weight` of shape ({proba.shape[0]},), got shape {weight.shape}."
+            )
+    return y_index, proba, weight
+
+
+def _softmax(scores):
+    """Probabilities of logits (1-D: the positive-class log-odds)."""
+    if scores.dtype.kind != "f":
+        scores = scores.astype(np.float64)
+    if scores.ndim == 1:
+        scores = np.column_stack([np.zeros_like(scores), scores])
+    return softmax(scores, axis=1)
+
+
+def _check_no_rows(y_true, sample_weight):
+    """Check the labels and weights of a batch without rows."""
+    for name, value in (("y_true", y_true), ("sample_weight", sample_weight)):
+        if value is not None and np.shape(value) not in ((0,), (0, 1)):
+            raise ValueError(
+                f"`{name}` has shape {np.shape(value)} but `y_prob` has 0 rows; they must have "
+                "the same length."
+            )
