@@ -28,6 +28,7 @@ _EXPORTS = {
         "StructuredVectorScaling",
         "TemperatureScaling",
         "VectorScaling",
+        "VennAbersCalibrator",
     ),
     "estimators": ("MetaNetClassifier", "NetClassifier"),
     "losses": ("get_loss",),
