@@ -34,6 +34,7 @@ from sklearn_calib.calibrators import (
     StructuredVectorScaling,
     TemperatureScaling,
     VectorScaling,
+    VennAbersCalibrator,
 )
 from sklearn_calib.estimators import MetaNetClassifier, NetClassifier
 
@@ -90,6 +91,7 @@ CALIBRATORS = [
     QuadraticScaling,
     BetaCalibration,
     CalibratorSelector,
+    VennAbersCalibrator,
 ]
 
 METRICS = [

@@ -28,6 +28,7 @@ from sklearn_calib.calibrators import (
     StructuredVectorScaling,
     TemperatureScaling,
     VectorScaling,
+    VennAbersCalibrator,
 )
 from sklearn_calib.calibrators._base import BaseCalibrator, softmax
 from sklearn_calib.calibrators._temperature_grid import grid_ece
@@ -54,6 +55,8 @@ ALL_CALIBRATORS = [
     DirichletCalibration(cv=3),
     QuadraticScaling(),
     BetaCalibration(),
+    VennAbersCalibrator(),
+    VennAbersCalibrator(multi_class="one_vs_one"),
 ]
 IDS = [repr(c) for c in ALL_CALIBRATORS]
 

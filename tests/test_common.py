@@ -20,6 +20,7 @@ from sklearn_calib.calibrators import (
     StructuredVectorScaling,
     TemperatureScaling,
     VectorScaling,
+    VennAbersCalibrator,
 )
 from sklearn_calib.estimators import MetaNetClassifier, NetClassifier
 
@@ -98,6 +99,8 @@ CALIBRATORS = [
     CalibratorSelector(cv=3),
     MulticalibrationBoosting(),
     MulticalibrationBoosting(multiclass="top_label", linear_leaves=False, early_stopping=False),
+    VennAbersCalibrator(),
+    VennAbersCalibrator(multi_class="one_vs_one"),
 ]
 
 CLASSIFIERS = [

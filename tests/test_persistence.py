@@ -39,6 +39,7 @@ from sklearn_calib.calibrators import (
     StructuredVectorScaling,
     TemperatureScaling,
     VectorScaling,
+    VennAbersCalibrator,
 )
 from sklearn_calib.estimators import Lookahead, MetaNetClassifier, NetClassifier
 
@@ -107,6 +108,7 @@ CALIBRATORS = [
     QuadraticScaling(),
     BetaCalibration(),
     CalibratorSelector(cv=3),
+    VennAbersCalibrator(multi_class="one_vs_one"),
 ]
 
 HOW = ["pickle", "joblib", "skops"]

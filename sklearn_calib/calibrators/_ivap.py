@@ -172,74 +172,57 @@ def bridge_values(weights, sums, offsets):
     return np.array(values[0]), np.array(values[1])
 
 
-class VennAbersGrid:
-    """Both isotonic fits of many binary calibration sets, for every test score.
+def fit_grid(problems):
+    """Both isotonic fits of several binary calibration sets, at each distinct score.
 
     Parameters
     ----------
-    scores : ndarray of shape (n_blocks,)
-        The distinct calibration scores of each problem, increasing within a problem,
-        problems concatenated.
-    lower, upper : ndarray of shape (n_blocks,)
-        ``F_0`` and ``F_1`` at each distinct score.
-    offsets : ndarray of shape (n_problems + 1,)
-        Start of each problem's scores, and the total.
+    problems : list of (scores, labels, weights)
+        Each a calibration set: float64 scores, boolean labels and positive float64
+        weights (or None), all of shape (n_rows,).
+
+    Returns
+    -------
+    grid : tuple of ndarray
+        ``(scores, lower, upper, offsets)``: the distinct calibration scores of each
+        problem (increasing, problems concatenated), ``F_0`` and ``F_1`` at each, and
+        the start of each problem's scores with the total, of shape (n_problems + 1,).
     """
+    distinct, weights, sums, sizes = [], [], [], []
+    for scores, labels, weight in problems:
+        order = np.argsort(scores, kind="stable")
+        ordered = scores[order]
+        first = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])[: len(order)]
+        row_weight = np.ones(len(order)) if weight is None else weight[order]
+        label_weight = row_weight * labels[order]
+        distinct.append(ordered[first])
+        weights.append(np.add.reduceat(row_weight, first) if first.size else row_weight)
+        sums.append(np.add.reduceat(label_weight, first) if first.size else label_weight)
+        sizes.append(first.size)
+    offsets = np.zeros(len(problems) + 1, np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    lower, upper = bridge_values(np.concatenate(weights), np.concatenate(sums), offsets)
+    return np.concatenate(distinct), lower, upper, offsets
 
-    def __init__(self, scores, lower, upper, offsets):
-        self.scores = scores
-        self.lower = lower
-        self.upper = upper
-        self.offsets = offsets
 
-    @classmethod
-    def fit(cls, problems):
-        """Build the grids of several calibration sets.
+def grid_interval(grid, problem, scores):
+    """The pair ``(p0, p1)`` of each test score under one problem's calibration set.
 
-        Parameters
-        ----------
-        problems : list of (scores, labels, weights)
-            Each a calibration set: float64 scores, boolean labels and positive float64
-            weights (or None), all of shape (n_rows,).
+    Parameters
+    ----------
+    grid : tuple of ndarray
+        A :func:`fit_grid`.
+    problem : int
+        Index of the problem.
+    scores : ndarray of shape (n_samples,)
+        Test scores.
 
-        Returns
-        -------
-        grid : VennAbersGrid
-        """
-        distinct, weights, sums, sizes = [], [], [], []
-        for scores, labels, weight in problems:
-            order = np.argsort(scores, kind="stable")
-            ordered = scores[order]
-            first = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])[: len(order)]
-            row_weight = np.ones(len(order)) if weight is None else weight[order]
-            distinct.append(ordered[first])
-            weights.append(np.add.reduceat(row_weight, first) if first.size else row_weight)
-            label_weight = row_weight * labels[order]
-            sums.append(np.add.reduceat(label_weight, first) if first.size else label_weight)
-            sizes.append(first.size)
-        offsets = np.zeros(len(problems) + 1, np.int64)
-        np.cumsum(sizes, out=offsets[1:])
-        lower, upper = bridge_values(np.concatenate(weights), np.concatenate(sums), offsets)
-        return cls(np.concatenate(distinct), lower, upper, offsets)
-
-    def interval(self, problem, scores):
-        """The pair ``(p0, p1)`` of each test score under one problem's calibration set.
-
-        Parameters
-        ----------
-        problem : int
-            Index of the problem.
-        scores : ndarray of shape (n_samples,)
-            Test scores.
-
-        Returns
-        -------
-        p0, p1 : ndarray of shape (n_samples,)
-        """
-        start, stop = self.offsets[problem], self.offsets[problem + 1]
-        grid = self.scores[start:stop]
-        below = np.searchsorted(grid, scores, side="right")
-        above = np.searchsorted(grid, scores, side="left")
-        lower = np.concatenate([[0.0], self.lower[start:stop]])
-        upper = np.concatenate([self.upper[start:stop], [1.0]])
-        return lower[below], upper[above]
+    Returns
+    -------
+    p0, p1 : ndarray of shape (n_samples,)
+    """
+    distinct, lower, upper, offsets = grid
+    start, stop = offsets[problem], offsets[problem + 1]
+    below = np.searchsorted(distinct[start:stop], scores, side="right")
+    above = np.searchsorted(distinct[start:stop], scores, side="left")
+    return np.r_[0.0, lower[start:stop]][below], np.r_[upper[start:stop], 1.0][above]

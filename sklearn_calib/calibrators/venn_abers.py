@@ -14,7 +14,7 @@ from sklearn.utils._param_validation import StrOptions
 
 from ._base import BaseCalibrator, renormalize
 from ._binary_logistic import one_vs_rest_log_probabilities
-from ._ivap import VennAbersGrid
+from ._ivap import fit_grid, grid_interval
 
 __all__ = ["VennAbersCalibrator"]
 
@@ -175,7 +175,7 @@ class VennAbersCalibrator(BaseCalibrator):
                 rows = slice(None)
             weight = None if sample_weight is None else sample_weight[rows]
             problems.append((score[rows], y_index[rows] == positive, weight))
-        self._grid = VennAbersGrid.fit(problems)
+        self._grid = fit_grid(problems)
 
     def _problems(self, n_classes):
         """The binary problems: ``(-1 or the negative class, the positive class)``."""
@@ -208,7 +208,7 @@ class VennAbersCalibrator(BaseCalibrator):
     def _problem_intervals(self, scores):
         """Yield ``(p0, p1)`` of every row for each binary problem."""
         for problem, score in enumerate(self._problem_scores(scores)):
-            yield self._grid.interval(problem, score)
+            yield grid_interval(self._grid, problem, score)
 
     def predict_interval(self, scores):
         """Return the Venn-Abers pair ``(p0, p1)`` of each class.
@@ -309,7 +309,7 @@ def _check_counts(sample_weight):
         value = sample_weight[fraction[0]]
         raise ValueError(
             "Expected sample weights that are counts (whole numbers: a weight m stands "
-            f"for m copies of its row) for VennAbersCalibrator, got {value!r}; the test "
+            f"for m copies of its row) for VennAbersCalibrator, got {float(value)!r}; the test "
             "example counts as one example, so other weights would change the Venn-Abers "
             "pair with their scale."
         )
