@@ -6,7 +6,8 @@ SECE and smECE, are in ``_smooth``. The statistics of calibration: bootstrap int
 (``_bootstrap``, over the resampling plans of ``_resampling``), tests
 (``_hypothesis_tests``), the debiased and top-label errors (``_debiased``,
 ``_top_label``), decompositions (``_decomposition``), the smooth reliability diagram
-(``_smooth_diagram``), the calibration report (``_calibration_report``) and calibration
+(``_smooth_diagram``), the simultaneous band of the reliability curve and the test it
+inverts (``_reliability_band``), the calibration report (``_calibration_report``) and calibration
 by group (``_groups``: per-group metrics, the worst group, the audit with corrected tests).
 :mod:`sklearn_calib.scoring` re-exports them with their scikit-learn scorers.
 :data:`REPORT_METRICS` is the one list of the metrics the main job's table shows
@@ -34,6 +35,7 @@ from ._metrics import (
     reliability_diagram,
     top_label_accuracy,
 )
+from ._reliability_band import calibration_equivalence_test, reliability_band
 from ._report import REPORT_METRICS, ReportMetric, metric_values
 from ._smooth import smooth_calibration_error, smooth_ece
 from ._smooth_diagram import smooth_reliability_diagram
@@ -50,6 +52,7 @@ __all__ = [
     "brier_score",
     "calibration_audit",
     "calibration_decomposition",
+    "calibration_equivalence_test",
     "calibration_error_ci",
     "calibration_report",
     "calibration_test",
@@ -61,6 +64,7 @@ __all__ = [
     "metric_values",
     "negative_log_likelihood",
     "refinement_loss",
+    "reliability_band",
     "reliability_diagram",
     "smooth_calibration_error",
     "smooth_ece",
