@@ -147,7 +147,7 @@ class VennAbersCalibrator(BaseCalibrator):
     >>> p0, p1 = va.predict_interval(np.array([0.2]))
     >>> round(float(p0[0, 1]), 3), round(float(p1[0, 1]), 3)
     (0.333, 0.667)
-    >>> float(va.predict_proba(np.array([0.2]))[0, 1])  # 0.667 / (1 - 0.333 + 0.667)
+    >>> round(float(va.predict_proba(np.array([0.2]))[0, 1]), 3)  # 0.667 / (1 - 0.333 + 0.667)
     0.5
     """
 
