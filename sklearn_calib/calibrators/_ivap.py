@@ -23,9 +23,9 @@ A test score between two calibration scores takes ``F_1`` of the block above it 
 added example of label 1 pools with the block above, one of label 0 with the block below.
 
 The pass is a plain Python loop over arrays; with numba installed it is compiled where it
-saves more time than numba's start costs (the environment variable
-``SKLEARN_CALIB_NUMBA``, as for the metrics' fused passes: ``0`` never, ``1`` always,
-``auto`` by size).
+saves more time than numba's start costs, and always once compiled (the environment
+variable ``SKLEARN_CALIB_NUMBA``, as for the metrics' fused passes: ``0`` never, ``1``
+always, ``auto`` by size).
 """
 
 import functools
@@ -37,8 +37,9 @@ import numpy as np
 #: The environment variable that chooses the compiled pass (shared with the metrics).
 _NUMBA_SWITCH = "SKLEARN_CALIB_NUMBA"
 #: Blocks from which the compiled pass saves more than numba's start (about 0.7 s against
-#: about 3 microseconds per block of the Python loop, on two cores).
-_COMPILED_BLOCKS = 200_000
+#: about 13 microseconds per block of the Python loop, on two loaded cores); once the
+#: pass is compiled, it runs on any number of blocks.
+_COMPILED_BLOCKS = 50_000
 
 
 def _bridge_slopes(weights, sums, offsets, shift, out, x, y, successor, stack):
@@ -135,7 +136,8 @@ def _uses_numba(n_blocks):
             f"Expected the environment variable {_NUMBA_SWITCH} to be '0', '1' or 'auto', "
             f"got {mode!r}."
         )
-    wanted = mode == "1" or (mode == "auto" and n_blocks >= _COMPILED_BLOCKS)
+    loaded = _compiled_bridge_slopes.cache_info().currsize > 0
+    wanted = mode == "1" or (mode == "auto" and (loaded or n_blocks >= _COMPILED_BLOCKS))
     return wanted and importlib.util.find_spec("numba") is not None
 
 
