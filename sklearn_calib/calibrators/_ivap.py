@@ -225,6 +225,8 @@ def grid_interval(grid, problem, scores):
     """
     distinct, lower, upper, offsets = grid
     start, stop = offsets[problem], offsets[problem + 1]
+    # one search: the blocks at or below each score; a score equal to the last of them
+    # takes F_1 of that block, any other F_1 of the next one
     below = np.searchsorted(distinct[start:stop], scores, side="right")
-    above = np.searchsorted(distinct[start:stop], scores, side="left")
+    above = below - (np.r_[-np.inf, distinct[start:stop]][below] == scores)
     return np.r_[0.0, lower[start:stop]][below], np.r_[upper[start:stop], 1.0][above]
