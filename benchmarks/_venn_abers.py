@@ -41,6 +41,8 @@ NETWORKS = {
     "wideresnet-16-4-cifar-100.npz": ("WRN-16-4 / CIFAR-100", 100),
     "densenet-bc-100-cifar-100.npz": ("DenseNet-BC-100 / CIFAR-100", 100),
 }
+#: The network whose first split the figure shows.
+FIGURE_NETWORK = "wideresnet-16-4-cifar-100.npz"
 #: The calibrators, by their names in the report (each fitted on log-probabilities).
 CALIBRATORS = {
     "TS": TemperatureScaling,
@@ -96,8 +98,9 @@ def evaluate_split(logits, y, calibration, seed):
             "log loss": negative_log_likelihood(y[test], clipped, labels=labels),
             "Brier": brier_score(y[test], proba, labels=labels),
             "ECE": expected_calibration_error(y[test], proba, labels=labels),
-            "fit + predict s": seconds if make is not None else 0.0,
         }
+        if make is not None:
+            row["fit + predict s"] = seconds
         if name in VENN_ABERS:
             p0, p1 = _top_label_pairs(calibrator, logits[test], proba)
             correct = proba.argmax(axis=1) == y[test]
@@ -240,12 +243,11 @@ def write_report(data_folder, out, repeats=20, calibration=5000, command=""):
             "of the predicted class; below p0 / above p1: accuracy − mean p0 and mean p1 − "
             "accuracy of the predicted class (validity: both ≥ 0).",
         )
-    largest = "wideresnet-16-4-cifar-100.npz"
-    logits, y = _load(data_folder, largest)
+    logits, y = _load(data_folder, FIGURE_NETWORK)
     report.figure(
-        _figure(logits, y, calibration, NETWORKS[largest][0]),
+        _figure(logits, y, calibration, NETWORKS[FIGURE_NETWORK][0]),
         "reliability.png",
-        f"Split 0 of {NETWORKS[largest][0]}: top-label reliability after TS and after VA "
+        f"Split 0 of {NETWORKS[FIGURE_NETWORK][0]}: top-label reliability after TS and after VA "
         "(one-vs-rest), per-bin 95 % Clopper-Pearson intervals (pointwise) and the 95 % "
         "simultaneous band of Dimitriadis et al. (2023) (the whole curve).",
     )
@@ -253,12 +255,12 @@ def write_report(data_folder, out, repeats=20, calibration=5000, command=""):
     elapsed = time.perf_counter() - started
     setup = "\n".join(
         [
-            "- Data: the softmax outputs of five networks on the 10,000 CIFAR test images "
-            "(`../shared/data/cifar/`, from the netcal project's example records): "
+            f"- Data: the softmax outputs of {len(NETWORKS)} networks on the {len(y):,} CIFAR "
+            "test images (`../shared/data/cifar/`, from the netcal project's example records): "
             + ", ".join(f"{network} (k = {k})" for network, k in NETWORKS.values())
             + ".",
             f"- Splits: {repeats}; split r permutes the rows with seed r, calibrates on the "
-            f"first {calibration:,} and measures on the other {10_000 - calibration:,}.",
+            f"first {calibration:,} and measures on the other {len(y) - calibration:,}.",
             "- Calibrators: TemperatureScaling(), StructuredMatrixScaling(), "
             "IsotonicCalibration() and VennAbersCalibrator(multi_class=...) on the "
             "log-probabilities, told all the classes (`classes=`). Log loss on "
