@@ -52,7 +52,17 @@ CALIBRATORS = {
     "VA one-vs-one": lambda: VennAbersCalibrator(multi_class="one_vs_one"),
 }
 VENN_ABERS = ("VA one-vs-rest", "VA one-vs-one")
-METRICS = ("log loss", "Brier", "ECE", "width", "below p0", "above p1", "fit + predict s")
+METRICS = (
+    "log loss",
+    "Brier",
+    "ECE",
+    "width",
+    "top: acc − p0",
+    "top: p1 − acc",
+    "classes: freq − p0",
+    "classes: p1 − freq",
+    "fit + predict s",
+)
 #: CalArena's published gap of Venn-Abers to temperature scaling in log loss, on CIFAR-100
 #: DenseNet-40 (the closest of our networks: DenseNet-BC-100 on CIFAR-100).
 CALARENA_GAP = 0.059
@@ -68,11 +78,22 @@ def _load(folder, name):
     return np.log(np.maximum(proba, FLOOR)), y
 
 
-def _top_label_pairs(calibrator, logits, proba):
-    """The pair (p0, p1) of each row's predicted class (the merged probabilities' argmax)."""
+def _validity(calibrator, logits, proba, y):
+    """The width of the predicted class's pair and the gaps of Venn validity, marginally:
+    for the predicted class (the merged probabilities' argmax), its accuracy − mean p0 and
+    mean p1 − accuracy; for every class on all rows, its frequency − mean p0 and mean p1 −
+    frequency, averaged over the classes (validity: every gap ≥ 0)."""
     p0, p1 = calibrator.predict_interval(logits)
     rows, top = np.arange(len(proba)), proba.argmax(axis=1)
-    return p0[rows, top], p1[rows, top]
+    accuracy = np.mean(top == y)
+    frequency = np.bincount(y, minlength=proba.shape[1]) / len(y)
+    return {
+        "width": float(np.mean(p1[rows, top] - p0[rows, top])),
+        "top: acc − p0": float(accuracy - p0[rows, top].mean()),
+        "top: p1 − acc": float(p1[rows, top].mean() - accuracy),
+        "classes: freq − p0": float(np.mean(frequency - p0.mean(axis=0))),
+        "classes: p1 − freq": float(np.mean(p1.mean(axis=0) - frequency)),
+    }
 
 
 def evaluate_split(logits, y, calibration, seed):
@@ -102,12 +123,7 @@ def evaluate_split(logits, y, calibration, seed):
         if make is not None:
             row["fit + predict s"] = seconds
         if name in VENN_ABERS:
-            p0, p1 = _top_label_pairs(calibrator, logits[test], proba)
-            correct = proba.argmax(axis=1) == y[test]
-            row["width"] = float(np.mean(p1 - p0))
-            # Venn validity, marginally: the accuracy lies between the mean p0 and mean p1
-            row["below p0"] = float(correct.mean() - p0.mean())
-            row["above p1"] = float(p1.mean() - correct.mean())
+            row.update(_validity(calibrator, logits[test], proba, y[test]))
         results[name] = row
     return results
 
@@ -123,21 +139,23 @@ def _claims(report, estimates):
     report.claim(
         "Venn-Abers predictors are valid: the frequency of the event lies between the "
         "predictor's p0 and p1 (Vovk and Petej 2014; Vovk et al. 2015).",
-        "Per network and reduction: accuracy of the predicted class minus its mean p0, and "
-        "mean p1 minus the accuracy (both claimed > 0).",
+        "Per network and reduction, on all test rows: each class's frequency minus its mean "
+        "p0, and its mean p1 minus its frequency, averaged over the classes (both claimed "
+        "> 0). The predicted class's gaps (the tables' top columns) are not checked: the "
+        "class is chosen by its pair, which the validity does not cover (see the notes).",
         [
             check
             for network in networks
             for reduction in VENN_ABERS
             for check in (
                 above(
-                    estimates[network][reduction, "below p0"],
-                    label=f"{network}, {reduction}, acc − p0",
+                    estimates[network][reduction, "classes: freq − p0"],
+                    label=f"{network}, {reduction}, freq − p0",
                     digits=4,
                 ),
                 above(
-                    estimates[network][reduction, "above p1"],
-                    label=f"{network}, {reduction}, p1 − acc",
+                    estimates[network][reduction, "classes: p1 − freq"],
+                    label=f"{network}, {reduction}, p1 − freq",
                     digits=4,
                 ),
             )
@@ -211,6 +229,8 @@ def _figure(logits, y, calibration, name):
 def write_report(data_folder, out, repeats=20, calibration=5000, command=""):
     """Run every split, write ``runs.csv``, ``report.md`` and the figure; return its path."""
     started = time.perf_counter()
+    # one untimed split first, so that no timed fit loads the compiled pass
+    evaluate_split(*_load(data_folder, next(iter(NETWORKS))), calibration, 0)
     rows, estimates = [], {}
     tables = {}
     for file_name, (network, _) in NETWORKS.items():
@@ -240,8 +260,9 @@ def write_report(data_folder, out, repeats=20, calibration=5000, command=""):
             ["method", *METRICS],
             table,
             f"**{network}**: mean over {repeats} splits [95 % interval]. Width: mean p1 − p0 "
-            "of the predicted class; below p0 / above p1: accuracy − mean p0 and mean p1 − "
-            "accuracy of the predicted class (validity: both ≥ 0).",
+            "of the predicted class; top: its accuracy − mean p0 and mean p1 − accuracy; "
+            "classes: each class's frequency − mean p0 and mean p1 − frequency on all test "
+            "rows, averaged over the classes (validity: gaps ≥ 0).",
         )
     logits, y = _load(data_folder, FIGURE_NETWORK)
     report.figure(
@@ -280,9 +301,19 @@ def write_report(data_folder, out, repeats=20, calibration=5000, command=""):
         "for DenseNet-BC-100, the closest network we have. Its published time (16.7 s for "
         "Venn-Abers) is for the venn-abers package; `benchmarks/speed/bench_venn_abers.py` "
         "times ours against it.",
-        "Validity is checked marginally (the mean over the test rows of the predicted "
-        "class); Venn validity is conditional on the pair, which a finite test set checks "
-        "only in bins.",
+        "Validity is checked marginally (means over the test rows); Venn validity is "
+        "conditional on the pair, which a finite test set checks only in bins. It holds "
+        "for each class, not for the predicted class: the argmax picks the class whose "
+        "pair came out highest, and where the top class is uncertain this selection "
+        "lifts p0 above the accuracy (LeNet-5 / CIFAR-100's top gap, accuracy about 13 %).",
+        "One-vs-one at k = 100 with 5,000 calibration rows gives each pair of classes about "
+        "100 rows, and Price et al. (1995)'s coupling 1 / (Σ_j 1 / p_ij − (k − 2)) adds the 99 "
+        "pairs' shortfalls from 1, so the predicted class's probability collapses (ECE "
+        "about 0.5 on the two strong CIFAR-100 networks). The venn-abers package's "
+        "one-vs-one gives the same probabilities (checked on 500 test rows of split 0 of "
+        "WRN-16-4 / CIFAR-100: mean top probability 0.21 against an accuracy of 0.74, "
+        "largest difference 9e-15), so it is the method at this size; one-vs-rest is "
+        "the default for this reason.",
     ]
     return report.write(setup, notes)
 

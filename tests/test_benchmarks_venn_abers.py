@@ -31,6 +31,8 @@ def test_one_split_measures_every_calibrator():
     for name in _venn_abers.VENN_ABERS:
         row = results[name]
         assert 0 < row["width"] < 1
+        for gap in ("top: acc − p0", "top: p1 − acc", "classes: freq − p0", "classes: p1 − freq"):
+            assert -0.2 < row[gap] < 0.3
         assert (
             np.isfinite(row["log loss"]) and row["log loss"] < results["uncalibrated"]["log loss"]
         )
