@@ -10,7 +10,7 @@ from sklearn_calib.metrics import (
     reliability_band,
     reliability_diagram,
 )
-from sklearn_calib.metrics._reliability_band import lower_band
+from sklearn_calib.metrics._statistics._reliability_band import lower_band
 
 
 def _brute_lower(successes, trials, alpha):

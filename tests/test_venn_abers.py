@@ -138,7 +138,7 @@ def test_multiclass_equals_the_venn_abers_package(package, multi_class, scheme):
 def test_cross_form_equals_the_packages_cross_venn_abers(package):
     X, y = make_classification(600, random_state=0)
     folds = StratifiedKFold(5)
-    model = CalibratedClassifier(GaussianNB(), VennAbersCalibrator(), method="cv", cv=folds)
+    model = CalibratedClassifier(GaussianNB(), calibrator=VennAbersCalibrator(), cv=folds)
     model.fit(X, y)
     reference = package.VennAbersCV(GaussianNB(), inductive=False, n_splits=5, shuffle=False)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -150,9 +150,9 @@ def test_cross_form_equals_the_packages_cross_venn_abers(package):
 def test_cross_form_merges_geometric_means():
     """Each class's pair of each fold, merged as GM(p1) / (GM(1 - p0) + GM(p1))."""
     X, y = make_classification(400, n_classes=3, n_informative=4, random_state=1)
-    model = CalibratedClassifier(
-        LogisticRegression(), VennAbersCalibrator(), method="cv", cv=3
-    ).fit(X, y)
+    model = CalibratedClassifier(LogisticRegression(), calibrator=VennAbersCalibrator(), cv=3).fit(
+        X, y
+    )
     pairs = [
         calibrator.predict_interval(estimator.decision_function(X[:50]))
         for estimator, calibrator in zip(model.estimators_, model.calibrators_, strict=True)

@@ -82,7 +82,10 @@ class VennAbersCalibrator(BaseCalibrator):
       calibrated on the samples of those two classes, on the score ``z_j - z_i`` of
       logits or ``p_j / (p_i + p_j)`` of probabilities; the pairwise probabilities are
       coupled by Price et al.'s rule ``p_c = 1 / (sum_{d != c} 1 / r_cd - (k - 2))`` and
-      each row is divided by its sum. It fits ``k (k - 1) / 2`` predictors.
+      each row is divided by its sum. It fits ``k (k - 1) / 2`` predictors. With many
+      classes and few samples per pair, the coupling adds up the pairs' shortfalls from
+      1 and the top probability collapses (100 classes, 5,000 samples: a mean top
+      probability near 0.2 at an accuracy of 0.74 on CIFAR-100 outputs).
 
     The pairs of :meth:`predict_interval` are the binary predictors' for
     ``"one_vs_rest"``, and Price et al.'s coupling of the pairwise lower (upper)
