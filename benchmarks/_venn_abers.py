@@ -301,11 +301,15 @@ def write_report(data_folder, out, repeats=20, calibration=5000, command=""):
         "for DenseNet-BC-100, the closest network we have. Its published time (16.7 s for "
         "Venn-Abers) is for the venn-abers package; `benchmarks/speed/bench_venn_abers.py` "
         "times ours against it.",
-        "Validity is checked marginally (means over the test rows); Venn validity is "
-        "conditional on the pair, which a finite test set checks only in bins. It holds "
-        "for each class, not for the predicted class: the argmax picks the class whose "
-        "pair came out highest, and where the top class is uncertain this selection "
-        "lifts p0 above the accuracy (LeNet-5 / CIFAR-100's top gap, accuracy about 13 %).",
+        "Validity is checked marginally, per class on all test rows: the probability the "
+        "label chooses (p1 where the class is the label, p0 elsewhere) is calibrated "
+        "(Vovk and Petej 2014), so each class's frequency lies between its mean p0 and "
+        "mean p1. Averaged over the classes the check is weak: the frequencies sum to 1 "
+        "and a row's p0 usually sum below 1 whatever the calibration, so it only rules out "
+        "pairs shifted as a whole. The theorem does not cover the predicted class: the "
+        "argmax picks the class whose pair came out highest, and where the top class is "
+        "uncertain this selection lifts p0 above the accuracy (LeNet-5 / CIFAR-100's top "
+        "gap, accuracy about 13 %).",
         "One-vs-one at k = 100 with 5,000 calibration rows gives each pair of classes about "
         "100 rows, and Price et al. (1995)'s coupling 1 / (Σ_j 1 / p_ij − (k − 2)) adds the 99 "
         "pairs' shortfalls from 1, so the predicted class's probability collapses (ECE "
