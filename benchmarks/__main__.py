@@ -7,7 +7,8 @@ that would end past the budget; the reports of experiments whose runs are not al
 are then left for a later call, and the exit status is 75 ("call again"). ``--dry-run``
 prints the plan and its time estimate without training. ``summary`` writes the one-page
 summary of the committed reports (``benchmarks/reports/README.md``); with ``--check`` it
-only says whether that page is current (exit status 1 when not).
+only says whether that page is current (exit status 1 when not). ``venn-abers`` writes the
+report of Venn-Abers predictors on the shared CIFAR network outputs (no training).
 """
 
 import argparse
@@ -25,6 +26,7 @@ from ._report import format_duration
 from ._runner import Estimator, Task, execute
 from ._store import RunStore
 from ._summary import write_summary
+from ._venn_abers import venn_abers_command
 from .experiments import EXPERIMENTS
 from .experiments._base import Context
 
@@ -37,6 +39,8 @@ EXIT_FAILED = 1
 DEFAULT_STORE = "benchmarks/results/store"
 DEFAULT_OUT = "benchmarks/results/reports"
 DEFAULT_REPORTS = "benchmarks/reports"
+DEFAULT_CIFAR = "../shared/data/cifar"
+DEFAULT_VENN_ABERS = "benchmarks/reports/venn_abers"
 
 
 def _parser():
@@ -98,6 +102,19 @@ def _parser():
     )
     summary.add_argument(
         "--check", action="store_true", help="write nothing; exit 1 if the summary is stale"
+    )
+    venn_abers = commands.add_parser(
+        "venn-abers", help="Venn-Abers against TS, SMS and isotonic on CIFAR network outputs"
+    )
+    venn_abers.add_argument(
+        "--data", default=DEFAULT_CIFAR, help=f"folder of the CIFAR outputs ({DEFAULT_CIFAR})"
+    )
+    venn_abers.add_argument(
+        "--out", default=DEFAULT_VENN_ABERS, help=f"report folder ({DEFAULT_VENN_ABERS})"
+    )
+    venn_abers.add_argument("--repeats", type=int, default=20, help="random splits (20)")
+    venn_abers.add_argument(
+        "--calibration", type=int, default=5000, help="calibration rows of a split (5000)"
     )
     return parser
 
@@ -279,6 +296,9 @@ def main(argv=None, stream=sys.stdout):
         return 0
     if args.command == "summary":
         return summary_command(args, stream)
+    if args.command == "venn-abers":
+        args.argv = argv[1:]
+        return venn_abers_command(args, stream)
     args.names = _names(args.names, parser)
     if args.jobs < 1:
         parser.error(f"expected --jobs >= 1, got {args.jobs}")

@@ -2,7 +2,8 @@
 
 Every ``report.md`` under the reports folder is read back: its experiment is its folder's
 name, its regime the folder above (``quick``, ``quick_fashion_mnist``, ``cpu``; reports
-directly in the reports folder are the ``full`` preset's). From each report come the
+directly in the reports folder are the ``full`` preset's, except the comparisons of
+:data:`COMPARISONS`, which no preset trains). From each report come the
 verdicts of its "Agreement with the paper" table with the counts of its checks and, from
 its Setup and tables, the regime's own numbers: CE's test accuracy and validation
 temperature per recipe family, and which rule its verdicts come from: intervals with Holm's
@@ -25,6 +26,12 @@ from ._uncertainty import FAILS, HOLDS, OPEN, VERDICTS, headline
 
 #: The regime of the reports lying directly in the reports folder (the ``full`` preset).
 FULL = "full"
+#: The regime of the comparisons on fixed network outputs, run by their own command (no
+#: training, no preset): their folders lie directly in the reports folder, and each gets a
+#: section of its own after the regimes' experiments.
+COMPARISONS = {"venn_abers": "python -m benchmarks venn-abers"}
+#: The regime name such a comparison gets.
+OWN = "own command"
 #: Regimes in column order; others follow in sorted order.
 REGIME_ORDER = ("quick", "quick_fashion_mnist", "cpu", FULL)
 #: Least similarity (difflib ratio) for two wordings of a claim with the same citation.
@@ -276,7 +283,9 @@ def find_reports(root):
     reports = []
     for path in sorted(root.rglob("*/report.md")):
         relative = path.relative_to(root)
-        regime = "/".join(relative.parts[:-2]) or FULL
+        regime = "/".join(relative.parts[:-2]) or (
+            OWN if relative.parts[-2] in COMPARISONS else FULL
+        )
         text = path.read_text(encoding="utf-8")
         if _AGREEMENT not in text.splitlines():
             continue
@@ -448,8 +457,24 @@ def _cell(verdict, link):
     return f"[{verdict.word}]({link}#agreement-with-the-paper){counts}"
 
 
+def _comparison_lines(report):
+    """The section of a comparison run by its own command: its claims and verdicts."""
+    rows = [[claim, _cell(verdict, report.link)] for claim, verdict in report.claims]
+    return [
+        "",
+        f"## `{report.experiment}`: {report.title}",
+        "",
+        f"Report: [{report.link}]({report.link}), written by "
+        f"`{COMPARISONS[report.experiment]}` (no training, so no regime).",
+        "",
+        *_table(["paper's claim", "verdict"], rows),
+    ]
+
+
 def summary_text(reports):
     """The summary page (Markdown) of the parsed ``reports``."""
+    comparisons = [report for report in reports if report.regime == OWN]
+    reports = [report for report in reports if report.regime != OWN]
     regimes = regimes_of(reports)
     lines = [
         "# The papers' claims, regime by regime",
@@ -458,7 +483,8 @@ def summary_text(reports):
         "`report.md` below this folder; do not edit it by hand "
         "(`tests/test_benchmarks_summary.py` checks that it is current). A regime is a "
         "folder of reports; the reports lying directly in this folder are the `full` "
-        "preset's.",
+        "preset's, except the comparisons run by their own command on fixed network "
+        "outputs, listed last.",
         "",
         "## Deviations from the papers",
         "",
@@ -536,6 +562,8 @@ def summary_text(reports):
             "",
             *_table(["paper's claim", *regimes], rows),
         ]
+    for report in comparisons:
+        lines += _comparison_lines(report)
     return "\n".join(lines) + "\n"
 
 

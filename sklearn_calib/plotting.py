@@ -10,6 +10,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._validation import check_probabilities, resolve_classes
 from .metrics import (
     expected_calibration_error,
+    reliability_band,
     reliability_diagram,
     smooth_reliability_diagram,
 )
@@ -101,6 +102,26 @@ def _legend_above(ax):
     )
 
 
+def _plot_band(ax, band):
+    """Draw a simultaneous band: the lower band holds its value to the right of each
+    score, the upper band to the left (:func:`~sklearn_calib.metrics.reliability_band`)."""
+    scores = np.asarray(band.scores)
+    x = np.repeat(scores, 2)[1:-1]
+    lower = np.repeat(np.asarray(band.lower)[:-1], 2)
+    upper = np.repeat(np.asarray(band.upper)[1:], 2)
+    return ax.fill_between(
+        x,
+        lower,
+        upper,
+        facecolor="none",
+        edgecolor="tab:green",
+        hatch="\\\\",
+        linewidth=1.0,
+        zorder=2.6,
+        label=f"{100 * band.confidence_level:g} % simultaneous band (whole curve)",
+    )
+
+
 def _pyplot():
     try:
         import matplotlib.pyplot as plt
@@ -134,7 +155,9 @@ class ReliabilityDisplay:
     estimator_name : str, default=None
         Name shown in the legend.
     accuracy_low, accuracy_high : ndarray of shape (n_bins,), default=None
-        Per-bin interval of the accuracy (Clopper-Pearson), drawn as error bars.
+        Per-bin interval of the accuracy (Clopper-Pearson), drawn as error bars. Each
+        covers its bin's accuracy with the confidence level: the intervals are pointwise,
+        and all of them together cover less often.
     smooth : :class:`~sklearn.utils.Bunch`, default=None
         A :func:`~sklearn_calib.scoring.smooth_reliability_diagram`, drawn as a line
         (with its band, if it has one).
@@ -148,6 +171,9 @@ class ReliabilityDisplay:
         Group label to that group's diagram (a
         :func:`~sklearn_calib.scoring.reliability_diagram` Bunch with its ``ece`` added),
         drawn as one line per group over the bars.
+    band : :class:`~sklearn.utils.Bunch`, default=None
+        A :func:`~sklearn_calib.metrics.reliability_band`: the simultaneous band of the
+        reliability curve, drawn as a shaded region.
 
     Attributes
     ----------
@@ -161,6 +187,8 @@ class ReliabilityDisplay:
         Its bootstrap band, if any.
     group_lines_ : dict
         Group label to its reliability line (empty without ``group_diagrams``).
+    band_ : matplotlib PolyCollection or None
+        The simultaneous band, if any.
     gap_bars_ : matplotlib BarContainer
         Bars from each bin's accuracy to its mean confidence (the calibration gap).
     line_ : matplotlib Line2D or None
@@ -200,6 +228,7 @@ class ReliabilityDisplay:
         pos_label=None,
         confidence_level=None,
         group_diagrams=None,
+        band=None,
     ):
         self.edges = edges
         self.count = count
@@ -213,6 +242,7 @@ class ReliabilityDisplay:
         self.pos_label = pos_label
         self.confidence_level = confidence_level
         self.group_diagrams = group_diagrams
+        self.band = band
 
     def plot(self, *, ax=None, hist_ax=None, name=None, ref_line=True, **kwargs):
         """Draw the diagram.
@@ -323,8 +353,11 @@ class ReliabilityDisplay:
                 ecolor="black",
                 capsize=3,
                 zorder=3,
-                label=f"{level}Clopper-Pearson interval",
+                label=f"{level}Clopper-Pearson interval (pointwise)",
             )
+        self.band_ = None
+        if self.band is not None:
+            self.band_ = _plot_band(ax, self.band)
         self.smooth_line_ = self.smooth_band_ = None
         if self.smooth is not None:
             # a darker shade of the bars' colour, drawn over them
@@ -408,6 +441,7 @@ class ReliabilityDisplay:
         pos_label=None,
         confidence_level=None,
         smooth=False,
+        band=False,
         random_state=None,
         labels=None,
         sample_weight=None,
@@ -443,6 +477,12 @@ class ReliabilityDisplay:
             (:func:`~sklearn_calib.scoring.smooth_reliability_diagram`; from 1/K for
             the top-label confidence of K classes), where the data support it: where at
             least about one sample lies within a bandwidth.
+        band : bool, default=False
+            Also draw the simultaneous band of the reliability curve
+            (:func:`~sklearn_calib.metrics.reliability_band`, at ``confidence_level``,
+            0.95 when None): it covers the whole (non-decreasing) curve with that
+            probability, where the per-bin intervals each cover one bin. Takes no
+            ``sample_weight``.
         random_state : int, RandomState instance or None, default=None
             Seeds the bootstrap band.
         labels : array-like of shape (n_classes,), default=None
@@ -492,8 +532,14 @@ class ReliabilityDisplay:
         True
         """
         _bar_keywords(kwargs)
-        if not isinstance(smooth, (bool, np.bool_)):
-            raise ValueError(f"Expected `smooth` to be a bool, got {smooth!r}.")
+        for flag, value in (("smooth", smooth), ("band", band)):
+            if not isinstance(value, (bool, np.bool_)):
+                raise ValueError(f"Expected `{flag}` to be a bool, got {value!r}.")
+        if band and sample_weight is not None:
+            raise ValueError(
+                "Expected no `sample_weight` with band=True: the simultaneous band counts "
+                "samples (Clopper-Pearson bounds of binomial counts)."
+            )
         convention = "top_label"
         if pos_label is not None:
             y_prob, labels = _positive_class_problem(y_true, y_prob, labels, pos_label)
@@ -530,6 +576,15 @@ class ReliabilityDisplay:
                 random_state=random_state,
                 **options,
             )
+        simultaneous = None
+        if band:
+            simultaneous = reliability_band(
+                y_true,
+                y_prob,
+                confidence_level=0.95 if confidence_level is None else confidence_level,
+                pos_label=pos_label,
+                labels=labels,
+            )
         display = cls(
             diagram.edges,
             diagram.count,
@@ -543,6 +598,7 @@ class ReliabilityDisplay:
             pos_label=pos_label,
             confidence_level=confidence_level,
             group_diagrams=group_diagrams,
+            band=simultaneous,
         )
         return display.plot(ax=ax, hist_ax=hist_ax, ref_line=ref_line, **kwargs)
 
@@ -558,6 +614,7 @@ class ReliabilityDisplay:
         pos_label=None,
         confidence_level=None,
         smooth=False,
+        band=False,
         random_state=None,
         sample_weight=None,
         groups=None,
@@ -587,6 +644,8 @@ class ReliabilityDisplay:
         confidence_level : float, default=None
             See :meth:`from_predictions`.
         smooth : bool, default=False
+            See :meth:`from_predictions`.
+        band : bool, default=False
             See :meth:`from_predictions`.
         random_state : int, RandomState instance or None, default=None
             See :meth:`from_predictions`.
@@ -632,6 +691,7 @@ class ReliabilityDisplay:
             pos_label=pos_label,
             confidence_level=confidence_level,
             smooth=smooth,
+            band=band,
             random_state=random_state,
             labels=estimator.classes_,
             sample_weight=sample_weight,

@@ -54,6 +54,7 @@ TINY = {
     "StructuredVectorScaling": {},
     "TemperatureScaling": {},
     "VectorScaling": {},
+    "VennAbersCalibrator": {},
 }
 
 

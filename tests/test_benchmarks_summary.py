@@ -217,6 +217,28 @@ def test_summary_aligns_claims_across_regimes_and_marks_missing_ones(reports_fol
     assert summary_text(find_reports(reports_folder)) == text
 
 
+def test_a_comparison_run_by_its_own_command_gets_its_own_section(reports_folder):
+    folder = reports_folder / "venn_abers"
+    folder.mkdir()
+    (folder / "report.md").write_text(FULL, encoding="utf-8")
+    reports = find_reports(reports_folder)
+    assert [(r.experiment, r.regime) for r in reports][-1] == ("venn_abers", "own command")
+    lines = summary_text(reports).splitlines()
+    assert "| paper's claim | quick | cpu |" in lines
+    assert not any(line.startswith("| **own command**") for line in lines)
+    section = lines[lines.index("## `venn_abers`: Toy experiment (Doe et al. 2009)") :]
+    assert section[2] == (
+        "Report: [venn_abers/report.md](venn_abers/report.md), written by "
+        "`python -m benchmarks venn-abers` (no training, so no regime)."
+    )
+    assert section[4:] == [
+        "| paper's claim | verdict |",
+        "|---|---|",
+        "| CE is overconfident (Doe et al. 2009). | "
+        "[mixed](venn_abers/report.md#agreement-with-the-paper) |",
+    ]
+
+
 def test_summary_command_writes_then_checks(reports_folder):
     stream = io.StringIO()
     assert main(["summary", "--check", "--reports", str(reports_folder)], stream) == 1

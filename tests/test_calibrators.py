@@ -27,6 +27,7 @@ from sklearn_calib.calibrators import (
     StructuredVectorScaling,
     TemperatureScaling,
     VectorScaling,
+    VennAbersCalibrator,
 )
 from sklearn_calib.calibrators._base import BaseCalibrator, softmax
 from sklearn_calib.calibrators._temperature_grid import grid_ece
@@ -44,6 +45,7 @@ ALL_CALIBRATORS = [tiny(name) for name in CALIBRATOR_NAMES] + [
     HistogramBinning(strategy="quantile", multi_class="classwise"),
     ScalingBinning(multi_class="classwise"),
     EnsembleTemperatureScaling(loss="nll"),
+    VennAbersCalibrator(multi_class="one_vs_one"),
 ]
 IDS = [repr(c) for c in ALL_CALIBRATORS]
 

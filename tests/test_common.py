@@ -12,6 +12,7 @@ from sklearn_calib.calibrators import (
     MulticalibrationBoosting,
     ScalingBinning,
     TemperatureScaling,
+    VennAbersCalibrator,
 )
 
 from estimator_registry import CALIBRATORS as CALIBRATOR_NAMES
@@ -69,6 +70,7 @@ CALIBRATORS = [tiny(name) for name in CALIBRATOR_NAMES] + [
     ScalingBinning(multi_class="classwise"),
     EnsembleTemperatureScaling(loss="nll"),
     MulticalibrationBoosting(multi_class="top_label", linear_leaves=False, early_stopping=False),
+    VennAbersCalibrator(multi_class="one_vs_one"),
 ]
 
 CLASSIFIERS = [tiny(name) for name in META_CLASSIFIERS] + [

@@ -26,6 +26,7 @@ from sklearn_calib.calibrators import (
     CalibratedClassifier,
     HistogramBinning,
     TemperatureScaling,
+    VennAbersCalibrator,
 )
 from sklearn_calib.estimators import Lookahead, MetaNetClassifier, NetClassifier
 
@@ -76,7 +77,10 @@ def round_trip(estimator, how, tmp_path):
 
 
 #: Every calibrator of the registry, and temperature scaling by the ECE.
-CALIBRATORS = [tiny(name) for name in CALIBRATOR_NAMES] + [TemperatureScaling(objective="ece")]
+CALIBRATORS = [tiny(name) for name in CALIBRATOR_NAMES] + [
+    TemperatureScaling(objective="ece"),
+    VennAbersCalibrator(multi_class="one_vs_one"),
+]
 
 HOW = ["pickle", "joblib", "skops"]
 

@@ -12,6 +12,7 @@ from sklearn.naive_bayes import GaussianNB
 from sklearn_calib.plotting import ReliabilityDisplay
 from sklearn_calib.scoring import (
     expected_calibration_error,
+    reliability_band,
     reliability_diagram,
     smooth_reliability_diagram,
 )
@@ -110,7 +111,7 @@ def test_the_legend_sits_above_the_axes_and_names_every_element(fitted):
     assert labels == [
         f"GaussianNB (ECE = {100 * display.ece:.2f} %)",
         "Gap to confidence",
-        "90 % Clopper-Pearson interval",
+        "90 % Clopper-Pearson interval (pointwise)",
         f"Smoothed (h = {display.smooth.bandwidth:.3g})",
         "Perfectly calibrated",
         "90 % bootstrap band",
@@ -256,3 +257,26 @@ def test_clopper_pearson_error_bars_and_the_smooth_curve_with_its_band():
     assert without.errorbar_ is None and without.smooth_line_ is None
     with pytest.raises(ValueError, match="`smooth` to be a bool"):
         ReliabilityDisplay.from_predictions(y, p, smooth="yes")
+
+
+def test_simultaneous_band_is_drawn_beside_the_pointwise_intervals():
+    rng = np.random.default_rng(0)
+    p = rng.random(3000)
+    y = np.where(rng.random(3000) < p, "spam", "ham")
+    display = ReliabilityDisplay.from_predictions(
+        y, p, pos_label="spam", confidence_level=0.9, band=True, n_bins=10
+    )
+    expected = reliability_band(y, p, pos_label="spam", confidence_level=0.9)
+    np.testing.assert_array_equal(display.band.upper, expected.upper)
+    # the polygon follows the steps: lower from the left, upper from the right score
+    vertices = display.band_.get_paths()[0].vertices
+    assert vertices[:, 1].min() == expected.lower.min()
+    labels = [text.get_text() for text in display.ax_.get_legend().get_texts()]
+    assert "90 % Clopper-Pearson interval (pointwise)" in labels
+    assert "90 % simultaneous band (whole curve)" in labels
+    plain = ReliabilityDisplay.from_predictions(y, p, pos_label="spam")
+    assert plain.band_ is None
+    with pytest.raises(ValueError, match="Expected no `sample_weight` with band=True"):
+        ReliabilityDisplay.from_predictions(y, p, pos_label="spam", band=True, sample_weight=p)
+    with pytest.raises(ValueError, match="Expected `band` to be a bool, got 1"):
+        ReliabilityDisplay.from_predictions(y, p, pos_label="spam", band=1)

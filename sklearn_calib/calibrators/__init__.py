@@ -20,6 +20,8 @@ label of each column, so a calibration set may lack any class.
 :func:`classifier_scores` and :func:`fit_calibrator` are its two steps on their own (the
 scores of a fitted classifier, and a calibrator fitted on them), which
 :mod:`sklearn_calib.evaluation` uses too.
+:class:`VennAbersCalibrator` also gives a pair of probabilities per class
+(``predict_interval``), one of which is calibrated in the sense of Venn predictors.
 :class:`MulticalibrationBoosting` also takes group features (``groups=``) and corrects the
 scores within every group.
 :func:`grid_ece` is the vectorised search behind ``TemperatureScaling(objective="ece")``:
@@ -39,6 +41,7 @@ from .platt import PlattScaling
 from .selection import CalibratorSelector
 from .structured import StructuredMatrixScaling, StructuredVectorScaling
 from .temperature import EnsembleTemperatureScaling, TemperatureScaling
+from .venn_abers import VennAbersCalibrator
 
 __all__ = [
     "BetaCalibration",
@@ -57,6 +60,7 @@ __all__ = [
     "StructuredVectorScaling",
     "TemperatureScaling",
     "VectorScaling",
+    "VennAbersCalibrator",
     "classifier_scores",
     "fit_calibrator",
     "grid_ece",

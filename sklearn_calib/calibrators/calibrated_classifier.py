@@ -634,9 +634,15 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         -------
         proba : ndarray of shape (n_samples, n_classes)
             Mean over ``estimators_`` of the calibrated probabilities; columns follow
-            ``classes_``.
+            ``classes_``. Calibrators that define how their folds merge do so instead:
+            :class:`VennAbersCalibrator`'s pairs are merged as Vovk et al.'s cross
+            Venn-Abers predictors merge them.
         """
         check_is_fitted(self)
+        merge = getattr(type(self.calibrators_[0]), "_merged_folds", None)
+        if merge is not None and len(self.calibrators_) > 1:
+            scores = [classifier_scores(estimator, X)[0] for estimator in self.estimators_]
+            return merge(self.calibrators_, scores)
         options = {}
         if self.group_features is not None:
             options["groups"] = select_columns(X, self.group_features)

@@ -5,7 +5,8 @@ checks' shared pieces: the one bin rule, weights, blocks of rows, conventions, r
 plans, groups' rows, Poisson counts, the metric registry and the routing of Dask input),
 ``_fused`` (the fused passes: numba kernels and their numpy twins), ``_functions`` (the
 metric functions and their kernels), ``_statistics`` (bootstrap intervals, tests,
-decompositions, groups and audit, the calibration report and the report table),
+decompositions, groups and audit, the simultaneous reliability band and the equivalence
+test it inverts, the calibration report and the report table),
 ``_streaming`` (``CalibrationAccumulator``: its sums and their metrics) and ``_dask``
 (every handler of Dask input). Each metric is declared once, in ``_catalogue``, and read
 from there by the report, the scorers, the accumulator and ``CalibrationScoring``.
@@ -39,6 +40,7 @@ from ._statistics._calibration_report import calibration_report
 from ._statistics._decomposition import calibration_decomposition, refinement_loss
 from ._statistics._groups import adjust_pvalues, calibration_audit, worst_group_calibration_error
 from ._statistics._hypothesis_tests import CalibrationTestResult, calibration_test
+from ._statistics._reliability_band import calibration_equivalence_test, reliability_band
 from ._statistics._report import ReportMetric, metric_values
 from ._statistics._smooth_diagram import smooth_reliability_diagram
 from ._streaming._accumulator import CalibrationAccumulator
@@ -54,6 +56,7 @@ __all__ = [
     "brier_score",
     "calibration_audit",
     "calibration_decomposition",
+    "calibration_equivalence_test",
     "calibration_error_ci",
     "calibration_report",
     "calibration_test",
@@ -65,6 +68,7 @@ __all__ = [
     "metric_values",
     "negative_log_likelihood",
     "refinement_loss",
+    "reliability_band",
     "reliability_diagram",
     "smooth_calibration_error",
     "smooth_ece",
