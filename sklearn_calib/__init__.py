@@ -13,6 +13,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "calibrators": (
         "BetaCalibration",
+        "BiasCorrectedTemperatureScaling",
         "CalibratedClassifier",
         "CalibratorSelector",
         "DirichletCalibration",
@@ -30,6 +31,7 @@ _EXPORTS = {
         "VectorScaling",
     ),
     "estimators": ("MetaNetClassifier", "NetClassifier"),
+    "label_shift": ("LabelShiftAdapter", "LabelShiftClassifier"),
     "losses": ("get_loss",),
     "plotting": ("ReliabilityDisplay",),
     "scoring": (
@@ -67,6 +69,7 @@ _PARTS = (
     "datasets",
     "estimators",
     "evaluation",
+    "label_shift",
     "losses",
     "metrics",
     "persistence",
