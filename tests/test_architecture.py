@@ -32,6 +32,7 @@ ALLOWED = {
     "calibrators": {"metrics", "scoring", "_validation", "_dask_chunks"},
     "estimators": {"losses", "metrics", "_validation"},
     "evaluation": {"calibrators", "metrics", "_validation"},
+    "label_shift": {"calibrators", "metrics", "_validation", "_dask_chunks"},
     "persistence": {"calibrators", "estimators", "losses", "metrics", "_validation"},
     "main": {
         "calibrators",
@@ -50,7 +51,7 @@ FORBIDDEN_EXTERNAL = {
     part: {"skorch"}
     for part in ("_validation", "_dask_chunks", "metrics", "scoring", "datasets", "plotting")
     + ("losses",)
-    + ("calibrators", "evaluation")
+    + ("calibrators", "evaluation", "label_shift")
 }
 
 #: Top-level names no library module may import.

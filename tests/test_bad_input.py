@@ -20,6 +20,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn_calib import scoring
 from sklearn_calib.calibrators import (
     BetaCalibration,
+    BiasCorrectedTemperatureScaling,
     CalibratedClassifier,
     CalibratorSelector,
     DirichletCalibration,
@@ -77,6 +78,7 @@ META_CLASSIFIERS = [
 
 CALIBRATORS = [
     TemperatureScaling,
+    BiasCorrectedTemperatureScaling,
     EnsembleTemperatureScaling,
     HistogramBinning,
     ScalingBinning,

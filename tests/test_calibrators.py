@@ -16,6 +16,7 @@ from sklearn.utils._testing import create_memmap_backed_data
 
 from sklearn_calib.calibrators import (
     BetaCalibration,
+    BiasCorrectedTemperatureScaling,
     DirichletCalibration,
     EnsembleTemperatureScaling,
     HistogramBinning,
@@ -44,6 +45,7 @@ ALL_CALIBRATORS = [
     ScalingBinning(),
     ScalingBinning(mode="classwise"),
     VectorScaling(),
+    BiasCorrectedTemperatureScaling(),
     MatrixScaling(),
     IsotonicCalibration(),
     EnsembleTemperatureScaling(),

@@ -5,6 +5,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_calib.calibrators import (
     BetaCalibration,
+    BiasCorrectedTemperatureScaling,
     CalibratedClassifier,
     CalibratorSelector,
     DirichletCalibration,
@@ -22,6 +23,7 @@ from sklearn_calib.calibrators import (
     VectorScaling,
 )
 from sklearn_calib.estimators import MetaNetClassifier, NetClassifier
+from sklearn_calib.label_shift import LabelShiftAdapter, LabelShiftClassifier
 
 # --------------------------------------------------------------------- NetClassifier
 
@@ -85,6 +87,7 @@ CALIBRATORS = [
     ScalingBinning(),
     ScalingBinning(mode="classwise"),
     VectorScaling(),
+    BiasCorrectedTemperatureScaling(),
     MatrixScaling(),
     IsotonicCalibration(),
     EnsembleTemperatureScaling(),
@@ -164,4 +167,36 @@ def _expected_failed_checks(estimator):
 
 @parametrize_with_checks(CALIBRATORS + CLASSIFIERS, expected_failed_checks=_expected_failed_checks)
 def test_calibrator_estimator_checks(estimator, check):
+    check(estimator)
+
+
+# ------------------------------------------------------------------ label-shift adaptation
+
+LABEL_SHIFT = [
+    LabelShiftAdapter(n_resamples=0),
+    LabelShiftAdapter(method="bbse", confusion="soft", n_resamples=20, random_state=0),
+    LabelShiftAdapter(calibrator=TemperatureScaling(), method="rlls", n_resamples=0),
+    LabelShiftClassifier(LogisticRegression(), adapter=LabelShiftAdapter(n_resamples=0)),
+]
+
+_EM_RUNS_IN_ADAPT = (
+    "max_iter bounds EM, which runs in adapt and sets n_iter_ there; fit only calibrates "
+    "the source scores"
+)
+
+
+def _label_shift_expected_failed_checks(estimator):
+    if isinstance(estimator, LabelShiftClassifier):
+        return {}
+    return {
+        "check_estimators_fit_returns_self": _MORE_CLASSES_THAN_SCORES,
+        "check_estimators_overwrite_params": _MORE_CLASSES_THAN_SCORES,
+        "check_readonly_memmap_input": _MORE_CLASSES_THAN_SCORES,
+        "check_estimators_dtypes": _AMBIGUOUS_LABELS,
+        "check_transformer_n_iter": _EM_RUNS_IN_ADAPT,
+    }
+
+
+@parametrize_with_checks(LABEL_SHIFT, expected_failed_checks=_label_shift_expected_failed_checks)
+def test_label_shift_estimator_checks(estimator, check):
     check(estimator)

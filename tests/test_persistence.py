@@ -25,6 +25,7 @@ from skorch.exceptions import DeviceWarning
 from sklearn_calib import calibrators, persistence
 from sklearn_calib.calibrators import (
     BetaCalibration,
+    BiasCorrectedTemperatureScaling,
     CalibratedClassifier,
     CalibratorSelector,
     DirichletCalibration,
@@ -99,6 +100,7 @@ CALIBRATORS = [
     ScalingBinning(),
     IsotonicCalibration(),
     VectorScaling(),
+    BiasCorrectedTemperatureScaling(),
     MatrixScaling(),
     PlattScaling(),
     StructuredVectorScaling(),
@@ -543,7 +545,7 @@ def test_models_saved_by_an_earlier_version_load_and_predict_alike(name, how):
 
 
 #: Calibrators added after the files of version 0.1.0 were written.
-CALIBRATORS_AFTER_0_1_0 = {"MulticalibrationBoosting"}
+CALIBRATORS_AFTER_0_1_0 = {"BiasCorrectedTemperatureScaling", "MulticalibrationBoosting"}
 
 
 @pytest.mark.parametrize("how", ["pickle", "skops"])

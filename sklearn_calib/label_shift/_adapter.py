@@ -22,7 +22,7 @@ from .._validation import (
 from ..calibrators import BiasCorrectedTemperatureScaling, fit_calibrator
 from ._dask import adapt_dask, predict_proba_dask
 from ._estimate import estimate_priors
-from ._source import check_prior, summarise_source
+from ._source import check_adaptable, check_prior, summarise_source
 from ._uncertainty import (
     likelihood_ratio_test,
     prediction_count_test,
@@ -258,12 +258,20 @@ default="predictions"
         if scores.ndim == 2 and scores.shape[1] < 2:
             raise ValueError(
                 "Expected 2-D scores with one column per class (at least 2), got "
-                f"{scores.shape[1]} column(s); pass 1-D scores for a binary problem."
+                f"{scores.shape[1]} feature(s); pass 1-D scores for a binary problem."
             )
-        if scores.ndim == 1 and hasattr(self, "n_features_in_"):
+        if scores.ndim == 2:
+            self.n_features_in_ = scores.shape[1]
+        elif hasattr(self, "n_features_in_"):
+            # 1-D scores have no feature count: drop the one of an earlier 2-D fit.
             del self.n_features_in_
         check_class_labels(y)
         sample_weight = check_sample_weight(sample_weight, scores.shape[0])
+        if classes is None and np.unique(y).shape[0] < 2:
+            raise ValueError(
+                f"Expected `y` to hold at least 2 classes, got 1 class ({y[0]!r}); pass "
+                "`classes=` to fit on data that holds one class of several."
+            )
         n_classes = 2 if scores.ndim == 1 else scores.shape[1]
         self.classes_ = resolve_classes(y, classes, n_classes, names=("y", "classes", "scores"))
         self.n_classes_ = n_classes
@@ -298,7 +306,6 @@ default="predictions"
             sample_weight,
             source_prior=self.source_prior,
             confusion=self.confusion,
-            classes=self.classes_,
         )
 
     def adapt(self, target_scores=None, y=None, *, target_prior=None):
@@ -338,8 +345,10 @@ default="predictions"
             self.__dict__.pop(name, None)
         if target_prior is not None:
             prior = check_prior(target_prior, "target_prior", self.n_classes_, allow_zero=True)
+            check_adaptable(self._source, self.classes_, prior)
             self._set_adaptation(prior, 0, True, None, None)
             return self
+        check_adaptable(self._source, self.classes_)
         if self.method == "em" and self.calibrator == "passthrough":
             warnings.warn(
                 "EM estimates the target priors from calibrated probabilities, but the "
@@ -390,7 +399,9 @@ default="predictions"
 
     def _set_adaptation(self, prior, n_iter, converged, intervals, test):
         self.target_prior_ = prior
-        self.weights_ = prior / self.source_prior_
+        self.weights_ = np.divide(
+            prior, self.source_prior_, out=np.zeros_like(prior), where=self.source_prior_ > 0
+        )
         self.n_iter_ = int(n_iter)
         self.converged_ = converged
         self.target_prior_intervals_ = intervals
@@ -446,9 +457,7 @@ default="predictions"
         ).prior[0]
 
     def _validate_scores(self, scores, name="scores"):
-        """Validate scores against the fitted number of columns; at least one row."""
-        if np.ndim(scores) >= 1 and np.shape(scores)[0] == 0:
-            raise ValueError(f"Expected `{name}` with at least one row, got 0 rows.")
+        """Validate scores against the fitted number of columns (and at least one row)."""
         with np.errstate(over="ignore", invalid="ignore"):
             scores = validate_data(
                 self,
@@ -533,7 +542,8 @@ default="predictions"
         labels : ndarray of shape (n_samples,)
             Labels from ``classes_``.
         """
-        return self.classes_[np.argmax(self.predict_proba(scores), axis=1)]
+        proba = self.predict_proba(scores)
+        return self.classes_[np.argmax(proba, axis=1)]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

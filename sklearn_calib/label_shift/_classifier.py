@@ -1,34 +1,35 @@
-"""``LabelShiftClassifier``: a classifier and a label-shift adapter of its scores."""
+"""``LabelShiftClassifier``: a classifier and label-shift adapters of its scores."""
 
 import numbers
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, _fit_context, clone
-from sklearn.frozen import FrozenEstimator
-from sklearn.model_selection import train_test_split
-from sklearn.utils import _safe_indexing
+from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, _fit_context
+from sklearn.utils import get_tags
 from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.validation import check_is_fitted
 
 from .._dask_chunks import uses_dask
-from ..calibrators import classifier_scores
+from ..calibrators import CalibratedClassifier, classifier_scores
 from ._adapter import LabelShiftAdapter
 
 
 class LabelShiftClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     """A classifier whose probabilities follow the class priors of a target.
 
-    ``fit(X, y)`` on labelled source data fits the classifier and the label-shift adapter
-    of its scores (:class:`LabelShiftAdapter`: a calibrator and the source's priors);
-    ``adapt(X_target)`` estimates the target priors from unlabelled target features (or
-    takes known ones); ``predict_proba`` and ``predict`` then answer for the target.
-    Before ``adapt`` they are the calibrated classifier's.
+    ``fit(X, y)`` on labelled source data fits the classifier and a label-shift adapter of
+    its scores (:class:`LabelShiftAdapter`: a calibrator and the source's priors) as
+    :class:`~sklearn_calib.calibrators.CalibratedClassifier` fits a classifier and its
+    calibrator, on held-out scores; ``adapt(X_target)`` estimates the target priors from
+    unlabelled target features (or takes known ones); ``predict_proba`` and ``predict``
+    then answer for the target. Before ``adapt`` they are the calibrated classifier's.
 
-    The classifier is fitted on a stratified share ``1 - cv`` of ``X`` and the adapter on
-    the rest (the scores of data the classifier has not seen). A classifier fitted already
-    is passed as :class:`sklearn.frozen.FrozenEstimator`: it is not refitted, and all of
-    ``X`` fits the adapter. Model selection (``GridSearchCV``, ``cross_validate``) fits
-    clones on the source data, and a clone keeps a ``FrozenEstimator`` fitted.
+    A float ``cv`` holds out that stratified share of ``X`` for the adapter and fits the
+    classifier on the rest; folds fit one classifier and one adapter per fold (each
+    adapter estimates the target priors; the probabilities are averaged). A
+    classifier fitted already is passed as :class:`sklearn.frozen.FrozenEstimator`: it is
+    not refitted, and all of ``X`` fits the adapter. Model selection (``GridSearchCV``,
+    ``cross_validate``) fits clones on the source data, and a clone keeps a
+    ``FrozenEstimator`` fitted.
 
     Parameters
     ----------
@@ -39,19 +40,22 @@ class LabelShiftClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     adapter : LabelShiftAdapter, default=None
         The adapter (cloned; its ``input`` is set from the classifier's scores); None
         means ``LabelShiftAdapter()``. Its parameters are ``adapter__*`` in a grid search.
-    cv : float, default=0.1
-        The share of ``X`` held out (stratified) to fit the adapter; ignored for a
-        ``FrozenEstimator``.
+    cv : float, int, cross-validation generator or iterable, default=0.1
+        The share of ``X`` held out (stratified) for the adapter, or folds (an int for
+        stratified folds); ignored for a ``FrozenEstimator``.
     random_state : int, RandomState instance or None, default=None
         Seeds the split.
 
     Attributes
     ----------
-    estimator_ : classifier
-        The fitted classifier.
-    adapter_ : LabelShiftAdapter
-        The fitted adapter: its ``target_prior_``, ``target_prior_intervals_`` and
-        ``shift_test_`` describe the target after :meth:`adapt`.
+    estimators_ : list of classifiers
+        The fitted classifier (one per fold for an int ``cv``).
+    adapters_ : list of LabelShiftAdapter
+        The fitted adapter of each classifier; after :meth:`adapt`, each one's
+        ``target_prior_``, ``target_prior_intervals_`` and ``shift_test_`` describe the
+        target.
+    target_prior_ : ndarray of shape (n_classes,)
+        The mean of the adapters' target priors (set by :meth:`adapt`).
     classes_ : ndarray of shape (n_classes,)
         The class labels.
     n_features_in_ : int
@@ -68,21 +72,25 @@ class LabelShiftClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     >>> from sklearn.datasets import make_classification
     >>> from sklearn.linear_model import LogisticRegression
     >>> from sklearn_calib.label_shift import LabelShiftAdapter, LabelShiftClassifier
-    >>> X, y = make_classification(4000, n_classes=3, n_informative=4, random_state=0)
-    >>> target = np.flatnonzero((y == 0) | (np.arange(4000) % 5 == 0))[2000:]
+    >>> X, y = make_classification(6000, n_classes=3, n_informative=4, random_state=0)
+    >>> target = np.flatnonzero((y == 0) | (np.arange(6000) % 4 == 0))[1500:]
     >>> clf = LabelShiftClassifier(
     ...     LogisticRegression(), adapter=LabelShiftAdapter(n_resamples=0), cv=0.3,
     ...     random_state=0,
-    ... ).fit(X[:2000], y[:2000])
-    >>> prior = clf.adapt(X[target]).adapter_.target_prior_
-    >>> bool(prior[0] > 0.6)
-    True
+    ... ).fit(X[:3000], y[:3000])
+    >>> float(np.round(np.mean(y[target] == 0), 1))
+    0.8
+    >>> float(np.round(clf.adapt(X[target]).target_prior_[0], 1))
+    0.8
     """
 
     _parameter_constraints: dict = {
-        "estimator": [HasMethods(["fit"])],
+        "estimator": [
+            HasMethods(["fit", "decision_function"]),
+            HasMethods(["fit", "predict_proba"]),
+        ],
         "adapter": [None, HasMethods(["fit", "adapt", "predict_proba"])],
-        "cv": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "cv": [Interval(numbers.Real, 0, 1, closed="neither"), "cv_object"],
         "random_state": ["random_state"],
     }
 
@@ -103,38 +111,29 @@ class LabelShiftClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         y : array-like of shape (n_samples,)
             Source labels.
         sample_weight : array-like of shape (n_samples,), default=None
-            Passed to the classifier's ``fit`` (its part) and to the adapter (its part).
+            Weights of the source rows, for the classifier and the adapter.
 
         Returns
         -------
         self : object
         """
-        y = np.asarray(y)
-        if sample_weight is not None:
-            sample_weight = np.asarray(sample_weight, dtype=np.float64)
-        if isinstance(self.estimator, FrozenEstimator):
-            self.estimator_ = self.estimator
-            held_out = np.arange(y.shape[0])
-        else:
-            train, held_out = train_test_split(
-                np.arange(y.shape[0]), test_size=self.cv, stratify=y, random_state=self.random_state
-            )
-            weight = {} if sample_weight is None else {"sample_weight": sample_weight[train]}
-            self.estimator_ = clone(self.estimator).fit(
-                _safe_indexing(X, train), y[train], **weight
-            )
-        scores, kind = classifier_scores(self.estimator_, _safe_indexing(X, held_out))
+        self.__dict__.pop("target_prior_", None)
         adapter = LabelShiftAdapter() if self.adapter is None else self.adapter
-        self.adapter_ = clone(adapter).set_params(input=kind)
-        self.adapter_.fit(
-            scores,
-            y[held_out],
-            sample_weight=None if sample_weight is None else sample_weight[held_out],
-            classes=self.estimator_.classes_,
-        )
-        self.classes_ = self.adapter_.classes_
-        if hasattr(self.estimator_, "n_features_in_"):
-            self.n_features_in_ = self.estimator_.n_features_in_
+        if isinstance(self.cv, numbers.Real) and not isinstance(self.cv, numbers.Integral):
+            split = {"method": "holdout", "calibration_size": self.cv}
+        else:
+            split = {"method": "cv", "cv": self.cv, "ensemble": True}
+        calibrated = CalibratedClassifier(
+            self.estimator, adapter, random_state=self.random_state, **split
+        ).fit(X, y, sample_weight=sample_weight)
+        self.estimators_ = calibrated.estimators_
+        self.adapters_ = calibrated.calibrators_
+        self.classes_ = calibrated.classes_
+        for name in ("n_features_in_", "feature_names_in_"):
+            if hasattr(calibrated, name):
+                setattr(self, name, getattr(calibrated, name))
+            elif name in vars(self):
+                delattr(self, name)
         return self
 
     def adapt(self, X_target=None, y=None, *, target_prior=None):
@@ -143,7 +142,7 @@ class LabelShiftClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         Parameters
         ----------
         X_target : array-like or Dask array of shape (n_samples, n_features), default=None
-            Unlabelled target features (a Dask array is scored chunk by chunk).
+            Unlabelled target features (a 2-D Dask array is scored chunk by chunk).
         y : None
             Not used: given labels raise a ValueError.
         target_prior : array-like of shape (n_classes,), default=None
@@ -154,24 +153,11 @@ class LabelShiftClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         self : object
         """
         check_is_fitted(self)
-        scores = None if X_target is None else self._scores(X_target)
-        self.adapter_.adapt(scores, y, target_prior=target_prior)
+        for estimator, adapter in zip(self.estimators_, self.adapters_, strict=True):
+            scores = None if X_target is None else _scores(estimator, adapter, X_target)
+            adapter.adapt(scores, y, target_prior=target_prior)
+        self.target_prior_ = np.mean([adapter.target_prior_ for adapter in self.adapters_], axis=0)
         return self
-
-    def _scores(self, X):
-        """The classifier's scores of ``X`` (lazily, chunk by chunk, for a Dask array)."""
-        if not uses_dask(X):
-            return classifier_scores(self.estimator_, X)[0]
-        if X.ndim != 2:
-            raise ValueError(f"Expected a 2-D Dask array of features, got shape {X.shape}.")
-        X = X.rechunk({1: -1})
-        if self.adapter_._scores_ndim == 1:
-            return X.map_blocks(self._block_scores, dtype=np.float64, drop_axis=1)
-        chunks = (X.chunks[0], (len(self.classes_),))
-        return X.map_blocks(self._block_scores, dtype=np.float64, chunks=chunks)
-
-    def _block_scores(self, block):
-        return classifier_scores(self.estimator_, block)[0]
 
     def predict_proba(self, X):
         """Return the probabilities under the target priors (the calibrated ones before
@@ -179,14 +165,17 @@ class LabelShiftClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or Dask array of shape (n_samples, n_features)
 
         Returns
         -------
-        proba : ndarray of shape (n_samples, n_classes)
+        proba : ndarray (a lazy Dask array for Dask input) of shape (n_samples, n_classes)
+            The mean over the adapters.
         """
         check_is_fitted(self)
-        return self.adapter_.predict_proba(self._scores(X))
+        pairs = zip(self.estimators_, self.adapters_, strict=True)
+        proba = [adapter.predict_proba(_scores(est, adapter, X)) for est, adapter in pairs]
+        return sum(proba[1:], proba[0]) / len(proba)
 
     def predict(self, X):
         """Return the most probable class under the target priors.
@@ -199,4 +188,29 @@ class LabelShiftClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         -------
         labels : ndarray of shape (n_samples,)
         """
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        estimator_tags = get_tags(self.estimator)
+        tags.input_tags.sparse = estimator_tags.input_tags.sparse
+        tags.input_tags.allow_nan = estimator_tags.input_tags.allow_nan
+        return tags
+
+
+def _scores(estimator, adapter, X):
+    """The classifier's scores of ``X`` (lazily, chunk by chunk, for a Dask array)."""
+    if not uses_dask(X):
+        return classifier_scores(estimator, X)[0]
+    if X.ndim != 2:
+        raise ValueError(f"Expected a 2-D Dask array of features, got shape {X.shape}.")
+    X = X.rechunk({1: -1})
+
+    def block_scores(block):
+        return classifier_scores(estimator, block)[0]
+
+    if adapter._scores_ndim == 1:
+        return X.map_blocks(block_scores, dtype=np.float64, drop_axis=1)
+    chunks = (X.chunks[0], (adapter.n_classes_,))
+    return X.map_blocks(block_scores, dtype=np.float64, chunks=chunks)

@@ -73,7 +73,7 @@ class SourceSummary:
     n_samples: float
 
 
-def summarise_source(proba, y_index, sample_weight, *, source_prior, confusion, classes):
+def summarise_source(proba, y_index, sample_weight, *, source_prior, confusion):
     """The :class:`SourceSummary` of calibrated source rows.
 
     Parameters
@@ -85,8 +85,6 @@ def summarise_source(proba, y_index, sample_weight, *, source_prior, confusion, 
     sample_weight : ndarray of shape (n_samples,) or None
     source_prior : {"predictions", "labels"} or array-like of shape (n_classes,)
     confusion : {"hard", "soft"}
-    classes : ndarray of shape (n_classes,)
-        The labels, for error messages.
 
     Returns
     -------
@@ -95,30 +93,46 @@ def summarise_source(proba, y_index, sample_weight, *, source_prior, confusion, 
     n_samples, n_classes = proba.shape
     weight = np.ones(n_samples) if sample_weight is None else sample_weight
     total = float(weight.sum())
-    label_weight = np.bincount(y_index, weights=weight, minlength=n_classes)
-    if (label_weight == 0).any():
-        unseen = classes[label_weight == 0].tolist()
-        raise ValueError(
-            f"Expected every class in the labelled source data, got no sample (of positive "
-            f"weight) of class(es) {unseen}: label-shift adaptation cannot tell how a class "
-            "unseen at the source changes."
-        )
-    label_prior = label_weight / total
     normalised = weight / total
-    if isinstance(source_prior, str) and source_prior == "labels":
-        prior = label_prior
-    elif isinstance(source_prior, str):
-        prior = normalised @ proba
-        prior = check_prior(
-            prior / prior.sum(), "the mean source prediction", n_classes, allow_zero=False
-        )
+    label_prior = np.bincount(y_index, weights=normalised, minlength=n_classes)
+    if isinstance(source_prior, str):
+        prior = label_prior if source_prior == "labels" else normalised @ proba
+        prior = prior / prior.sum()
     else:
         prior = check_prior(source_prior, "source_prior", n_classes, allow_zero=False)
-    hard = predictions(proba, "hard")
     return SourceSummary(
         prior=prior,
         label_prior=label_prior,
         confusion=confusion_matrix(proba, y_index, normalised, confusion),
-        prediction_counts=weight @ hard,
+        prediction_counts=weight @ predictions(proba, "hard"),
         n_samples=total,
     )
+
+
+def check_adaptable(source, classes, target_prior=None):
+    """Raise a ValueError when a class the target may hold has no source to reweight.
+
+    Estimating target priors needs every class in the labelled source data (and a positive
+    source prior); known target priors need them for the classes they give a positive
+    prior.
+
+    Parameters
+    ----------
+    source : SourceSummary
+    classes : ndarray of shape (n_classes,)
+        The labels, for the message.
+    target_prior : ndarray of shape (n_classes,) or None, default=None
+        Known target priors; None when they are estimated.
+    """
+    missing = (source.label_prior == 0) | (source.prior == 0)
+    if target_prior is not None:
+        missing &= target_prior > 0
+    if missing.any():
+        raise ValueError(
+            f"The class(es) {classes[missing].tolist()} have no labelled source sample (of "
+            "positive weight) or a source prior of 0"
+            + (", but a positive target prior" if target_prior is not None else "")
+            + ": label-shift adaptation re-weights the source's probabilities, and cannot "
+            "tell how a class unseen at the source changes. Fit on source data that holds "
+            "every class."
+        )
