@@ -478,7 +478,7 @@ default="predictions"
         if calibrator is not None:
             return calibrator.predict_proba(scores)
         if self.input == "probabilities":
-            return check_probabilities(scores, name="scores").astype(np.float64)
+            return check_probabilities(scores, name="scores").astype(np.float64, copy=False)
         logits = scores if scores.ndim == 2 else np.column_stack([np.zeros_like(scores), scores])
         return softmax(logits.astype(np.float64), axis=1)
 
