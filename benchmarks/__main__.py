@@ -7,7 +7,8 @@ that would end past the budget; the reports of experiments whose runs are not al
 are then left for a later call, and the exit status is 75 ("call again"). ``--dry-run``
 prints the plan and its time estimate without training. ``summary`` writes the one-page
 summary of the committed reports (``benchmarks/reports/README.md``); with ``--check`` it
-only says whether that page is current (exit status 1 when not).
+only says whether that page is current (exit status 1 when not). ``label-shift`` writes the
+report of label-shift adaptation on the shared CIFAR-10 network outputs (no training).
 """
 
 import argparse
@@ -20,6 +21,7 @@ from pathlib import Path
 from sklearn_calib.estimators import resolve_device
 
 from ._costs import parallel_jobs
+from ._label_shift import label_shift_command
 from ._presets import DATASETS, PRESETS, make_config
 from ._report import format_duration
 from ._runner import Estimator, Task, execute
@@ -37,6 +39,8 @@ EXIT_FAILED = 1
 DEFAULT_STORE = "benchmarks/results/store"
 DEFAULT_OUT = "benchmarks/results/reports"
 DEFAULT_REPORTS = "benchmarks/reports"
+DEFAULT_LABEL_SHIFT_DATA = "../shared/data/label_shift"
+DEFAULT_LABEL_SHIFT = "benchmarks/reports/label_shift"
 
 
 def _parser():
@@ -99,6 +103,18 @@ def _parser():
     summary.add_argument(
         "--check", action="store_true", help="write nothing; exit 1 if the summary is stale"
     )
+    label_shift = commands.add_parser(
+        "label-shift", help="EM, BBSE and RLLS under Dirichlet label shift on CIFAR-10 outputs"
+    )
+    label_shift.add_argument(
+        "--data",
+        default=DEFAULT_LABEL_SHIFT_DATA,
+        help=f"folder of Alexandari et al.'s demo outputs ({DEFAULT_LABEL_SHIFT_DATA})",
+    )
+    label_shift.add_argument(
+        "--out", default=DEFAULT_LABEL_SHIFT, help=f"report folder ({DEFAULT_LABEL_SHIFT})"
+    )
+    label_shift.add_argument("--trials", type=int, default=100, help="shifted targets (100)")
     return parser
 
 
@@ -279,6 +295,11 @@ def main(argv=None, stream=sys.stdout):
         return 0
     if args.command == "summary":
         return summary_command(args, stream)
+    if args.command == "label-shift":
+        if args.trials < 2:
+            parser.error(f"expected --trials >= 2, got {args.trials}")
+        args.argv = argv[1:]
+        return label_shift_command(args, stream)
     args.names = _names(args.names, parser)
     if args.jobs < 1:
         parser.error(f"expected --jobs >= 1, got {args.jobs}")
