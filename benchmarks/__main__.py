@@ -8,7 +8,8 @@ are then left for a later call, and the exit status is 75 ("call again"). ``--dr
 prints the plan and its time estimate without training. ``summary`` writes the one-page
 summary of the committed reports (``benchmarks/reports/README.md``); with ``--check`` it
 only says whether that page is current (exit status 1 when not). ``label-shift`` writes the
-report of label-shift adaptation on the shared CIFAR-10 network outputs (no training).
+report of label-shift adaptation on the shared CIFAR-10 network outputs and on a
+Fashion-MNIST MLP that it trains first (``--epochs 0`` leaves the MLP out).
 """
 
 import argparse
@@ -104,7 +105,7 @@ def _parser():
         "--check", action="store_true", help="write nothing; exit 1 if the summary is stale"
     )
     label_shift = commands.add_parser(
-        "label-shift", help="EM, BBSE and RLLS under Dirichlet label shift on CIFAR-10 outputs"
+        "label-shift", help="EM, BBSE and RLLS under Dirichlet label shift of network outputs"
     )
     label_shift.add_argument(
         "--data",
@@ -115,6 +116,13 @@ def _parser():
         "--out", default=DEFAULT_LABEL_SHIFT, help=f"report folder ({DEFAULT_LABEL_SHIFT})"
     )
     label_shift.add_argument("--trials", type=int, default=100, help="shifted targets (100)")
+    label_shift.add_argument(
+        "--epochs", type=int, default=40, help="epochs of the Fashion-MNIST MLP (40; 0 skips it)"
+    )
+    label_shift.add_argument(
+        "--train-size", type=int, default=10_000, help="its training images (10000)"
+    )
+    label_shift.add_argument("--data-home", default=None, help="folder of the Fashion-MNIST files")
     return parser
 
 
@@ -298,6 +306,11 @@ def main(argv=None, stream=sys.stdout):
     if args.command == "label-shift":
         if args.trials < 2:
             parser.error(f"expected --trials >= 2, got {args.trials}")
+        if args.epochs < 0 or args.train_size < 1:
+            parser.error(
+                f"expected --epochs >= 0 and --train-size >= 1, got {args.epochs} and "
+                f"{args.train_size}"
+            )
         args.argv = argv[1:]
         return label_shift_command(args, stream)
     args.names = _names(args.names, parser)

@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pytest
 
+from benchmarks import _label_shift
 from benchmarks.__main__ import main
 from benchmarks._label_shift import METHODS, draw_target, load_demo
 
@@ -59,16 +60,15 @@ def test_report_end_to_end(tmp_path):
     published = {
         "dirichlet_alpha_to_samplesize_to_adaptername_to_metric_to_vals": {
             "0.1": {
-                "2000": {
-                    "em:BCTS": {"mseweights_even": [0.001, 0.002], "delta_acc": [0.07, 0.08]}
-                }
+                "2000": {"em:BCTS": {"mseweights_even": [0.001, 0.002], "delta_acc": [0.07, 0.08]}}
             }
         }
     }
     _write_demo(data, published=published)
     stream = io.StringIO()
     status = main(
-        ["label-shift", "--data", str(data), "--out", str(out), "--trials", "3"], stream
+        ["label-shift", "--data", str(data), "--out", str(out), "--trials", "3", "--epochs", "0"],
+        stream,
     )
     assert status == 0
     assert stream.getvalue() == f"wrote {out / 'report.md'}\n"
@@ -79,7 +79,8 @@ def test_report_end_to_end(tmp_path):
     values = np.array([float(row["mse weights"]) for row in rows])
     assert np.isfinite(values).all() and (values >= 0).all()
     text = (out / "report.md").read_text()
-    assert text.count("**α = ") == 4
+    assert text.count("**CIFAR-10, Alexandari et al.'s network, α = ") == 4
+    assert "left out of this run (`--epochs 0`)" in text
     assert "label-shift --data" in text
     # the published mean of EM + BCTS at α = 0.1, n = 2000, times 1000
     assert "| EM + BCTS |" in text and "| 1.50 | 7.50 |" in text
@@ -93,3 +94,36 @@ def test_label_shift_command_needs_two_trials(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["label-shift", "--data", str(tmp_path), "--trials", "1"])
     assert "expected --trials >= 2, got 1" in capsys.readouterr().err
+
+
+def test_report_trains_the_fashion_mnist_network(tmp_path, monkeypatch):
+    # small synthetic images in place of Fashion-MNIST (not on every machine)
+    rng = np.random.default_rng(1)
+
+    def images(n):
+        y = rng.integers(0, 10, size=n)
+        X = rng.normal(size=(n, 784)).astype(np.float32)
+        X[:, :780] += 3.0 * np.repeat(np.eye(10, dtype=np.float32)[y], 78, axis=1)
+        return X, y
+
+    def fake_loader(data_home=None, return_X_y=False, as_image=True):
+        assert (data_home, return_X_y, as_image) == ("fmnist", True, False)
+        return (*images(1000), *images(2000))
+
+    monkeypatch.setattr(_label_shift, "load_fashion_mnist", fake_loader)
+    data, out = tmp_path / "data", tmp_path / "report"
+    data.mkdir()
+    _write_demo(data, k=10, n=2000)
+    path = _label_shift.write_report(
+        data, out, trials=2, fashion_mnist={"data_home": "fmnist", "epochs": 3, "n_train": 1000}
+    )
+    text = path.read_text()
+    assert text.count("**Fashion-MNIST, MLP (512, 512), α = ") == 4
+    assert "trained for 3 epochs on the first 1,000 training images" in text
+    assert "scored on the 2,000 test images" in text
+    with open(out / "runs.csv") as handle:
+        networks = [row["network"] for row in csv.DictReader(handle)]
+    assert networks.count(_label_shift.FASHION_MNIST) == 2 * 4 * len(METHODS)
+    # one check per network and setting in each claim
+    agreement = text.split("## Agreement with the paper")[1]
+    assert agreement.count("Fashion-MNIST, MLP (512, 512), α = 0.1, n = 500:") == 3
