@@ -421,6 +421,28 @@ def test_many_rows_start_from_a_subsample_and_reach_the_same_maximum():
     np.testing.assert_allclose(adapter.adapt(lazy).target_prior_, in_memory, atol=1e-9)
 
 
+def test_a_class_the_subsample_leaves_at_zero_restarts_away_from_it():
+    # Every row of the evenly spaced subsample is (0.45, 0.45, 0.1): its optimum puts
+    # class 2 at 0. The other rows hold 30 % of (0.2, 0.2, 0.6), which give class 2 the
+    # prior q solving 0.7 * 0.35 / (0.45 - 0.35 q) = 0.3 * 0.4 / (0.2 + 0.4 q): 1/28.
+    # Started at the subsample's 0, EM took 85 passes to climb back; moved towards the
+    # source priors, 10.
+    n = 70000
+    in_subsample = np.zeros(n, dtype=bool)
+    in_subsample[np.linspace(0, n - 1, 1 << 14).astype(np.intp)] = True
+    kind = np.zeros(n, dtype=np.intp)
+    kind[np.flatnonzero(~in_subsample)[: 3 * n // 10]] = 1
+    target = np.array([[0.45, 0.45, 0.1], [0.2, 0.2, 0.6]])[kind]
+    source = np.tile(np.full((3, 3), 0.1) + 0.7 * np.eye(3), (10, 1))
+    adapter = LabelShiftAdapter(
+        input="probabilities", calibrator="passthrough", source_prior=[1 / 3] * 3, n_resamples=0
+    ).fit(source, np.tile([0, 1, 2], 10))
+    with pytest.warns(UserWarning, match="uncalibrated"):
+        adapter.adapt(target)
+    assert adapter.converged_ and adapter.n_iter_ <= 20
+    np.testing.assert_allclose(adapter.target_prior_, [27 / 56, 27 / 56, 1 / 28], rtol=1e-6)
+
+
 # ------------------------------------------------------------------- LabelShiftClassifier
 
 

@@ -29,6 +29,15 @@ _HALVINGS = 30
 _BLOCK_ELEMENTS = 1 << 22
 #: Floor of a row's density ratio (a row whose probability lies on classes of prior 0).
 _TINY = 1e-300
+#: Share of a reference mixed into a start taken from another fit (a subsample's optimum,
+#: the full sample's for a bootstrap replicate): a class it gives (nearly) no prior, but
+#: the rows at hand more, starts away from 0, where EM's multiplicative steps barely move.
+START_MIX = 0.1
+
+
+def away_from_zero(prior, reference):
+    """EM's start from the priors of another fit: ``prior`` moved towards ``reference``."""
+    return (1.0 - START_MIX) * prior + START_MIX * reference
 
 
 class RowSums:

@@ -11,7 +11,7 @@ from ._confusion import (
     rlls_penalty,
     rlls_weights,
 )
-from ._em import RowSums, maximise_likelihood
+from ._em import RowSums, away_from_zero, maximise_likelihood
 
 #: Rows of the evenly spaced subsample on which EM over many rows starts.
 SUBSAMPLE_ROWS = 1 << 14
@@ -46,9 +46,10 @@ def evenly_spaced(n_samples, size):
 
 def em_priors(sums, start, *, max_iter, tol, subsample=None):
     """EM from ``start`` (rows: replicates); from the optimum of ``subsample`` (row sums of
-    an evenly spaced subsample) first when given."""
+    an evenly spaced subsample), moved a little towards ``start``, when given."""
     if subsample is not None:
-        start, *_ = maximise_likelihood(subsample, start, max_iter=max_iter, tol=tol)
+        optimum, *_ = maximise_likelihood(subsample, start, max_iter=max_iter, tol=tol)
+        start = away_from_zero(optimum, start)
     prior, n_iter, gap, loglik = maximise_likelihood(sums, start, max_iter=max_iter, tol=tol)
     return Estimation(prior, n_iter, gap, loglik)
 

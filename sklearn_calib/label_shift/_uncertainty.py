@@ -20,6 +20,7 @@ import numpy as np
 from scipy.stats import chi2, chi2_contingency
 
 from ..metrics import BootstrapInterval
+from ._em import away_from_zero
 
 LabelShiftTestResult = namedtuple("LabelShiftTestResult", ["statistic", "pvalue", "df", "method"])
 LabelShiftTestResult.__doc__ = """Result of a test of "no label shift" (unpacks as a tuple).
@@ -38,10 +39,6 @@ method : {"likelihood_ratio", "prediction_counts"}
 
 #: Elements of the count matrices of the replicates drawn at once (their memory).
 _COUNT_ELEMENTS = 1 << 24
-#: Spread of the replicates' EM start towards the source priors: a replicate whose
-#: optimum gives a class more prior than the full sample's estimate of (nearly) 0 starts
-#: away from 0, where EM's multiplicative steps are slow.
-_START_MIX = 0.1
 
 
 def likelihood_ratio_test(loglik, n_samples, n_classes):
@@ -82,7 +79,7 @@ def stratified_counts(rng, y_index, n_classes):
 
 def replicate_start(prior, source_prior, n_replicates):
     """EM's start of the replicates: the estimate moved a little towards the source."""
-    start = (1.0 - _START_MIX) * prior + _START_MIX * source_prior
+    start = away_from_zero(prior, source_prior)
     return np.repeat(start[None, :], n_replicates, axis=0)
 
 
