@@ -322,10 +322,14 @@ def write_report(data_folder, out, trials=100, command="", fashion_mnist=None):
         report.table(headers, table, caption)
     _claims(report, estimates)
     elapsed = time.perf_counter() - started
+    accuracy = {
+        source: 100.0 * float(np.mean(logits.argmax(axis=1) == y))
+        for source, (logits, y) in sources.items()
+    }
     networks = [
         f"- {CIFAR}: the softmax outputs on {len(sources[CIFAR][1]):,} unshifted validation "
         "images (`../shared/data/label_shift/`, from kundajelab/labelshiftexperiments, "
-        "`notebooks/demo`)."
+        f"`notebooks/demo`); accuracy {accuracy[CIFAR]:.1f} %."
     ]
     if training is not None:
         networks.append(
@@ -333,7 +337,8 @@ def write_report(data_folder, out, trials=100, command="", fashion_mnist=None):
             f"(`wang2021`, lr 0.1, batch 512, seed 0), trained for {fashion_mnist['epochs']} "
             f"epochs on the first {fashion_mnist['n_train']:,} training images "
             f"({training / 60:.1f} min on the loaded CPU), scored on the "
-            f"{len(sources[FASHION_MNIST][1]):,} test images."
+            f"{len(sources[FASHION_MNIST][1]):,} test images; accuracy "
+            f"{accuracy[FASHION_MNIST]:.1f} %."
         )
     setup = "\n".join(
         [
