@@ -65,6 +65,7 @@ def test_cpu_preset_configuration():
     assert make_spec(make_config("quick"), methods["mukhoti2020"], 0)["training"]["lr"] is None
 
 
+@pytest.mark.slow
 def test_cpu_preset_end_to_end(cpu_sweep):
     root, _, status, output = cpu_sweep
     assert status == 0, output
@@ -104,6 +105,7 @@ def test_cpu_preset_end_to_end(cpu_sweep):
     ]
 
 
+@pytest.mark.slow
 def test_reports_regenerate_identically_from_the_store(cpu_sweep):
     root, args, status, _ = cpu_sweep
     assert status == 0

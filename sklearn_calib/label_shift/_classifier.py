@@ -119,12 +119,12 @@ class LabelShiftClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         """
         self.__dict__.pop("target_prior_", None)
         adapter = LabelShiftAdapter() if self.adapter is None else self.adapter
-        if isinstance(self.cv, numbers.Real) and not isinstance(self.cv, numbers.Integral):
-            split = {"method": "holdout", "calibration_size": self.cv}
-        else:
-            split = {"method": "cv", "cv": self.cv, "ensemble": True}
         calibrated = CalibratedClassifier(
-            self.estimator, adapter, random_state=self.random_state, **split
+            self.estimator,
+            calibrator=adapter,
+            cv=self.cv,
+            ensemble=True,
+            random_state=self.random_state,
         ).fit(X, y, sample_weight=sample_weight)
         self.estimators_ = calibrated.estimators_
         self.adapters_ = calibrated.calibrators_
