@@ -9,6 +9,8 @@ prints the plan and its time estimate without training. ``summary`` writes the o
 summary of the committed reports (``benchmarks/reports/README.md``); with ``--check`` it
 only says whether that page is current (exit status 1 when not). ``venn-abers`` writes the
 report of Venn-Abers predictors on the shared CIFAR network outputs (no training).
+``label-shift`` writes the report of label-shift adaptation on the shared CIFAR-10 network
+outputs and on a Fashion-MNIST MLP that it trains first (``--epochs 0`` leaves the MLP out).
 """
 
 import argparse
@@ -21,6 +23,7 @@ from pathlib import Path
 from sklearn_calib.estimators import resolve_device
 
 from ._costs import parallel_jobs
+from ._label_shift import label_shift_command
 from ._presets import DATASETS, PRESETS, make_config
 from ._report import format_duration
 from ._runner import Estimator, Task, execute
@@ -41,6 +44,8 @@ DEFAULT_OUT = "benchmarks/results/reports"
 DEFAULT_REPORTS = "benchmarks/reports"
 DEFAULT_CIFAR = "../shared/data/cifar"
 DEFAULT_VENN_ABERS = "benchmarks/reports/venn_abers"
+DEFAULT_LABEL_SHIFT_DATA = "../shared/data/label_shift"
+DEFAULT_LABEL_SHIFT = "benchmarks/reports/label_shift"
 
 
 def _parser():
@@ -116,6 +121,25 @@ def _parser():
     venn_abers.add_argument(
         "--calibration", type=int, default=5000, help="calibration rows of a split (5000)"
     )
+    label_shift = commands.add_parser(
+        "label-shift", help="EM, BBSE and RLLS under Dirichlet label shift of network outputs"
+    )
+    label_shift.add_argument(
+        "--data",
+        default=DEFAULT_LABEL_SHIFT_DATA,
+        help=f"folder of Alexandari et al.'s demo outputs ({DEFAULT_LABEL_SHIFT_DATA})",
+    )
+    label_shift.add_argument(
+        "--out", default=DEFAULT_LABEL_SHIFT, help=f"report folder ({DEFAULT_LABEL_SHIFT})"
+    )
+    label_shift.add_argument("--trials", type=int, default=100, help="shifted targets (100)")
+    label_shift.add_argument(
+        "--epochs", type=int, default=40, help="epochs of the Fashion-MNIST MLP (40; 0 skips it)"
+    )
+    label_shift.add_argument(
+        "--train-size", type=int, default=10_000, help="its training images (10000)"
+    )
+    label_shift.add_argument("--data-home", default=None, help="folder of the Fashion-MNIST files")
     return parser
 
 
@@ -299,6 +323,16 @@ def main(argv=None, stream=sys.stdout):
     if args.command == "venn-abers":
         args.argv = argv[1:]
         return venn_abers_command(args, stream)
+    if args.command == "label-shift":
+        if args.trials < 2:
+            parser.error(f"expected --trials >= 2, got {args.trials}")
+        if args.epochs < 0 or args.train_size < 1:
+            parser.error(
+                f"expected --epochs >= 0 and --train-size >= 1, got {args.epochs} and "
+                f"{args.train_size}"
+            )
+        args.argv = argv[1:]
+        return label_shift_command(args, stream)
     args.names = _names(args.names, parser)
     if args.jobs < 1:
         parser.error(f"expected --jobs >= 1, got {args.jobs}")

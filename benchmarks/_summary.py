@@ -28,8 +28,14 @@ from ._uncertainty import FAILS, HOLDS, OPEN, VERDICTS, headline
 FULL = "full"
 #: The regime of the comparisons on fixed network outputs, run by their own command (no
 #: training, no preset): their folders lie directly in the reports folder, and each gets a
-#: section of its own after the regimes' experiments.
-COMPARISONS = {"venn_abers": "python -m benchmarks venn-abers"}
+#: section of its own after the regimes' experiments: its command and what it trains.
+COMPARISONS = {
+    "venn_abers": ("python -m benchmarks venn-abers", "no training, so no regime"),
+    "label_shift": (
+        "python -m benchmarks label-shift",
+        "it trains only the Fashion-MNIST MLP whose outputs it shifts, in the `cpu` regime",
+    ),
+}
 #: The regime name such a comparison gets.
 OWN = "own command"
 #: Regimes in column order; others follow in sorted order.
@@ -465,7 +471,7 @@ def _comparison_lines(report):
         f"## `{report.experiment}`: {report.title}",
         "",
         f"Report: [{report.link}]({report.link}), written by "
-        f"`{COMPARISONS[report.experiment]}` (no training, so no regime).",
+        f"`{COMPARISONS[report.experiment][0]}` ({COMPARISONS[report.experiment][1]}).",
         "",
         *_table(["paper's claim", "verdict"], rows),
     ]

@@ -14,6 +14,7 @@ __version__ = "0.2.0"
 _EXPORTS = {
     "calibrators": (
         "BetaCalibration",
+        "BiasCorrectedTemperatureScaling",
         "CalibratedClassifier",
         "CalibratorSelector",
         "DirichletCalibration",
@@ -32,6 +33,7 @@ _EXPORTS = {
         "VennAbersCalibrator",
     ),
     "estimators": ("MetaNetClassifier", "NetClassifier"),
+    "label_shift": ("LabelShiftAdapter", "LabelShiftClassifier"),
     "losses": ("get_loss",),
     "plotting": ("ReliabilityDisplay",),
     "scoring": (
@@ -71,6 +73,7 @@ _PARTS = (
     "datasets",
     "estimators",
     "evaluation",
+    "label_shift",
     "losses",
     "metrics",
     "persistence",

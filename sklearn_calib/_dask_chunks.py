@@ -74,8 +74,8 @@ class ChunkedRows:
 
     Parameters
     ----------
-    y : Dask collection or array-like of shape (n_samples,)
-        Labels.
+    y : Dask collection or array-like of shape (n_samples,), or None
+        Labels; None for scores without labels.
     scores : Dask collection or array-like of shape (n_samples, n_classes) or (n_samples,)
         Probabilities or logits; their row chunks are kept, their columns joined.
     sample_weight : Dask collection or array-like of shape (n_samples,), default=None
@@ -119,9 +119,10 @@ class ChunkedRows:
         return np.asarray(da.unique(checked).compute())
 
     def blocks(self):
-        """Per chunk: delayed labels, scores, weights (or None) and the first row's index."""
-        y_blocks = self.y.to_delayed().ravel()
+        """Per chunk: delayed labels, scores, weights (labels and weights may be None) and
+        the first row's index."""
         score_blocks = self.scores.to_delayed().ravel()
+        y_blocks = [None] * len(score_blocks) if self.y is None else self.y.to_delayed().ravel()
         if self.sample_weight is None:
             weight_blocks = [None] * len(score_blocks)
         else:
@@ -150,10 +151,11 @@ class ChunkedRows:
         return dask.compute(parts[0])[0]
 
     def rows(self, index):
-        """The rows ``index`` (sorted) of labels, scores and weights, in memory."""
+        """The rows ``index`` (sorted) of labels, scores and weights (or None), in memory."""
         import dask
 
-        y, scores = self.y[index], self.scores[index]
+        y = None if self.y is None else self.y[index]
+        scores = self.scores[index]
         weight = None if self.sample_weight is None else self.sample_weight[index]
         return dask.compute(y, scores, weight)
 

@@ -17,12 +17,14 @@ from sklearn.linear_model import LogisticRegression
 from skorch import NeuralNet
 
 import sklearn_calib
+from sklearn_calib.label_shift import LabelShiftAdapter
 
 #: The parameters each public estimator needs to fit in a fraction of a second on a
 #: hundred rows: small networks trained for two epochs, internal cross-validations of
 #: few folds over few candidates, boosting of few rounds.
 TINY = {
     "BetaCalibration": {},
+    "BiasCorrectedTemperatureScaling": {},
     "CalibratedClassifier": {"estimator": LogisticRegression(), "random_state": 0},
     "CalibratorSelector": {"cv": 3},
     "DirichletCalibration": {
@@ -33,6 +35,12 @@ TINY = {
     "EnsembleTemperatureScaling": {},
     "HistogramBinning": {},
     "IsotonicCalibration": {},
+    "LabelShiftAdapter": {"n_resamples": 0},
+    "LabelShiftClassifier": {
+        "estimator": LogisticRegression(),
+        "adapter": LabelShiftAdapter(n_resamples=0),
+        "random_state": 0,
+    },
     "MatrixScaling": {},
     "MetaNetClassifier": {
         "module__hidden_units": (8,),
@@ -80,15 +88,25 @@ def _discover():
 #: Every public estimator class, by name.
 ESTIMATORS = _discover()
 
+#: The label-shift adapters, of scores or around a classifier: fitted on the source, then
+#: ``adapt`` to a target.
+LABEL_SHIFT = [name for name, cls in ESTIMATORS.items() if hasattr(cls, "adapt")]
+
 #: The post-hoc calibrators: fitted on scores, ``input=`` says what the scores are.
 CALIBRATORS = [
     name
     for name, cls in ESTIMATORS.items()
-    if "input" in inspect.signature(cls).parameters and not issubclass(cls, MetaEstimatorMixin)
+    if "input" in inspect.signature(cls).parameters
+    and not issubclass(cls, MetaEstimatorMixin)
+    and name not in LABEL_SHIFT
 ]
 
 #: The meta-estimators, wrapping a classifier.
-META_CLASSIFIERS = [name for name, cls in ESTIMATORS.items() if issubclass(cls, MetaEstimatorMixin)]
+META_CLASSIFIERS = [
+    name
+    for name, cls in ESTIMATORS.items()
+    if issubclass(cls, MetaEstimatorMixin) and name not in LABEL_SHIFT
+]
 
 #: The networks trained from ``(X, y)``.
 NET_CLASSIFIERS = [name for name, cls in ESTIMATORS.items() if issubclass(cls, NeuralNet)]

@@ -34,6 +34,7 @@ ALLOWED = {
     "calibrators": {"metrics", "scoring", "_validation", "_dask_chunks", "_temperature"},
     "estimators": {"losses", "metrics", "_validation"},
     "evaluation": {"calibrators", "metrics", "_validation"},
+    "label_shift": {"calibrators", "metrics", "_validation", "_dask_chunks"},
     "persistence": {"calibrators", "estimators", "losses", "metrics", "_validation"},
     "main": {
         "calibrators",
@@ -63,7 +64,7 @@ FORBIDDEN_EXTERNAL = {
     )
     + ("datasets", "plotting")
     + ("losses",)
-    + ("calibrators", "evaluation")
+    + ("calibrators", "evaluation", "label_shift")
 }
 
 #: Top-level names no library module may import.

@@ -4,7 +4,7 @@ import warnings
 import joblib
 import numpy as np
 import pytest
-from scipy.optimize import minimize_scalar
+from scipy.optimize import minimize, minimize_scalar
 from scipy.special import expit, log_softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.calibration import CalibratedClassifierCV
@@ -16,6 +16,7 @@ from sklearn.utils._testing import create_memmap_backed_data
 
 from sklearn_calib.calibrators import (
     BetaCalibration,
+    BiasCorrectedTemperatureScaling,
     EnsembleTemperatureScaling,
     HistogramBinning,
     IsotonicCalibration,
@@ -431,6 +432,44 @@ def test_matrix_scaling_without_penalty_matches_multinomial_logistic_regression(
     np.testing.assert_allclose(ms.predict_proba(logits), lr.predict_proba(logits), atol=1e-5)
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_bias_corrected_temperature_scaling_is_the_exact_nll_minimum(weighted):
+    # The NLL's gradient in b is mean p_k - frequency_k: at the minimum the mean calibrated
+    # probability of each class is its (weighted) frequency; scipy's L-BFGS on the same
+    # objective finds no lower NLL.
+    logits, y = overconfident_logits(1500, 4, seed=30)
+    logits[:, 0] += 1.5
+    weight = np.random.default_rng(31).uniform(0.2, 3.0, 1500) if weighted else None
+    bcts = BiasCorrectedTemperatureScaling().fit(logits, y, sample_weight=weight)
+    proba = bcts.predict_proba(logits)
+    frequency = np.bincount(y, weights=weight, minlength=4)
+    np.testing.assert_allclose(
+        np.average(proba, axis=0, weights=weight), frequency / frequency.sum(), atol=1e-9
+    )
+    assert bcts.bias_.sum() == pytest.approx(0.0, abs=1e-12)
+
+    def objective(theta):
+        return nll(theta[0] * logits + theta[1:], y, sample_weight=weight)
+
+    start = np.concatenate([[1.0], np.zeros(4)])
+    found = minimize(objective, start, method="L-BFGS-B", options={"ftol": 1e-15, "gtol": 1e-10})
+    ours = np.concatenate([[1 / bcts.temperature_], bcts.bias_])
+    assert objective(ours) <= found.fun + 1e-12
+    assert bcts.temperature_ == pytest.approx(1 / found.x[0], rel=1e-4)
+
+
+def test_bias_corrected_temperature_scaling_over_many_classes_by_lbfgs():
+    # 300 classes: 301 parameters take L-BFGS steps with the diagonal preconditioner.
+    logits, y = overconfident_logits(3000, 300, seed=32)
+    bcts = BiasCorrectedTemperatureScaling(tol=1e-12).fit(logits, y)
+    proba = bcts.predict_proba(logits)
+    seen = np.bincount(y, minlength=300) > 0
+    np.testing.assert_allclose(
+        proba.mean(axis=0)[seen], (np.bincount(y, minlength=300) / 3000)[seen], atol=1e-5
+    )
+    assert bcts.temperature_ == pytest.approx(3.0, rel=0.2)
+
+
 def test_scaling_families_nest_in_nll():
     logits, y = overconfident_logits(500, 4, seed=14)
 
@@ -439,9 +478,10 @@ def test_scaling_families_nest_in_nll():
         return -np.mean(np.log(proba[np.arange(len(y)), y]))
 
     ts = fitted_nll(TemperatureScaling())
+    bcts = fitted_nll(BiasCorrectedTemperatureScaling())
     vs = fitted_nll(VectorScaling())
     ms = fitted_nll(MatrixScaling(l2_regularization_off_diagonal=0.0))
-    assert ms <= vs + 1e-9 <= ts + 2e-9
+    assert ms <= vs + 1e-9 <= bcts + 2e-9 <= ts + 3e-9
     # The off-diagonal penalty shrinks the off-diagonal entries and leaves the diagonal free.
     norms = []
     for alpha in (0.0, 1.0, 100.0):

@@ -14,8 +14,10 @@ from sklearn_calib.calibrators import (
     TemperatureScaling,
     VennAbersCalibrator,
 )
+from sklearn_calib.label_shift import LabelShiftClassifier
 
 from estimator_registry import CALIBRATORS as CALIBRATOR_NAMES
+from estimator_registry import LABEL_SHIFT as LABEL_SHIFT_NAMES
 from estimator_registry import META_CLASSIFIERS, tiny
 
 # --------------------------------------------------------------------- NetClassifier
@@ -136,4 +138,35 @@ def _expected_failed_checks(estimator):
 
 @parametrize_with_checks(CALIBRATORS + CLASSIFIERS, expected_failed_checks=_expected_failed_checks)
 def test_calibrator_estimator_checks(estimator, check):
+    check(estimator)
+
+
+# ------------------------------------------------------------------ label-shift adaptation
+
+#: Every label-shift estimator of the registry, and the adapter's other estimators.
+LABEL_SHIFT = [tiny(name) for name in LABEL_SHIFT_NAMES] + [
+    tiny("LabelShiftAdapter", method="bbse", confusion="soft", n_resamples=20, random_state=0),
+    tiny("LabelShiftAdapter", calibrator=TemperatureScaling(), method="rlls"),
+]
+
+_EM_RUNS_IN_ADAPT = (
+    "max_iter bounds EM, which runs in adapt and sets n_iter_ there; fit only calibrates "
+    "the source scores"
+)
+
+
+def _label_shift_expected_failed_checks(estimator):
+    if isinstance(estimator, LabelShiftClassifier):
+        return {}
+    return {
+        "check_estimators_fit_returns_self": _MORE_CLASSES_THAN_SCORES,
+        "check_estimators_overwrite_params": _MORE_CLASSES_THAN_SCORES,
+        "check_readonly_memmap_input": _MORE_CLASSES_THAN_SCORES,
+        "check_estimators_dtypes": _AMBIGUOUS_LABELS,
+        "check_transformer_n_iter": _EM_RUNS_IN_ADAPT,
+    }
+
+
+@parametrize_with_checks(LABEL_SHIFT, expected_failed_checks=_label_shift_expected_failed_checks)
+def test_label_shift_estimator_checks(estimator, check):
     check(estimator)

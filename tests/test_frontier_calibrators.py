@@ -28,6 +28,7 @@ from sklearn_calib.calibrators import (
 )
 from sklearn_calib.calibrators._affine_solver import (
     MatrixMap,
+    TemperatureBiasMap,
     VectorMap,
     _Objective,
     _scaled_inverses,
@@ -62,7 +63,9 @@ def binary_scores(n_samples, seed, a=0.7, b=1.6, c=0.3):
 # ------------------------------------------------------------------------------ solver
 
 
-@pytest.mark.parametrize("affine", [VectorMap, MatrixMap], ids=lambda a: a.__name__)
+@pytest.mark.parametrize(
+    "affine", [VectorMap, TemperatureBiasMap, MatrixMap], ids=lambda a: a.__name__
+)
 def test_solver_gradient_and_hessian_match_finite_differences(affine):
     rng = np.random.default_rng(0)
     logits, y = biased_logits(60, 3, seed=1)

@@ -508,7 +508,7 @@ def test_models_saved_by_an_earlier_version_load_and_predict_alike(name, how):
 
 
 #: Calibrators added after the files of version 0.1.0 were written.
-CALIBRATORS_AFTER_0_1_0 = {"MulticalibrationBoosting"}
+CALIBRATORS_AFTER_0_1_0 = {"BiasCorrectedTemperatureScaling", "MulticalibrationBoosting"}
 
 
 @pytest.mark.parametrize("how", ["pickle", "skops"])

@@ -13,6 +13,7 @@ import xdist_scopes
 from estimator_registry import (
     CALIBRATORS,
     ESTIMATORS,
+    LABEL_SHIFT,
     META_CLASSIFIERS,
     NET_CLASSIFIERS,
     TINY,
@@ -33,13 +34,14 @@ def test_every_public_estimator_is_registered_with_tiny_parameters():
 
 
 def test_every_estimator_is_in_exactly_one_walk():
-    groups = [CALIBRATORS, META_CLASSIFIERS, NET_CLASSIFIERS]
+    groups = [CALIBRATORS, META_CLASSIFIERS, NET_CLASSIFIERS, LABEL_SHIFT]
     assert sorted(name for group in groups for name in group) == sorted(ESTIMATORS)
     assert {"TemperatureScaling", "MulticalibrationBoosting", "CalibratorSelector"} <= set(
         CALIBRATORS
     )
     assert META_CLASSIFIERS == ["CalibratedClassifier"]
     assert NET_CLASSIFIERS == ["MetaNetClassifier", "NetClassifier"]
+    assert LABEL_SHIFT == ["LabelShiftAdapter", "LabelShiftClassifier"]
 
 
 def test_tiny_instances_are_new_and_take_overrides():

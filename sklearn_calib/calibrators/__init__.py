@@ -35,7 +35,7 @@ from .binning import HistogramBinning, ScalingBinning
 from .calibrated_classifier import CalibratedClassifier, classifier_scores, fit_calibrator
 from .dirichlet import DirichletCalibration
 from .isotonic import IsotonicCalibration
-from .linear import MatrixScaling, VectorScaling
+from .linear import BiasCorrectedTemperatureScaling, MatrixScaling, VectorScaling
 from .multicalibration import MulticalibrationBoosting
 from .platt import PlattScaling
 from .selection import CalibratorSelector
@@ -45,6 +45,7 @@ from .venn_abers import VennAbersCalibrator
 
 __all__ = [
     "BetaCalibration",
+    "BiasCorrectedTemperatureScaling",
     "CalibratedClassifier",
     "CalibratorSelector",
     "DirichletCalibration",

@@ -8,6 +8,7 @@ For features ``x_i`` (logits or log-probabilities, shape (n, K)), classes ``y_i`
 over an affine map ``f`` of the features:
 
 - :class:`VectorMap`: ``f(x)_k = a_k x_k + b_k``, ``theta = (a, b)``;
+- :class:`TemperatureBiasMap`: ``f(x)_k = a x_k + b_k``, ``theta = (a, b)`` with one ``a``;
 - :class:`MatrixMap`: ``f(x) = W x + b``, ``theta`` the rows of ``[W | b]``.
 
 ``F`` is convex. Everything is float64 with analytic gradients. Small problems (at most
@@ -131,6 +132,74 @@ class VectorMap:
         blocks[:, 1, 1] = spread.sum(axis=1)
         groups = np.column_stack([np.arange(n_classes), np.arange(n_classes) + n_classes])
         return groups, blocks
+
+
+class TemperatureBiasMap:
+    """``f(x)_k = a x_k + b_k``: one scale (an inverse temperature) and one bias per class,
+    ``theta = (a, b_1, ..., b_K)``.
+
+    Its methods take the features as ``columns``, shape (n_classes, n_samples), like
+    :class:`VectorMap`'s.
+    """
+
+    #: Rows on which the L-BFGS preconditioner is formed (None: all).
+    preconditioner_rows = None
+
+    @staticmethod
+    def n_params(n_classes):
+        return n_classes + 1
+
+    @staticmethod
+    def identity(n_classes):
+        return np.concatenate([[1.0], np.zeros(n_classes)])
+
+    @staticmethod
+    def shift_groups(n_classes):
+        """Groups of parameters to which adding one constant leaves every softmax unchanged."""
+        return np.arange(1, n_classes + 1)[None, :]
+
+    @staticmethod
+    def forward(columns, theta):
+        logits = columns * theta[0]
+        logits += theta[1:, None]
+        return logits
+
+    @staticmethod
+    def gradient(columns, residual):
+        return np.concatenate([[np.einsum("ij,ij->", residual, columns)], residual.sum(axis=1)])
+
+    @staticmethod
+    def hessian(columns, proba, weight):
+        """Hessian of the weighted NLL: diagonal terms minus ``U diag(w) U'``, ``U = [p'x; p]``."""
+        n_classes = columns.shape[0]
+        root = np.sqrt(weight)
+        scaled = np.empty((n_classes + 1, columns.shape[1]))
+        np.multiply(proba, root, out=scaled[1:])
+        product = proba * columns
+        np.multiply(product.sum(axis=0), root, out=scaled[0])
+        hessian = scaled @ scaled.T
+        np.negative(hessian, out=hessian)
+        # sums over rows of w sum_k p_k x_k^2, w p_k x_k and w p_k
+        hessian[0, 0] += np.einsum("ij,ij->", product, columns * weight)
+        cross = product @ weight
+        hessian[0, 1:] += cross
+        hessian[1:, 0] += cross
+        diagonal = np.arange(1, n_classes + 1)
+        hessian[diagonal, diagonal] += proba @ weight
+        return hessian
+
+    @staticmethod
+    def curvature_blocks(columns, proba, weight):
+        """The Hessian's diagonal as blocks of one parameter each: groups (K + 1, 1),
+        blocks (K + 1, 1, 1)."""
+        n_classes = columns.shape[0]
+        product = proba * columns
+        blocks = np.empty((n_classes + 1, 1, 1))
+        blocks[0, 0, 0] = np.einsum("ij,ij->", product, columns * weight) - (
+            product.sum(axis=0) ** 2 @ weight
+        )
+        blocks[1:, 0, 0] = (proba * (1.0 - proba)) @ weight
+        return np.arange(n_classes + 1)[:, None], blocks
 
 
 class MatrixMap:
@@ -510,7 +579,7 @@ def fit_affine(
 
     Parameters
     ----------
-    affine : VectorMap or MatrixMap
+    affine : VectorMap, TemperatureBiasMap or MatrixMap
         The affine map.
     features : ndarray of shape (n_samples, n_classes), float64
         Finite features (logits or log-probabilities).

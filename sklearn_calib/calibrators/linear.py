@@ -1,6 +1,7 @@
-"""Vector scaling and matrix scaling: affine maps of the logits fitted by penalised NLL.
+"""Vector, matrix and bias-corrected temperature scaling: affine maps of the logits fitted
+by penalised NLL.
 
-Both minimise the weighted mean negative log-likelihood of ``softmax(affine(z))`` (plus the
+All three minimise the weighted mean negative log-likelihood of ``softmax(affine(z))`` (plus the
 L2 penalties of matrix scaling) from the identity map with the shared solver of
 :mod:`~._affine_solver`: float64, analytic gradients, Newton steps (L-BFGS steps for a
 matrix over many classes), stopped by a criterion that does not depend on the scale of the
@@ -16,17 +17,17 @@ import numpy as np
 from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 
 from .._deprecation import DEPRECATED, keyword_only, parameter
-from ._affine_solver import HESSIAN_ROWS, MatrixMap, VectorMap, fit_affine
+from ._affine_solver import HESSIAN_ROWS, MatrixMap, TemperatureBiasMap, VectorMap, fit_affine
 from ._base import BaseCalibrator, softmax, weighted_count, weighted_subsample
 from ._temperature_solver import fit_inverse_temperature
 
-__all__ = ["MatrixScaling", "VectorScaling"]
+__all__ = ["BiasCorrectedTemperatureScaling", "MatrixScaling", "VectorScaling"]
 
 
 class AffineScalingBase(BaseCalibrator):
     """Fit ``softmax(affine(features))`` with :func:`fit_affine`.
 
-    Subclasses set ``_affine`` (:class:`VectorMap` or :class:`MatrixMap`) and define the
+    Subclasses set ``_affine`` (a map of :mod:`~._affine_solver`) and define the
     features (``_fit_features`` at fit, ``_features`` at predict), the penalty
     (``_penalty``) and how the parameters are stored (``_store``, ``_parameters``).
     """
@@ -103,6 +104,84 @@ class VectorScalingBase(AffineScalingBase):
 
     def _parameters(self):
         return np.concatenate([self.scale_, self.bias_])
+
+
+class BiasCorrectedTemperatureScaling(AffineScalingBase):
+    """Bias-corrected temperature scaling: ``p = softmax(z / T + b)``.
+
+    One temperature for all classes, as :class:`TemperatureScaling`, plus one bias per
+    class, fitted together by the weighted NLL. The biases make the mean calibrated
+    probability of each class equal its (weighted) frequency in the fit data (the NLL's
+    gradient in ``b``), which temperature scaling alone does not: Alexandari et al. (2020)
+    found the biases necessary for label-shift adaptation by EM
+    (:class:`~sklearn_calib.label_shift.LabelShiftAdapter`, whose default calibrator this
+    is). Vector scaling (:class:`VectorScaling`) adds one scale per class.
+
+    Parameters
+    ----------
+    input : {"logits", "probabilities"}, default="logits"
+        What the scores are; probabilities become ``log(max(p, 1e-12))``. See
+        :mod:`sklearn_calib.calibrators` for 1-D binary scores.
+    max_iter : int, default=1000
+        Largest number of Newton (or L-BFGS, beyond 255 classes) steps.
+    tol : float, default=1e-10
+        The fit stops when the decrease of the mean NLL predicted by the next step is at
+        most ``tol`` (nats per sample).
+
+    Attributes
+    ----------
+    temperature_ : float
+        The temperature ``T`` (``1 / T`` is the fitted scale of the logits: negative, or
+        ``inf`` for a scale of 0, when the scores rank the classes backwards or not at all).
+    bias_ : ndarray of shape (n_classes,)
+        Per-class bias ``b``, centred to sum 0.
+    n_iter_ : int
+        Solver steps.
+    classes_ : ndarray of shape (n_classes,)
+        Label of each score column.
+    n_classes_ : int
+        Number of classes.
+    n_features_in_ : int
+        Number of score columns (only for 2-D scores).
+
+    See Also
+    --------
+    TemperatureScaling : The same without the biases.
+    VectorScaling : One scale and one bias per class.
+
+    References
+    ----------
+    A. Alexandari, A. Kundaje and A. Shrikumar, "Maximum Likelihood with Bias-Corrected
+    Calibration is Hard-To-Beat at Label Shift Adaptation", ICML 2020.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_calib.calibrators import BiasCorrectedTemperatureScaling
+    >>> rng = np.random.default_rng(0)
+    >>> logits = 3 * rng.normal(size=(500, 3))
+    >>> y = np.where(rng.random(500) < 0.7, logits.argmax(axis=1), 0)
+    >>> bcts = BiasCorrectedTemperatureScaling().fit(logits, y)
+    >>> proba = bcts.predict_proba(logits)
+    >>> np.allclose(proba.mean(axis=0), np.bincount(y) / 500)
+    True
+    """
+
+    _affine = TemperatureBiasMap
+    _start_at_temperature = True
+
+    def __init__(self, *, input="logits", max_iter=1000, tol=1e-10):
+        self.input = input
+        self.max_iter = max_iter
+        self.tol = tol
+
+    def _store(self, theta, n_classes):
+        scale = theta[0]
+        self.temperature_ = float(1.0 / scale) if scale != 0 else np.inf
+        self.bias_ = theta[1:].copy()
+
+    def _parameters(self):
+        return np.concatenate([[1.0 / self.temperature_], self.bias_])
 
 
 class MatrixScalingBase(AffineScalingBase):

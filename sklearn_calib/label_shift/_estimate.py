@@ -1,0 +1,116 @@
+"""One entry to the three estimators of target priors, for one or several row weightings."""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._confusion import (
+    bbse_weights,
+    predictions,
+    priors_from_weights,
+    rlls_penalty,
+    rlls_weights,
+)
+from ._em import RowSums, away_from_zero, maximise_likelihood
+
+#: Rows of the evenly spaced subsample on which EM over many rows starts.
+SUBSAMPLE_ROWS = 1 << 14
+
+
+@dataclass
+class Estimation:
+    """Estimated target priors, one row per row weighting (replicate).
+
+    Parameters
+    ----------
+    prior : ndarray of shape (n_replicates, n_classes)
+    n_iter : int
+        Passes over the rows (EM) or solver steps (RLLS, the largest over replicates); 0
+        for BBSE.
+    gap : ndarray of shape (n_replicates,)
+        EM's final gap ``max_k g_k - 1`` (zeros for the other methods).
+    loglik : ndarray of shape (n_replicates,) or None
+        EM's mean log-likelihood ratio of the priors to the source's.
+    """
+
+    prior: np.ndarray
+    n_iter: int
+    gap: np.ndarray
+    loglik: np.ndarray | None = None
+
+
+def evenly_spaced(n_samples, size):
+    """Indices of ``size`` evenly spaced rows out of ``n_samples``."""
+    return np.linspace(0, n_samples - 1, size).astype(np.intp)
+
+
+def em_priors(sums, start, *, max_iter, tol, subsample=None):
+    """EM from ``start`` (rows: replicates); from the optimum of ``subsample`` (row sums of
+    an evenly spaced subsample), moved a little towards ``start``, when given."""
+    if subsample is not None:
+        optimum, *_ = maximise_likelihood(subsample, start, max_iter=max_iter, tol=tol)
+        start = away_from_zero(optimum, start)
+    prior, n_iter, gap, loglik = maximise_likelihood(sums, start, max_iter=max_iter, tol=tol)
+    return Estimation(prior, n_iter, gap, loglik)
+
+
+def mean_predictions(proba, counts, confusion):
+    """The target's mean prediction (hard or soft) under each row weighting."""
+    rows = predictions(proba, confusion)
+    if counts is None:
+        return rows.mean(axis=0)[None, :]
+    return (counts @ rows) / counts.sum(axis=1, keepdims=True)
+
+
+def confusion_priors(method, mean_prediction, source, *, regularization):
+    """BBSE's or RLLS's priors from the target's mean predictions (rows)."""
+    if method == "bbse":
+        weights = bbse_weights(source.confusion, mean_prediction)
+        n_iter = 0
+    else:
+        penalty = rlls_penalty(len(source.prior), source.n_samples, regularization)
+        solved = [rlls_weights(source.confusion, mu, penalty) for mu in mean_prediction]
+        weights = np.array([w for w, _ in solved])
+        n_iter = max(n for _, n in solved)
+    prior = priors_from_weights(weights, source.label_prior)
+    return Estimation(prior, n_iter, np.zeros(len(prior)))
+
+
+def estimate_priors(method, proba, source, *, counts=None, start=None, options):
+    """Target priors of in-memory calibrated probabilities, for each row weighting.
+
+    Parameters
+    ----------
+    method : {"em", "bbse", "rlls"}
+    proba : ndarray of shape (n_samples, n_classes)
+        Calibrated source posteriors of the target rows.
+    source : SourceSummary
+    counts : ndarray of shape (n_replicates, n_samples) or None, default=None
+        Row weights of each replicate; None: every row once.
+    start : ndarray of shape (n_replicates, n_classes) or None, default=None
+        EM's starting priors; None: the source's.
+    options : dict
+        ``confusion``, ``regularization``, ``max_iter``, ``tol``.
+
+    Returns
+    -------
+    Estimation
+    """
+    if method != "em":
+        mean = mean_predictions(proba, counts, options["confusion"])
+        return confusion_priors(method, mean, source, regularization=options["regularization"])
+    n_replicates = 1 if counts is None else counts.shape[0]
+    if start is None:
+        start = np.repeat(source.prior[None, :], n_replicates, axis=0)
+    subsample = None
+    n_samples = proba.shape[0]
+    if counts is None and n_samples > 4 * SUBSAMPLE_ROWS:
+        rows = evenly_spaced(n_samples, SUBSAMPLE_ROWS)
+        subsample = RowSums(proba[rows], source.prior)
+    return em_priors(
+        RowSums(proba, source.prior, counts),
+        start,
+        max_iter=options["max_iter"],
+        tol=options["tol"],
+        subsample=subsample,
+    )

@@ -1,0 +1,131 @@
+"""The label-shift report end to end, on small synthetic outputs in the demo's format."""
+
+import csv
+import gzip
+import io
+import json
+import re
+
+import numpy as np
+import pytest
+
+from benchmarks import _label_shift
+from benchmarks.__main__ import main
+from benchmarks._label_shift import METHODS, draw_target, load_demo
+
+
+def _write_demo(folder, n=600, k=3, seed=0, published=None):
+    """Softmax outputs and labels in the layout of Alexandari et al.'s demo files."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, k, size=n)
+    logits = 2.0 * np.eye(k)[y] + rng.normal(size=(n, k))
+    proba = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    with gzip.open(folder / "demo_valid_preds.txt.gz", "wt") as handle:
+        np.savetxt(handle, proba)
+    with gzip.open(folder / "demo_valid_labels.txt.gz", "wt") as handle:
+        np.savetxt(handle, y, fmt="%d")
+    if published is not None:
+        with gzip.open(folder / "cifar10_label_shift_adaptation_results.json.gz", "wt") as handle:
+            json.dump(published, handle)
+    return proba, y
+
+
+def test_load_demo_gives_log_probabilities(tmp_path):
+    proba, y = _write_demo(tmp_path)
+    logits, labels = load_demo(tmp_path)
+    np.testing.assert_allclose(np.exp(logits), proba, rtol=1e-12)
+    np.testing.assert_array_equal(labels, y)
+
+
+def test_load_demo_rejects_labels_of_another_length(tmp_path):
+    _write_demo(tmp_path)
+    with gzip.open(tmp_path / "demo_valid_labels.txt.gz", "wt") as handle:
+        np.savetxt(handle, np.zeros(5), fmt="%d")
+    with pytest.raises(ValueError, match="Expected one label per row, got 5 for 600 rows"):
+        load_demo(tmp_path)
+
+
+def test_draw_target_takes_each_class_from_its_rows():
+    pool_y = np.repeat([0, 1, 2], [5, 7, 9])
+    rows, frequencies = draw_target(pool_y, 3, 1.0, 400, np.random.default_rng(3))
+    assert rows.shape == (400,)
+    np.testing.assert_allclose(frequencies, np.bincount(pool_y[rows], minlength=3) / 400)
+    # with replacement: a class of 5 pool rows can give more than 5 target rows
+    assert np.bincount(pool_y[rows], minlength=3).max() > 9
+
+
+def test_report_end_to_end(tmp_path):
+    data, out = tmp_path / "data", tmp_path / "report"
+    data.mkdir()
+    published = {
+        "dirichlet_alpha_to_samplesize_to_adaptername_to_metric_to_vals": {
+            "0.1": {
+                "2000": {"em:BCTS": {"mseweights_even": [0.001, 0.002], "delta_acc": [0.07, 0.08]}}
+            }
+        }
+    }
+    _write_demo(data, published=published)
+    stream = io.StringIO()
+    status = main(
+        ["label-shift", "--data", str(data), "--out", str(out), "--trials", "3", "--epochs", "0"],
+        stream,
+    )
+    assert status == 0
+    assert stream.getvalue() == f"wrote {out / 'report.md'}\n"
+    with open(out / "runs.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 3 * 4 * len(METHODS)
+    assert {row["method"] for row in rows} == set(METHODS)
+    values = np.array([float(row["mse weights"]) for row in rows])
+    assert np.isfinite(values).all() and (values >= 0).all()
+    text = (out / "report.md").read_text()
+    assert text.count("**CIFAR-10, Alexandari et al.'s network, α = ") == 4
+    assert "left out of this run (`--epochs 0`)" in text
+    assert "label-shift --data" in text
+    # the published mean of EM + BCTS at α = 0.1, n = 2000, times 1000
+    assert "| EM + BCTS |" in text and "| 1.50 | 7.50 |" in text
+    agreement = text.split("## Agreement with the paper")[1]
+    assert agreement.count("(Alexandari et al. 2020") == 3
+    verdicts = re.findall(r"\| \*\*(agrees|mixed|disagrees|inconclusive)\*\* \(", agreement)
+    assert len(verdicts) == 3
+
+
+def test_label_shift_command_needs_two_trials(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["label-shift", "--data", str(tmp_path), "--trials", "1"])
+    assert "expected --trials >= 2, got 1" in capsys.readouterr().err
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_report_trains_the_fashion_mnist_network(tmp_path, monkeypatch):
+    # small synthetic images in place of Fashion-MNIST (not on every machine); separable,
+    # so temperature scaling's optimum lies at its bound
+    rng = np.random.default_rng(1)
+
+    def images(n):
+        y = rng.integers(0, 10, size=n)
+        X = rng.normal(size=(n, 784)).astype(np.float32)
+        X[:, :780] += 3.0 * np.repeat(np.eye(10, dtype=np.float32)[y], 78, axis=1)
+        return X, y
+
+    def fake_loader(data_home=None, return_X_y=False, as_image=True):
+        assert (data_home, return_X_y, as_image) == ("fmnist", True, False)
+        return (*images(1000), *images(2000))
+
+    monkeypatch.setattr(_label_shift, "load_fashion_mnist", fake_loader)
+    data, out = tmp_path / "data", tmp_path / "report"
+    data.mkdir()
+    _write_demo(data, k=10, n=2000)
+    path = _label_shift.write_report(
+        data, out, trials=2, fashion_mnist={"data_home": "fmnist", "epochs": 3, "n_train": 1000}
+    )
+    text = path.read_text()
+    assert text.count("**Fashion-MNIST, MLP (512, 512), α = ") == 4
+    assert "trained for 3 epochs on the first 1,000 training images" in text
+    assert "scored on the 2,000 test images" in text
+    with open(out / "runs.csv") as handle:
+        networks = [row["network"] for row in csv.DictReader(handle)]
+    assert networks.count(_label_shift.FASHION_MNIST) == 2 * 4 * len(METHODS)
+    # one check per network and setting in each claim
+    agreement = text.split("## Agreement with the paper")[1]
+    assert agreement.count("Fashion-MNIST, MLP (512, 512), α = 0.1, n = 500:") == 3
