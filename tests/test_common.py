@@ -102,7 +102,8 @@ _INTERNAL_CV = (
     "test_frontier_calibrators checks the choice against a brute-force grid"
 )
 _EARLY_STOPPING_SPLIT = (
-    "early stopping holds out rows (or folds) chosen at random, and repeating a sample "
+    "early stopping (and the group guard) holds out rows (or folds) chosen at random, and "
+    "repeating a sample "
     "changes which rows are held out, so the weighted and the repeated fits stop on different "
     "data; test_multicalibration checks weighted = repeated fits without early stopping"
 )
@@ -131,7 +132,9 @@ def _expected_failed_checks(estimator):
         failed["check_sample_weight_equivalence_on_dense_data"] = _NO_MINIMUM
     if isinstance(estimator, DirichletCalibration):
         failed["check_sample_weight_equivalence_on_dense_data"] = _INTERNAL_CV
-    if isinstance(estimator, MulticalibrationBoosting) and estimator.early_stopping:
+    if isinstance(estimator, MulticalibrationBoosting) and (
+        estimator.early_stopping or estimator.guard_groups
+    ):
         failed["check_sample_weight_equivalence_on_dense_data"] = _EARLY_STOPPING_SPLIT
     return failed
 

@@ -14,6 +14,7 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold, cross_val_score
 from sklearn.pipeline import make_pipeline
+from sklearn.utils.estimator_checks import check_estimator
 
 from sklearn_calib.calibrators import (
     CalibratedClassifier,
@@ -22,6 +23,7 @@ from sklearn_calib.calibrators import (
     TemperatureScaling,
     fit_calibrator,
 )
+from sklearn_calib.calibrators._group_guard import choose_guarded, guarded_rows
 from sklearn_calib.calibrators._histogram_tree import fit_tree
 from sklearn_calib.datasets import make_miscalibrated_groups
 from sklearn_calib.metrics import (
@@ -400,9 +402,11 @@ def test_a_fit_with_groups_warns_once_at_its_caller():
     assert declared[0].filename == __file__
 
 
-def test_pickle_and_skops_round_trips_and_metadata_requests(tmp_path):
+@pytest.mark.parametrize("guard_groups", [False, True])
+def test_pickle_and_skops_round_trips_and_metadata_requests(tmp_path, guard_groups):
     scores, features, y = weighted_problem()
-    mcb = MulticalibrationBoosting(random_state=0).fit(scores, y, groups=features)
+    mcb = MulticalibrationBoosting(guard_groups=guard_groups, random_state=0)
+    mcb.fit(scores, y, groups=features)
     loaded = pickle.loads(pickle.dumps(mcb))
     np.testing.assert_array_equal(
         loaded.predict_proba(scores, groups=features), mcb.predict_proba(scores, groups=features)
@@ -518,3 +522,90 @@ def test_fit_calibrator_passes_groups_to_a_calibrator_that_takes_them():
     assert fitted.n_group_features_ == 1
     with pytest.raises(ValueError, match="`groups` needs a calibrator that takes group features"):
         fit_calibrator(TemperatureScaling(), scores, y, input="probabilities", groups=groups)
+
+
+# --------------------------------------------------------------------------- the group guard
+
+
+def shifted_majority(seed, n_big=3000, n_small=300):
+    """A large group whose truth is shifted by +1 in log-odds, and a small calibrated one
+    that no leaf of 500 rows can isolate: the shared corrections make it worse."""
+    rng = np.random.default_rng(seed)
+    groups = np.repeat([0, 1], [n_big, n_small])
+    log_odds = rng.normal(size=groups.size)
+    truth = expit(log_odds + np.where(groups == 0, 1.0, 0.0))
+    return log_odds, groups, (rng.random(groups.size) < truth).astype(int)
+
+
+def test_the_guard_keeps_the_scores_of_a_group_the_corrections_make_worse():
+    scores, groups, y = shifted_majority(0)
+    test_scores, test_groups, test_y = shifted_majority(1)
+    small, large = test_groups == 1, test_groups == 0
+    given = expit(test_scores)
+    proba = {}
+    for guard in (False, True):
+        mcb = MulticalibrationBoosting(min_samples_leaf=500, guard_groups=guard, random_state=0)
+        mcb.fit(scores, y, groups=groups)
+        proba[guard] = mcb.predict_proba(test_scores, groups=test_groups)[:, 1]
+    assert mcb.guarded_groups_ == [(0, 1)]
+
+    def loss(name, rows):
+        return negative_log_likelihood(
+            test_y[rows], proba[name][rows] if name != "given" else given[rows]
+        )
+
+    # unguarded, the small group's log loss rises from 0.58 to 0.72
+    assert loss(False, small) > loss("given", small) + 0.1
+    np.testing.assert_array_equal(proba[True][small], given[small])
+    # the large group keeps its correction (0.63 to 0.54)
+    np.testing.assert_array_equal(proba[True][large], proba[False][large])
+    assert loss(True, large) < loss("given", large) - 0.05
+
+
+def test_the_guard_corrects_every_group_the_corrections_help():
+    scores, groups, y, _ = make_miscalibrated_groups(20000, random_state=0)
+    fit, test = slice(0, 10000), slice(10000, None)
+    proba = {}
+    for guard in (False, True):
+        mcb = MulticalibrationBoosting(input="probabilities", guard_groups=guard, random_state=0)
+        mcb.fit(scores[fit], y[fit], groups=groups[fit])
+        proba[guard] = mcb.predict_proba(scores[test], groups=groups[test])
+    assert mcb.guarded_groups_ == []
+    np.testing.assert_array_equal(proba[True], proba[False])
+
+
+def test_the_guard_keeps_the_scores_of_unseen_categories_and_works_without_early_stopping():
+    scores, features, y = weighted_problem(2000)
+    mcb = MulticalibrationBoosting(
+        guard_groups=True, early_stopping=False, max_iter=10, random_state=0
+    ).fit(scores, y, groups=features)
+    assert mcb.n_iter_ == 10 and not hasattr(mcb, "validation_loss_")
+    proba = mcb.predict_proba(scores, groups=features.assign(g="d"))[:, 1]
+    np.testing.assert_allclose(proba, expit(scores))
+    # numeric group features are guarded by quarters, named by their ranges
+    for feature, value in mcb.guarded_groups_:
+        assert feature == "all" or (feature == 0 and value in "abc") or len(value) == 2
+
+
+def test_guarded_cells_are_chosen_on_the_rows_the_other_cells_leave():
+    # gains of the corrections per row: +0.3, -0.2, -0.5, +0.6; the cell of rows 0 and 1
+    # is helped (+0.1) until the cell of rows 0 and 2 (-0.2) keeps its scores
+    cells = np.array([[0, 0, 0], [0, 0, 1], [0, 1, 0], [0, 1, 1]])
+    corrected = np.array([0.7, 1.2, 1.5, 0.4])
+    guarded = choose_guarded(cells, [1, 2, 2], corrected, np.ones(4), np.ones(4))
+    assert [g.tolist() for g in guarded] == [[False], [True, False], [True, False]]
+    assert guarded_rows(cells, guarded).tolist() == [True, True, True, False]
+
+
+@pytest.mark.slow
+def test_check_estimator_passes_with_the_guard():
+    check_estimator(
+        MulticalibrationBoosting(guard_groups=True, max_iter=5, random_state=0),
+        expected_failed_checks={
+            "check_sample_weight_equivalence_on_dense_data": "held-out rows drawn at random",
+            "check_estimators_fit_returns_self": "more classes than score columns",
+            "check_estimators_overwrite_params": "more classes than score columns",
+            "check_readonly_memmap_input": "more classes than score columns",
+            "check_estimators_dtypes": "ambiguous labels",
+        },
+    )

@@ -12,6 +12,7 @@ from .._deprecation import DEPRECATED, keyword_only, parameter, renamed_attribut
 from ._base import BaseCalibrator, GroupsMixin, normalised_weights
 from ._binary_logistic import fit_logistic
 from ._group_features import bin_counts, fit_group_bins, group_codes
+from ._group_guard import NUMERIC_CELLS, cell_codes, choose_guarded, guarded_rows
 from ._histogram_tree import HistogramTree, fit_tree, quantile_edges
 from ._temperature_solver import fit_inverse_temperature
 from .platt import PlattScaling
@@ -92,13 +93,15 @@ class _Link:
         proba = np.clip(self.probabilities(margins), _LOG_ODDS_EPS, 1.0 - _LOG_ODDS_EPS)
         return np.log(proba) - np.log1p(-proba)
 
+    def row_losses(self, margins, targets):
+        """Negative log-likelihood of each row."""
+        if self.mode == "classwise":
+            return logsumexp(margins, axis=1) - np.sum(margins * targets, axis=1)
+        return -(targets * log_expit(margins) + (1 - targets) * log_expit(-margins))[:, 0]
+
     def loss(self, margins, targets, weight):
         """Weighted mean negative log-likelihood."""
-        if self.mode == "classwise":
-            per_row = logsumexp(margins, axis=1) - np.sum(margins * targets, axis=1)
-        else:
-            per_row = -(targets * log_expit(margins) + (1 - targets) * log_expit(-margins))[:, 0]
-        return float(np.dot(weight, per_row) / weight.sum())
+        return float(np.dot(weight, self.row_losses(margins, targets)) / weight.sum())
 
     def output(self, margins, logits, top):
         """Calibrated probabilities of every class."""
@@ -132,7 +135,9 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
     multicalibration (Tax et al. 2026, MCGrad), an alternative to the iterative patching
     of Hébert-Johnson et al. (2018). Early stopping on held-out rows of the fit data
     (``validation_fraction``) picks the number of rounds before groups too small to support a
-    correction are overfitted; the trees are then refitted on all the rows.
+    correction are overfitted; the trees are then refitted on all the rows. With
+    ``guard_groups``, a group whose held-out rows the corrections do not help keeps its
+    scores as given.
 
     - Binary problems boost the positive class's log-odds (``multi_class`` is ignored).
     - ``multi_class="classwise"``: one tree per class per round on that class's
@@ -189,6 +194,14 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
         Stop when the held-out loss has not improved by ``tol`` for this many rounds.
     tol : float, default=1e-7
         Least improvement of the held-out loss that counts.
+    guard_groups : bool, default=False
+        Keep the scores as given in every group whose held-out rows (those of early
+        stopping, over ``max_iter`` rounds without it) have no lower log loss with the
+        corrections: the rows of a category of a categorical group feature, of a quarter
+        of a numeric one's range (equal mass), of a predicted class in the top-label mode,
+        or all the rows. A row in any such group keeps its scores, and so do the rows of a
+        category unseen in fit. It trades some of the corrections' gain for never making
+        a group worse than doing nothing, where the held-out rows can tell.
     random_state : int, RandomState instance or None, default=None
         Seed of the held-out split.
     multiclass, max_rounds, validation, n_rounds_no_change : deprecated
@@ -218,6 +231,12 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
         None without ``groups``.
     group_categorical_ : ndarray of shape (n_group_features,) or None
         Which group features are categorical.
+    guarded_groups_ : list of tuple or None
+        With ``guard_groups``, the groups that keep their scores, as ``(feature, value)``:
+        ``("all", None)`` for every row, ``(j, category)`` for a category of the
+        categorical group feature ``j``, ``(j, (lower, upper))`` for the values of the
+        numeric group feature ``j`` in ``(lower, upper]``, ``("predicted_class", k)``
+        in the top-label mode; None without ``guard_groups``.
     n_group_features_ : int
         Number of group features seen in fit (0 without ``groups``).
     classes_ : ndarray of shape (n_classes,)
@@ -282,6 +301,7 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
         "validation_fraction": _VALIDATION,
         "n_iter_no_change": [Interval(numbers.Integral, 1, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "guard_groups": ["boolean"],
         "random_state": ["random_state"],
         "multiclass": [
             Hidden(StrOptions({DEPRECATED})),
@@ -340,6 +360,7 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
         validation_fraction="auto",
         n_iter_no_change=10,
         tol=1e-7,
+        guard_groups=False,
         random_state=None,
         multiclass=DEPRECATED,
         max_rounds=DEPRECATED,
@@ -360,6 +381,7 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
         self.tol = tol
+        self.guard_groups = guard_groups
         self.random_state = random_state
         self.multiclass = multiclass
         self.max_rounds = max_rounds
@@ -380,17 +402,51 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
             self.n_group_features_ = len(self.group_bins_)
             codes = group_codes(groups, self.group_bins_, self.group_categorical_, n_samples)
         link = _Link(self._mode(), self.n_classes_)
-        margins, top = link.start(self._logits(scores))
+        given, top = link.start(self._logits(scores))
         targets = link.targets(y_index, top)
-        self.scaling_ = link.fit_scaling(margins, targets, y_index, sample_weight)
-        margins = self.scaling_[0] * margins + self.scaling_[1]
+        self.scaling_ = link.fit_scaling(given, targets, y_index, sample_weight)
+        margins = self.scaling_[0] * given + self.scaling_[1]
         weight = np.ones(n_samples) if sample_weight is None else sample_weight
         fixed = self._fixed_codes(codes, top, n_samples)
-        n_rounds = parameter(self, "max_iter")
-        if self.early_stopping:
-            n_rounds = self._early_stopping(link, margins, targets, weight, fixed, y_index)
+        n_rounds, held = parameter(self, "max_iter"), None
+        if self.early_stopping or self.guard_groups:
+            n_rounds, held = self._held_out_rounds(link, margins, targets, weight, fixed, y_index)
         self.trees_ = self._boost(link, margins, targets, weight, fixed, n_rounds)
         self.n_iter_ = len(self.trees_)
+        self.guarded_, self.guarded_groups_ = None, None
+        if self.guard_groups:
+            rows, corrected = held
+            cells, sizes = cell_codes(fixed[rows], *self._fixed_layout())
+            self.guarded_ = choose_guarded(
+                cells,
+                sizes,
+                link.row_losses(corrected, targets[rows]),
+                link.row_losses(given[rows], targets[rows]),
+                weight[rows],
+            )
+            self.guarded_groups_ = self._guarded_groups()
+
+    def _guarded_groups(self):
+        """The guarded cells as ``(feature, value)`` pairs (see ``guarded_groups_``)."""
+        if self.guarded_[0][0]:
+            return [("all", None)]
+        groups = []
+        bins = self.group_bins_ or []
+        for j, column_guarded in enumerate(self.guarded_[1:]):
+            for cell in np.flatnonzero(column_guarded).tolist():
+                if j >= len(bins):
+                    groups.append(("predicted_class", self.classes_[cell]))
+                elif self.group_categorical_[j]:
+                    if cell < bins[j].shape[0]:
+                        groups.append((j, bins[j][cell]))
+                else:
+                    edges = np.concatenate([[-np.inf], bins[j], [np.inf]])
+                    n_bins = edges.shape[0] - 1
+                    first = -(-cell * n_bins // NUMERIC_CELLS)
+                    last = -(-(cell + 1) * n_bins // NUMERIC_CELLS)
+                    if last > first:
+                        groups.append((j, (float(edges[first]), float(edges[last]))))
+        return groups
 
     @staticmethod
     def _fixed_codes(codes, top, n_samples):
@@ -452,9 +508,10 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
             )
         ]
 
-    def _early_stopping(self, link, margins, targets, weight, fixed, y_index):
+    def _held_out_rounds(self, link, margins, targets, weight, fixed, y_index):
         """Boost on each fold's training rows; return the number of rounds of least pooled
-        held-out loss."""
+        held-out loss (``max_iter`` without early stopping), and the held-out rows with
+        their margins after that many rounds."""
         folds = self._folds(y_index, margins.shape[0])
         fit_margins = [margins[train].copy() for train, _ in folds]
         held_margins = [margins[held].copy() for _, held in folds]
@@ -469,8 +526,9 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
         def pooled_loss():
             return link.loss(np.concatenate(held_margins), held_targets, held_weight)
 
+        held_rows = np.concatenate([held for _, held in folds])
         losses = [pooled_loss()]
-        best = 0
+        best, best_margins = 0, np.concatenate(held_margins)
         for round_ in range(1, parameter(self, "max_iter") + 1):
             for fold, (train, held) in enumerate(folds):
                 change, trees = self._round(
@@ -481,12 +539,13 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
                     link, held_margins[fold], fixed[held], trees
                 )
             losses.append(pooled_loss())
-            if losses[-1] < losses[best] - self.tol:
-                best = round_
+            if not self.early_stopping or losses[-1] < losses[best] - self.tol:
+                best, best_margins = round_, np.concatenate(held_margins)
             elif round_ - best >= parameter(self, "n_iter_no_change"):
                 break
-        self.validation_loss_ = np.array(losses)
-        return best
+        if self.early_stopping:
+            self.validation_loss_ = np.array(losses)
+        return best, (held_rows, best_margins)
 
     def _boost(self, link, margins, targets, weight, fixed, n_rounds):
         margins = margins.copy()
@@ -545,7 +604,12 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
         fixed = self._fixed_codes(codes, top, scores.shape[0])
         for trees in self.trees_:
             margins += self._apply_round(link, margins, fixed, trees)
-        return link.output(margins, logits, top)
+        proba = link.output(margins, logits, top)
+        if self.guarded_ is not None:
+            kept = guarded_rows(cell_codes(fixed, *self._fixed_layout())[0], self.guarded_)
+            given, given_top = link.start(logits[kept])
+            proba[kept] = link.output(given, logits[kept], given_top)
+        return proba
 
     def _group_codes(self, groups, n_samples):
         """Bin codes of the group features, checked against those seen in fit."""
