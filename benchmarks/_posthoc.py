@@ -42,7 +42,7 @@ def histogram_binning(val_logits, val_y, test_logits, n_bins=15):
     Equal-size bins on the top-1 confidence, each bin's value the validation accuracy in
     it (Wang et al. 2021; empty bins fall back as :class:`HistogramBinning` documents).
     """
-    calibrator = HistogramBinning(n_bins=n_bins, strategy="uniform", mode="top_label")
+    calibrator = HistogramBinning(n_bins=n_bins, strategy="uniform", multi_class="top_label")
     proba, _ = calibrate_scores(
         calibrator,
         np.asarray(val_logits, dtype=np.float64),

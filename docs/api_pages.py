@@ -5,7 +5,7 @@ A public module is one whose dotted path has no component starting with ``_``; i
 documented once, on the page of its *home*: the deepest public package (a package's
 ``__init__``) exporting it among the packages its ``__module__`` lives in, else the
 deepest public module exporting it there (``expected_calibration_error`` lives in
-``sklearn_calib.metrics._metrics``, so its home is ``sklearn_calib.metrics``;
+``sklearn_calib.metrics._functions._binned``, so its home is ``sklearn_calib.metrics``;
 :mod:`sklearn_calib.scoring` and the top-level package list it with a link there;
 ``TemperatureScaling`` lives in the public ``sklearn_calib.calibrators.temperature``, whose
 page links to its home ``sklearn_calib.calibrators``; ``make_calibration_scorer``, defined
@@ -49,7 +49,7 @@ def find_object(path):
     Parameters
     ----------
     path : str
-        Dotted path, such as ``"sklearn_calib.metrics._binning.assign_bins"``.
+        Dotted path, such as ``"sklearn_calib.metrics._core._binning.assign_bins"``.
 
     Returns
     -------

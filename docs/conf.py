@@ -113,7 +113,7 @@ def resolve_public_paths(app, env, node, contnode):
     another public path (``sklearn_calib.HistogramBinning``,
     ``sklearn_calib.scoring.expected_calibration_error``) or relative to a submodule
     links there. A reference to an object that exists but is not documented (a private
-    module such as ``sklearn_calib.metrics._binning``, an inherited method) is shown as
+    module such as ``sklearn_calib.metrics._core._binning``, an inherited method) is shown as
     text, unlinked. Anything else stays unresolved, and the build fails on it.
     """
     if node.get("refdomain") != "py":

@@ -47,7 +47,7 @@ print(len(X_train), "training images,", len(X_test), "test images, 784 pixels ea
 # overconfident: dividing its logits by T softens its probabilities.
 net = NetClassifier("mlp", max_epochs=30, random_state=0)
 calibrated = CalibratedClassifier(
-    net, TemperatureScaling(), calibration_size=0.15, random_state=0
+    net, calibrator=TemperatureScaling(), cv=0.15, random_state=0
 ).fit(X_train, y_train)
 network = calibrated.estimators_[0]
 print(f"fitted temperature: {calibrated.calibrators_[0].temperature_:.3f}")

@@ -7,7 +7,8 @@ neither torch nor skorch: the calibrators import torch, the estimators skorch.
 
 import importlib
 
-__version__ = "0.1.0"
+#: The version of sklearn_calib installed, as a string (``"0.2.0"``).
+__version__ = "0.2.0"
 
 #: The top-level names of each part of the package.
 _EXPORTS = {

@@ -23,7 +23,7 @@ from ._experiment import (
     save_reliability_diagrams,
 )
 from .estimators import resolve_device
-from .evaluation import evaluation_table, format_table, interval_column
+from .evaluation import _interval_column, evaluation_table, format_table
 from .metrics import REPORT_METRICS
 
 DEFAULT_OUT = "sklearn_calib_output"
@@ -146,7 +146,7 @@ def run_job(
         random_state=seed,
     )
     titles = " and ".join(
-        interval_column(metric.label, CONFIDENCE_LEVEL)
+        _interval_column(metric.label, CONFIDENCE_LEVEL)
         for metric in REPORT_METRICS
         if metric.name in INTERVALS
     )

@@ -19,22 +19,21 @@ experiments of the repository's ``benchmarks/``:
 
 from typing import NamedTuple
 
+from ._deprecation import module_getattr
 from .calibrators import classifier_scores, fit_calibrator
 from .metrics import REPORT_METRICS, calibration_error_ci, metric_values
 
 __all__ = [
-    "TEMPERATURE_COLUMN",
     "Prediction",
     "calibrate_scores",
     "classifier_scores",
     "evaluation_table",
     "format_table",
-    "interval_column",
     "posthoc_predictions",
 ]
 
 #: Column of the fitted temperature, filled for temperature-scaled predictions only.
-TEMPERATURE_COLUMN = "T"
+_TEMPERATURE_COLUMN = "T"
 
 
 class Prediction(NamedTuple):
@@ -103,12 +102,13 @@ def posthoc_predictions(estimator, calibrators, X_calibration, y_calibration, X_
     """Test probabilities of a fitted classifier, as is and after each post-hoc calibrator.
 
     Each calibrator is fitted on the classifier's scores of the calibration part
-    (:func:`classifier_scores`), as ``CalibratedClassifier(estimator, calibrator,
-    method="prefit")`` would fit it.
+    (:func:`classifier_scores`), as ``CalibratedClassifier(FrozenEstimator(estimator),
+    calibrator=calibrator)`` would fit it.
 
     Parameters
     ----------
     estimator : fitted classifier
+        The classifier whose scores are calibrated.
     calibrators : dict of str to calibrator
         Name (a row suffix such as ``"TS"``) to an unfitted calibrator.
     X_calibration : array-like
@@ -156,26 +156,9 @@ def posthoc_predictions(estimator, calibrators, X_calibration, y_calibration, X_
     return predictions
 
 
-def interval_column(label, confidence_level=0.95):
-    """Return the title of the column of a metric's interval in :func:`evaluation_table`.
-
-    Parameters
-    ----------
-    label : str
-        The metric's column title (``"ECE"``).
-    confidence_level : float, default=0.95
-        Coverage of the interval.
-
-    Returns
-    -------
-    title : str
-
-    Examples
-    --------
-    >>> from sklearn_calib.evaluation import interval_column
-    >>> interval_column("ECE")
-    'ECE 95% CI'
-    """
+def _interval_column(label, confidence_level=0.95):
+    """Return the title of the column of a metric's interval in :func:`evaluation_table`
+    (``"ECE 95% CI"`` for the label ``"ECE"``)."""
     return f"{label} {100 * confidence_level:g}% CI"
 
 
@@ -206,8 +189,8 @@ def evaluation_table(
         Names of metrics of :data:`~sklearn_calib.metrics.REPORT_METRICS` (``"ece"``,
         ``"nll"``, ...) that get a bootstrap interval over the samples
         (:func:`~sklearn_calib.metrics.calibration_error_ci`, percentile), in a column
-        :func:`interval_column` right after the metric's: how much the value would
-        vary over other samples of the same size.
+        ``"<label> <level>% CI"`` (``"ECE 95% CI"``) right after the metric's: how much
+        the value would vary over other samples of the same size.
     confidence_level : float, default=0.95
         Coverage of the intervals.
     n_resamples : int, default=1000
@@ -220,8 +203,8 @@ def evaluation_table(
     table : dict of str to dict of str to float or tuple
         Row name to column title to value: the columns are the labels of
         :data:`~sklearn_calib.metrics.REPORT_METRICS`, each metric of ``intervals``
-        followed by its interval ``(low, high)``, then :data:`TEMPERATURE_COLUMN` for a
-        prediction with a temperature.
+        followed by its interval ``(low, high)``, then ``"T"`` for a prediction with a
+        temperature.
 
     Examples
     --------
@@ -259,12 +242,12 @@ def evaluation_table(
                     labels=labels,
                     **options,
                 )
-                row[interval_column(metric.label, confidence_level)] = (
+                row[_interval_column(metric.label, confidence_level)] = (
                     float(interval.low),
                     float(interval.high),
                 )
         if temperature is not None:
-            row[TEMPERATURE_COLUMN] = float(temperature)
+            row[_TEMPERATURE_COLUMN] = float(temperature)
         table[name] = row
     return table
 
@@ -294,6 +277,7 @@ def format_table(table, *, digits=4):
     Returns
     -------
     text : str
+        The table, one line per row.
 
     Examples
     --------
@@ -333,3 +317,15 @@ def format_table(table, *, digits=4):
             + "".join(f"  {row.get(name, '-'):>{widths[name]}}" for name in columns)
         )
     return "\n".join(lines)
+
+
+__getattr__ = module_getattr(
+    __name__,
+    {
+        "TEMPERATURE_COLUMN": (_TEMPERATURE_COLUMN, 'the temperature\'s column is "T"'),
+        "interval_column": (
+            _interval_column,
+            'an interval\'s column is "<label> <level>% CI", such as "ECE 95% CI"',
+        ),
+    },
+)

@@ -199,6 +199,7 @@ def load(file, trusted=None):
     Returns
     -------
     estimator : object
+        The object the file holds.
 
     Raises
     ------

@@ -243,6 +243,7 @@ class ReliabilityDisplay:
         Returns
         -------
         display : ReliabilityDisplay
+            ``self``, with the drawn artists.
         """
         bar_keywords = _bar_keywords(kwargs)
         edges = np.asarray(self.edges, dtype=np.float64)
@@ -454,7 +455,11 @@ class ReliabilityDisplay:
             and ECE are drawn over the overall diagram.
         name : str, default=None
             Name in the legend.
-        ax, hist_ax, ref_line, **kwargs
+        ax, hist_ax : matplotlib Axes, default=None
+            See :meth:`plot`.
+        ref_line : bool, default=True
+            See :meth:`plot`.
+        **kwargs : dict
             See :meth:`plot`.
 
         Returns
@@ -577,15 +582,25 @@ class ReliabilityDisplay:
             Number of bins.
         strategy : {"uniform", "quantile"}, default="uniform"
             Equal-width or equal-mass bins.
-        pos_label, confidence_level, smooth, random_state
-            See :meth:`from_predictions`; ``pos_label`` is one of ``estimator.classes_``.
+        pos_label : int, float, bool or str, default=None
+            See :meth:`from_predictions`; one of ``estimator.classes_``.
+        confidence_level : float, default=None
+            See :meth:`from_predictions`.
+        smooth : bool, default=False
+            See :meth:`from_predictions`.
+        random_state : int, RandomState instance or None, default=None
+            See :meth:`from_predictions`.
         sample_weight : array-like of shape (n_samples,), default=None
             Sample weights.
         groups : array-like of shape (n_samples,) or (n_samples, n_columns), default=None
             Groups whose reliability lines are drawn too; see :meth:`from_predictions`.
         name : str, default=None
             Name in the legend; the estimator's class name when None.
-        ax, hist_ax, ref_line, **kwargs
+        ax, hist_ax : matplotlib Axes, default=None
+            See :meth:`plot`.
+        ref_line : bool, default=True
+            See :meth:`plot`.
+        **kwargs : dict
             See :meth:`plot`.
 
         Returns

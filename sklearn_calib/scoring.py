@@ -16,7 +16,6 @@ others): ``GridSearchCV(..., scoring="neg_ece")`` fails with the list of scikit-
 names. Pass the object :func:`get_scorer` returns instead.
 """
 
-import copy
 import inspect
 
 from sklearn.metrics import get_scorer as _sklearn_get_scorer
@@ -51,6 +50,7 @@ from .metrics import (
     top_label_calibration_error,
     worst_group_calibration_error,
 )
+from .metrics._core._registry import declared
 
 __all__ = [
     "BootstrapInterval",
@@ -219,22 +219,21 @@ def make_worst_group_scorer(metric=expected_calibration_error, *, group_features
     )
 
 
-_SCORERS = {
-    "neg_ece": make_calibration_scorer(expected_calibration_error),
-    "neg_mce": make_calibration_scorer(maximum_calibration_error),
-    "neg_adaptive_ece": make_calibration_scorer(adaptive_calibration_error),
-    "neg_classwise_ece": make_calibration_scorer(classwise_calibration_error),
-    "neg_sece": make_calibration_scorer(smooth_calibration_error),
-    "neg_smooth_ece": make_calibration_scorer(smooth_ece),
-    "neg_top_label_ece": make_calibration_scorer(top_label_calibration_error),
-    "neg_debiased_ce": make_calibration_scorer(debiased_calibration_error),
-    "neg_brier": make_calibration_scorer(brier_score),
-    "neg_nll": make_calibration_scorer(negative_log_likelihood),
-    "neg_refinement_log_loss": make_calibration_scorer(refinement_loss, score="log_loss"),
-    "neg_refinement_brier": make_calibration_scorer(refinement_loss, score="brier"),
-    "neg_worst_group_ece": make_worst_group_scorer(expected_calibration_error),
-    "neg_worst_group_smooth_ece": make_worst_group_scorer(smooth_ece),
-}
+def _scorers():
+    """Scorer name to scorer, as the metric declarations name them
+    (``metrics._core._registry``)."""
+    scorers = {}
+    for metric in declared():
+        for scorer in metric.scorers:
+            if scorer.worst_group:
+                scorers[scorer.name] = make_worst_group_scorer(metric.function, **scorer.options)
+            else:
+                _check_keywords(metric.function, scorer.options)
+                sign = 1 if scorer.greater_is_better else -1
+                scorers[scorer.name] = _CalibrationScorer(
+                    metric.function, sign, dict(scorer.options), response_method="predict_proba"
+                )
+    return scorers
 
 
 def get_scorer(scoring):
@@ -275,8 +274,9 @@ def get_scorer(scoring):
     >>> bool((neg_ece < 0).all())  # negated errors: greater is better
     True
     """
-    if isinstance(scoring, str) and scoring in _SCORERS:
-        return copy.deepcopy(_SCORERS[scoring])
+    scorers = _scorers()
+    if isinstance(scoring, str) and scoring in scorers:
+        return scorers[scoring]
     if isinstance(scoring, str) and scoring not in _sklearn_get_scorer_names():
         raise ValueError(
             f"{scoring!r} is not a valid scoring value; "
@@ -298,6 +298,7 @@ def get_scorer_names():
     Returns
     -------
     names : list of str
+        The names, sorted.
 
     Examples
     --------
@@ -306,4 +307,4 @@ def get_scorer_names():
     >>> "neg_ece" in names and "accuracy" in names
     True
     """
-    return sorted(set(_SCORERS) | set(_sklearn_get_scorer_names()))
+    return sorted(set(_scorers()) | set(_sklearn_get_scorer_names()))

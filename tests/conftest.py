@@ -1,4 +1,4 @@
-"""Fixtures shared by the test modules."""
+"""Fixtures shared by the test modules; torch's threads and the units of work under pytest-xdist."""
 
 import importlib
 import os
@@ -6,11 +6,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 
 from sklearn_calib.datasets import load_fashion_mnist
-from sklearn_calib.metrics import _fused
+from sklearn_calib.metrics._fused import _switch
+
+import xdist_scopes
 
 
 @pytest.fixture(autouse=True)
@@ -18,7 +21,33 @@ def numba_at_every_size(monkeypatch):
     """The fused passes take numba (where installed and not switched off) at every size, as
     ``SKLEARN_CALIB_NUMBA=1`` makes them, so that small test inputs run the kernels; the
     tests of the default choice by size set ``NUMBA_LOAD_NS`` themselves."""
-    monkeypatch.setattr(_fused, "NUMBA_LOAD_NS", 0)
+    monkeypatch.setattr(_switch, "NUMBA_LOAD_NS", 0)
+
+
+def pytest_configure(config):
+    """Give each pytest-xdist worker its share of the cores for torch's threads.
+
+    Without it, every worker would run as many threads as there are cores, and ``-n 2``
+    on two cores would run four.
+    """
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if workers:
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // int(workers)))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under ``--dist loadgroup``, keep the tests of each module of
+    :data:`xdist_scopes.ONE_WORKER_MODULES` on one worker (see :mod:`xdist_scopes`)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class ModuleScopes(LoadGroupScheduling):
+        def _split_scope(self, nodeid):
+            return xdist_scopes.scope(nodeid) or super()._split_scope(nodeid)
+
+    return ModuleScopes(config, log)
 
 
 @pytest.fixture(scope="module")

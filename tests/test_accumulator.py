@@ -9,7 +9,6 @@ import torch
 
 from sklearn_calib.metrics import (
     CalibrationAccumulator,
-    _fused,
     adaptive_calibration_error,
     brier_score,
     calibration_test,
@@ -24,10 +23,11 @@ from sklearn_calib.metrics import (
     top_label_accuracy,
     top_label_calibration_error,
 )
-from sklearn_calib.metrics._binning import assign_bins, uniform_bin_edges
-from sklearn_calib.metrics._metrics import _TOP_LABEL_ROWS, binned_sums
-from sklearn_calib.metrics._poisson import poisson_counts, seed_key, torch_poisson_counts
-from sklearn_calib.metrics._predictions import check_predictions
+from sklearn_calib.metrics._core._binning import assign_bins, uniform_bin_edges
+from sklearn_calib.metrics._core._poisson import poisson_counts, seed_key, torch_poisson_counts
+from sklearn_calib.metrics._functions._binned import _TOP_LABEL_ROWS, binned_sums
+from sklearn_calib.metrics._functions._predictions import check_predictions
+from sklearn_calib.metrics._fused import _bins, _check
 
 ALL_INTERVALS = ("ece", "mce", "accuracy", "nll", "brier", "classwise_ece", "smooth_ece")
 
@@ -265,6 +265,7 @@ def test_poisson_counts_depend_on_the_row_id_only_and_follow_poisson_one():
     assert abs(correlation) < 0.02
 
 
+@pytest.mark.slow
 def test_numpy_and_numba_kernels_give_the_same_sums(monkeypatch):
     pytest.importorskip("numba")
     y, proba, weight = overconfident(300000, 5, seed=5, dtype=np.float32)
@@ -272,7 +273,7 @@ def test_numpy_and_numba_kernels_give_the_same_sums(monkeypatch):
     y[:200] = np.arange(200) % 2
     for sample_weight in (None, weight):
         data = check_predictions(y, proba, sample_weight=sample_weight)
-        fused = _fused.top_label_sums(data, 15, _TOP_LABEL_ROWS)
+        fused = _bins.top_label_sums(data, 15, _TOP_LABEL_ROWS)
         score, outcome = data.scores("top_label")
         _, *expected = binned_sums(score, outcome, data.sample_weight, 15, "uniform")
         for found, wanted in zip(fused, expected, strict=True):
@@ -280,7 +281,9 @@ def test_numpy_and_numba_kernels_give_the_same_sums(monkeypatch):
         ece = expected_calibration_error(y, proba, sample_weight=sample_weight)
         monkeypatch.setenv("SKLEARN_CALIB_NUMBA", "0")
         fresh = check_predictions(y, proba, sample_weight=sample_weight)
-        assert _fused.top_label_sums(fresh, 15, _TOP_LABEL_ROWS) is None
+        numpy_sums = _bins.top_label_sums(fresh, 15, _TOP_LABEL_ROWS)
+        for found, wanted in zip(numpy_sums, expected, strict=True):
+            assert np.array_equal(found, wanted)
         assert expected_calibration_error(y, proba, sample_weight=sample_weight) == ece
         monkeypatch.delenv("SKLEARN_CALIB_NUMBA")
     options = {"n_resamples": 33, "interval_metrics": ALL_INTERVALS}
@@ -292,6 +295,7 @@ def test_numpy_and_numba_kernels_give_the_same_sums(monkeypatch):
 
 def test_the_numba_check_keeps_the_top_label_scores_the_numpy_path_computes(monkeypatch):
     pytest.importorskip("numba")
+    monkeypatch.delenv("SKLEARN_CALIB_NUMBA", raising=False)  # numba's check, whatever the switch
     y, proba, _ = overconfident(100000, 5, seed=3, dtype=np.float32)
     proba[:300] = [0.3, 0.3, 0.2, 0.1, 0.1]  # tied maxima: argmax takes the first column
     y[:300] = np.arange(300) % 2
@@ -306,45 +310,48 @@ def test_the_numba_check_keeps_the_top_label_scores_the_numpy_path_computes(monk
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_the_numba_check_passes_only_rows_the_checks_return_unchanged(dtype):
+def test_the_numba_check_passes_only_rows_the_checks_return_unchanged(monkeypatch, dtype):
     pytest.importorskip("numba")
+    monkeypatch.delenv("SKLEARN_CALIB_NUMBA", raising=False)
     y, proba, _ = overconfident(20000, 4, seed=4, dtype=dtype)
-    assert _fused.takes_probabilities(proba)
-    assert _fused.checked_top_label(proba, y, 1e-3) is not None
+    assert _check.takes_probabilities(proba)
+    assert _check.checked_top_label(proba, y, 1e-3) is not None
     for entry in (np.nan, np.inf, -np.inf, -1e-9):
         broken = proba.copy()
         broken[12345, 2] = entry
-        assert _fused.checked_top_label(broken, y, 1e-3) is None
+        assert _check.checked_top_label(broken, y, 1e-3) is None
         with pytest.raises(ValueError, match="NaN|negative"):
             check_predictions(y, broken)
     rounded = proba.copy()
     rounded[9] = [1.0 + 2e-4, 0.0, 0.0, 0.0]  # within the tolerance, but clipped by the checks
-    assert _fused.checked_top_label(rounded, y, 1e-3) is None
+    assert _check.checked_top_label(rounded, y, 1e-3) is None
     assert check_predictions(y, rounded).proba[9, 0] == 1.0
     off = proba.copy()
     off[777] *= 1.01  # a row sum outside the tolerance
-    assert _fused.checked_top_label(off, y, 1e-3) is None
-    assert _fused.checked_top_label(off, y, 0.02) is not None
+    assert _check.checked_top_label(off, y, 1e-3) is None
+    assert _check.checked_top_label(off, y, 0.02) is not None
     # bad probabilities are named before bad labels
     with pytest.raises(ValueError, match="sum to 1"):
         check_predictions(y[:-1], off)
     with pytest.raises(ValueError, match="same length"):
         check_predictions(y[:-1], proba)
     # small, Fortran-ordered or 1-D input goes to the numpy checks
-    assert not _fused.takes_probabilities(proba[:100])
-    assert not _fused.takes_probabilities(np.asfortranarray(proba))
-    assert not _fused.takes_probabilities(proba[:, 1])
+    assert not _check.takes_probabilities(proba[:100])
+    assert not _check.takes_probabilities(np.asfortranarray(proba))
+    assert not _check.takes_probabilities(proba[:, 1])
 
 
+@pytest.mark.slow
 def test_read_only_and_memory_mapped_probabilities_take_the_numba_check(tmp_path, monkeypatch):
     pytest.importorskip("numba")
+    monkeypatch.delenv("SKLEARN_CALIB_NUMBA", raising=False)
     y, proba, weight = overconfident(30000, 6, seed=6, dtype=np.float32)
     np.save(tmp_path / "proba.npy", proba)
     mapped = np.load(tmp_path / "proba.npy", mmap_mode="r")
     read_only = proba.copy()
     read_only.setflags(write=False)
     for array in (mapped, read_only):
-        assert _fused.takes_probabilities(array)
+        assert _check.takes_probabilities(array)
         assert check_predictions(y, array).has_scores("top_label")
     monkeypatch.setenv("SKLEARN_CALIB_NUMBA", "0")
     expected = expected_calibration_error(y, proba, sample_weight=weight)
@@ -371,6 +378,7 @@ def test_the_numba_ece_takes_the_checked_probabilities():
     assert expected_calibration_error(y, np.asfortranarray(proba)) == ece
 
 
+@pytest.mark.slow
 def test_torch_batches_on_their_device_equal_numpy_batches():
     y, proba, weight = overconfident(4000, 4, seed=6, dtype=np.float32)
     options = {"n_resamples": 20, "interval_metrics": ALL_INTERVALS, "random_state": 3}
@@ -474,6 +482,7 @@ def _distributed_rank(rank, world_size, init_file, y, proba, weight, folder):
         dist.destroy_process_group()
 
 
+@pytest.mark.slow
 def test_all_reduce_over_two_gloo_processes_equals_one_process(tmp_path):
     y, proba, weight = overconfident(3000, 4, seed=9)
     torch.multiprocessing.spawn(

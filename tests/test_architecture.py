@@ -22,14 +22,16 @@ ROOT = Path(__file__).resolve().parents[1]
 #: A part is a top-level module or sub-package; "main" is the main job (``__main__`` and
 #: ``_experiment``). The package's ``__init__`` may import any part but the main job.
 ALLOWED = {
+    "_deprecation": set(),
     "_validation": set(),
     "_dask_chunks": {"_validation"},
-    "metrics": {"_validation", "_dask_chunks"},
+    "_temperature": set(),
+    "metrics": {"_validation", "_dask_chunks", "_temperature"},
     "scoring": {"metrics", "_validation"},
     "datasets": {"_validation"},
     "plotting": {"metrics", "_validation"},
     "losses": {"metrics", "_validation"},
-    "calibrators": {"metrics", "scoring", "_validation", "_dask_chunks"},
+    "calibrators": {"metrics", "scoring", "_validation", "_dask_chunks", "_temperature"},
     "estimators": {"losses", "metrics", "_validation"},
     "evaluation": {"calibrators", "metrics", "_validation"},
     "persistence": {"calibrators", "estimators", "losses", "metrics", "_validation"},
@@ -43,12 +45,23 @@ ALLOWED = {
         "_validation",
     },
 }
+# The deprecation shims of renamed parameters, functions and attributes serve every part.
+for _part in set(ALLOWED) - {"_deprecation", "_validation"}:
+    ALLOWED[_part].add("_deprecation")
 ALLOWED["__init__"] = set(ALLOWED) - {"main", "__init__"}
 
 #: Outside packages a part may not import: skorch belongs to the estimators.
 FORBIDDEN_EXTERNAL = {
     part: {"skorch"}
-    for part in ("_validation", "_dask_chunks", "metrics", "scoring", "datasets", "plotting")
+    for part in (
+        "_deprecation",
+        "_validation",
+        "_dask_chunks",
+        "_temperature",
+        "metrics",
+        "scoring",
+    )
+    + ("datasets", "plotting")
     + ("losses",)
     + ("calibrators", "evaluation")
 }
@@ -235,6 +248,61 @@ def test_no_import_cycles(tree):
 def test_the_rules_have_no_cycle_between_parts():
     graph = {part: allowed - {part} for part, allowed in ALLOWED.items() if part != "__init__"}
     assert find_cycles(graph) == []
+
+
+#: What each private sub-package of ``metrics/`` may import of ``metrics/`` (ARCHITECTURE.md):
+#: a layer imports only the layers below it. The package's ``__init__`` and the metric
+#: declarations (``_catalogue``) read them all.
+METRICS_LAYERS = ("_core", "_fused", "_functions", "_statistics", "_streaming", "_dask")
+METRICS_ALLOWED = {layer: set(METRICS_LAYERS[:i]) for i, layer in enumerate(METRICS_LAYERS)}
+METRICS_ALLOWED["_catalogue"] = set(METRICS_LAYERS)
+METRICS_ALLOWED["__init__"] = set(METRICS_LAYERS) | {"_catalogue"}
+#: The most lines of a module of the metrics' sub-packages.
+METRICS_MODULE_LINES = 700
+
+
+def metrics_part_of(module):
+    """The sub-package (or top module) of ``metrics/`` a module belongs to, else None."""
+    names = module.split(".")
+    if names[:2] != ["sklearn_calib", "metrics"]:
+        return None
+    return "__init__" if len(names) == 2 else names[2]
+
+
+def metrics_violations(module, source, *, package=False):
+    """Imports of ``metrics/`` module ``module`` that break the layers' rules, as messages."""
+    part = metrics_part_of(module)
+    messages = []
+    for target, name in imports(source, module, package=package):
+        names = [target] if name is None else [target, f"{target}.{name}"]
+        imported = {metrics_part_of(candidate) for candidate in names} - {None, "__init__"}
+        for other in imported - {part}:
+            if other not in METRICS_ALLOWED[part]:
+                messages.append(f"{module} ({part}) imports {target} ({other})")
+    return messages
+
+
+def test_every_module_of_the_metrics_is_in_the_layers_rules():
+    parts = {metrics_part_of(module_name(path)) for path in _sources("sklearn_calib/metrics")}
+    assert parts == set(METRICS_ALLOWED)
+
+
+@pytest.mark.parametrize("path", _sources("sklearn_calib/metrics"), ids=lambda p: module_name(p))
+def test_metrics_modules_import_only_the_layers_below_theirs(path):
+    module = module_name(path)
+    assert metrics_violations(module, path.read_text(), package=is_package(path)) == []
+    if metrics_part_of(module) in METRICS_LAYERS:
+        assert len(path.read_text().splitlines()) <= METRICS_MODULE_LINES
+
+
+def test_the_metrics_layers_rules_flag_imports_from_above():
+    above = "from .._statistics._bootstrap import calibration_error_ci"
+    assert metrics_violations("sklearn_calib.metrics._functions._binned", above) != []
+    scale_out = "from .._streaming._accumulator import CalibrationAccumulator"
+    assert metrics_violations("sklearn_calib.metrics._statistics._x", scale_out) != []
+    below = "from .._core._binning import assign_bins"
+    assert metrics_violations("sklearn_calib.metrics._functions._binned", below) == []
+    assert metrics_violations("sklearn_calib.metrics._core._x", "from .._fused import _bins") != []
 
 
 #: The estimator classes of ``estimators/``; its other modules serve them.

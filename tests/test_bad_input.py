@@ -5,91 +5,48 @@ input, a single class, labels unseen at fit, a different number of classes at pr
 time or negative sample weights raises a ValueError or TypeError whose message names the
 problem, and a fitted estimator predicts afterwards exactly as before.
 
-Estimators added later join the walk through the hook lists :data:`NET_CLASSIFIERS`
-(networks trained from ``(X, y)``) and :data:`META_CLASSIFIERS` (meta-estimators wrapping
-a classifier).
+The estimators are those of the registry shared by the walks over every estimator
+(``tests/estimator_registry.py``), so a public estimator added later joins the walk; the
+calibrators are fitted once for the module and each test changes a copy.
 """
 
+import copy
 import sys
+from functools import partial
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 from sklearn.datasets import make_classification
+from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression
 
 from sklearn_calib import scoring
-from sklearn_calib.calibrators import (
-    BetaCalibration,
-    CalibratedClassifier,
-    CalibratorSelector,
-    DirichletCalibration,
-    EnsembleTemperatureScaling,
-    HistogramBinning,
-    IsotonicCalibration,
-    MatrixScaling,
-    PlattScaling,
-    QuadraticScaling,
-    ScalingBinning,
-    StructuredMatrixScaling,
-    StructuredVectorScaling,
-    TemperatureScaling,
-    VectorScaling,
-)
-from sklearn_calib.estimators import MetaNetClassifier, NetClassifier
+from sklearn_calib.calibrators import CalibratedClassifier, HistogramBinning, TemperatureScaling
+
+from estimator_registry import CALIBRATORS, tiny
+from estimator_registry import META_CLASSIFIERS as META_NAMES
+from estimator_registry import NET_CLASSIFIERS as NET_NAMES
 
 #: Network classifiers trained from ``(X, y)``: (id, factory of an unfitted instance).
-#: Extend with any new one.
-NET_CLASSIFIERS = [
-    (
-        "NetClassifier",
-        lambda: NetClassifier(
-            module__hidden_units=(8,), max_epochs=2, batch_size=32, random_state=0
-        ),
-    ),
-    (
-        "MetaNetClassifier",
-        lambda: MetaNetClassifier(
-            module__hidden_units=(8,), max_epochs=2, batch_size=32, random_state=0
-        ),
-    ),
-]
+NET_CLASSIFIERS = [(name, partial(tiny, name)) for name in NET_NAMES]
 
-#: Meta-estimators around a classifier: (id, factory of an unfitted instance).
-META_CLASSIFIERS = [
-    (
-        "CalibratedClassifier(LogisticRegression)",
-        lambda: CalibratedClassifier(LogisticRegression(), random_state=0),
-    ),
+#: Meta-estimators around a classifier: (id, factory of an unfitted instance); beside each
+#: one's tiny instance, the cross-validated forms.
+META_CLASSIFIERS = [(name, partial(tiny, name)) for name in META_NAMES] + [
     (
         "CalibratedClassifier(LogisticRegression, cv, ensemble=False)",
-        lambda: CalibratedClassifier(LogisticRegression(), method="cv", cv=3, ensemble=False),
+        partial(tiny, "CalibratedClassifier", cv=3, ensemble=False),
     ),
     (
         "CalibratedClassifier(NetClassifier, cv)",
-        lambda: CalibratedClassifier(
-            NetClassifier(module__hidden_units=(8,), max_epochs=1, random_state=0),
+        lambda: tiny(
+            "CalibratedClassifier",
+            estimator=tiny("NetClassifier", max_epochs=1),
             calibrator=HistogramBinning(n_bins=5),
-            method="cv",
             cv=2,
         ),
     ),
-]
-
-CALIBRATORS = [
-    TemperatureScaling,
-    EnsembleTemperatureScaling,
-    HistogramBinning,
-    ScalingBinning,
-    IsotonicCalibration,
-    VectorScaling,
-    MatrixScaling,
-    PlattScaling,
-    StructuredVectorScaling,
-    StructuredMatrixScaling,
-    DirichletCalibration,
-    QuadraticScaling,
-    BetaCalibration,
-    CalibratorSelector,
 ]
 
 METRICS = [
@@ -359,9 +316,25 @@ def calibrator_predict_cases(input):
     }
 
 
-def fitted_calibrator(cls, input):
-    scores = LOGITS if input == "logits" else PROBA
-    return cls(input=input).fit(scores, LOGIT_LABELS)
+@pytest.fixture(scope="module")
+def fitted_calibrator():
+    """Return a function of a calibrator's name and input: a copy of the calibrator fitted
+    on that input, and its probabilities there.
+
+    Each calibrator is fitted once for the module; every call copies it, so that a test
+    may change its copy.
+    """
+    fitted = {}
+
+    def get(name, input):
+        if (name, input) not in fitted:
+            scores = LOGITS if input == "logits" else PROBA
+            calibrator = tiny(name, input=input).fit(scores, LOGIT_LABELS)
+            fitted[name, input] = calibrator, calibrator.predict_proba(scores)
+        calibrator, proba = fitted[name, input]
+        return copy.deepcopy(calibrator), proba.copy()
+
+    return get
 
 
 def assert_unchanged(calibrator, scores, expected):
@@ -392,11 +365,10 @@ def calibrator_cases(input):
     "input, case",
     [(input, case) for input in ("logits", "probabilities") for case in calibrator_cases(input)],
 )
-@pytest.mark.parametrize("cls", CALIBRATORS, ids=lambda c: c.__name__)
-def test_calibrators_reject_bad_input_and_stay_fitted(cls, input, case):
+@pytest.mark.parametrize("name", CALIBRATORS)
+def test_calibrators_reject_bad_input_and_stay_fitted(fitted_calibrator, name, input, case):
     scores = LOGITS if input == "logits" else PROBA
-    calibrator = fitted_calibrator(cls, input)
-    expected = calibrator.predict_proba(scores)
+    calibrator, expected = fitted_calibrator(name, input)
     attributes = dict(vars(calibrator))
     kind, (bad, match) = calibrator_cases(input)[case]
     if kind == "fit":
@@ -411,9 +383,9 @@ def test_calibrators_reject_bad_input_and_stay_fitted(cls, input, case):
     assert_unchanged(calibrator, scores, expected)
 
 
-@pytest.mark.parametrize("cls", CALIBRATORS, ids=lambda c: c.__name__)
-def test_binary_calibrators_reject_two_columns_after_one_dimensional_fit(cls):
-    calibrator = cls().fit(LOGITS[:, 0], LOGIT_LABELS % 2)
+@pytest.mark.parametrize("name", CALIBRATORS)
+def test_binary_calibrators_reject_two_columns_after_one_dimensional_fit(name):
+    calibrator = tiny(name).fit(LOGITS[:, 0], LOGIT_LABELS % 2)
     expected = calibrator.predict_proba(LOGITS[:, 1])
     assert_raises_naming(lambda: calibrator.predict_proba(LOGITS[:, :2]), r"1-D binary scores")
     assert_raises_naming(lambda: calibrator.predict_proba(LOGITS[:0, 0]), EMPTY)
@@ -461,7 +433,7 @@ def fitted_classifier(request):
 
 @pytest.mark.parametrize("case", classifier_fit_cases(), ids=str)
 def test_classifiers_reject_bad_fit_input_and_stay_fitted(fitted_classifier, case):
-    model = fitted_classifier
+    model = copy.deepcopy(fitted_classifier)
     expected = model.predict_proba(X)
     (bad_X, bad_y), match = classifier_fit_cases()[case]
     assert_raises_naming(lambda: model.fit(bad_X, bad_y), match)
@@ -509,7 +481,7 @@ def test_meta_classifiers_reject_negative_weights_and_unknown_labels(factory):
     assert_raises_naming(
         lambda: model.fit(X, Y, sample_weight=with_value(np.ones(len(Y)), np.nan, 0)), NAN
     )
-    prefit = CalibratedClassifier(model.estimators_[0], method="prefit")
+    prefit = CalibratedClassifier(FrozenEstimator(model.estimators_[0]))
     assert_raises_naming(lambda: prefit.fit(X, np.where(Y == 2, 4, Y)), r"does not know.*4")
     strings_y = np.array(["a", "b", "c"], dtype=object)[Y]
     assert_raises_naming(lambda: prefit.fit(X, strings_y), r"does not know.*\['a', 'b', 'c'\]")
@@ -534,19 +506,18 @@ def test_metrics_take_uint64_labels_beyond_int64(metric):
                 np.testing.assert_array_equal(got[key], expected[key])
 
 
-@pytest.mark.parametrize("cls", CALIBRATORS, ids=lambda c: c.__name__)
-def test_calibrators_take_uint64_labels_beyond_int64(cls):
-    expected = cls().fit(LOGITS, LOGIT_LABELS)
-    calibrator = cls().fit(LOGITS, HUGE_LABELS[LOGIT_LABELS])
+@pytest.mark.parametrize("name", CALIBRATORS)
+def test_calibrators_take_uint64_labels_beyond_int64(fitted_calibrator, name):
+    expected, _ = fitted_calibrator(name, "logits")
+    calibrator = tiny(name).fit(LOGITS, HUGE_LABELS[LOGIT_LABELS])
     np.testing.assert_array_equal(calibrator.classes_, HUGE_LABELS)
     np.testing.assert_array_equal(calibrator.predict_proba(LOGITS), expected.predict_proba(LOGITS))
     np.testing.assert_array_equal(calibrator.predict(LOGITS), HUGE_LABELS[expected.predict(LOGITS)])
 
 
-@pytest.mark.parametrize("name, factory", CLASSIFIERS, ids=[name for name, _ in CLASSIFIERS])
-def test_classifiers_take_uint64_labels_beyond_int64(name, factory):
-    expected = factory().fit(X, Y)
-    model = factory().fit(X, HUGE_LABELS[Y])
+def test_classifiers_take_uint64_labels_beyond_int64(fitted_classifier):
+    expected = fitted_classifier
+    model = clone(expected).fit(X, HUGE_LABELS[Y])
     np.testing.assert_array_equal(model.classes_, HUGE_LABELS)
     np.testing.assert_array_equal(model.predict_proba(X), expected.predict_proba(X))
     np.testing.assert_array_equal(model.predict(X), HUGE_LABELS[expected.predict(X)])
@@ -557,7 +528,7 @@ def test_persistence_without_skops_says_how_to_install_it(monkeypatch, tmp_path)
 
     monkeypatch.setitem(sys.modules, "skops", None)
     monkeypatch.setitem(sys.modules, "skops.io", None)
-    with pytest.raises(ImportError, match=r"needs skops.*sklearn-calib\[persist\]"):
+    with pytest.raises(ImportError, match=r"needs skops.*pip install skops.*\.\[persist\]"):
         persistence.dump(TemperatureScaling(), tmp_path / "model.skops")
     with pytest.raises(ImportError, match=r"needs skops"):
         persistence.load(tmp_path / "model.skops")

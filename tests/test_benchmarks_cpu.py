@@ -65,6 +65,7 @@ def test_cpu_preset_configuration():
     assert make_spec(make_config("quick"), methods["mukhoti2020"], 0)["training"]["lr"] is None
 
 
+@pytest.mark.slow
 def test_cpu_preset_end_to_end(cpu_sweep):
     root, _, status, output = cpu_sweep
     assert status == 0, output
@@ -113,6 +114,7 @@ def test_cpu_preset_end_to_end(cpu_sweep):
     assert "CPU seconds of a fit (mean over seeds" in text
 
 
+@pytest.mark.slow
 def test_reports_regenerate_identically_from_the_store(cpu_sweep):
     root, args, status, _ = cpu_sweep
     assert status == 0

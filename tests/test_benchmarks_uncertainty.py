@@ -98,6 +98,7 @@ def _difference(context):
     )
 
 
+@pytest.mark.slow
 def test_pure_noise_difference_is_inconclusive_and_a_planted_one_agrees():
     # Focal and CE simulated alike: the ECE difference is noise, and the rule says so.
     claim = _focal_claims(_context({}))[BETTER]

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from sklearn_calib import classwise_calibration_error
-from sklearn_calib.metrics._binning import (
+from sklearn_calib.metrics._core._binning import (
     assign_bins,
     bin_sums,
     quantile_bin_edges,
@@ -165,8 +165,10 @@ def test_quantile_edges_stay_in_the_unit_interval_for_entries_rounded_above_one(
     assert adaptive_calibration_error(ABOVE_ONE_LABELS, ABOVE_ONE, n_bins=4) == (
         adaptive_calibration_error(ABOVE_ONE_LABELS, clipped, n_bins=4)
     )
-    for mode in ("top_label", "classwise"):
-        binning = HistogramBinning(n_bins=4, strategy="quantile", mode=mode, input="probabilities")
+    for multi_class in ("top_label", "classwise"):
+        binning = HistogramBinning(
+            n_bins=4, strategy="quantile", multi_class=multi_class, input="probabilities"
+        )
         edges = binning.fit(ABOVE_ONE, ABOVE_ONE_LABELS).bin_edges_
         assert (np.diff(edges) >= 0).all() and (edges[..., -1] == 1).all(), edges
 

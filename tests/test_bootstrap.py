@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 from scipy.stats import bootstrap
 
-from sklearn_calib.metrics import _kernels, _resampling
-from sklearn_calib.metrics._predictions import check_predictions
+from sklearn_calib.metrics._core import _resampling
+from sklearn_calib.metrics._core._registry import KERNELS
+from sklearn_calib.metrics._functions._predictions import check_predictions
 from sklearn_calib.scoring import (
     adaptive_calibration_error,
     brier_score,
@@ -52,9 +53,7 @@ PLANNED = [
 def test_plans_reproduce_their_metric(metric, options, weighted):
     y, proba = multiclass_data(3000, 4, 1)
     weight = np.random.default_rng(2).random(3000) if weighted else None
-    plan = _kernels.KERNELS[metric].plan(
-        check_predictions(y, proba, sample_weight=weight), **options
-    )
+    plan = KERNELS[metric].plan(check_predictions(y, proba, sample_weight=weight), **options)
     one_group = plan.accumulate(np.zeros(3000, dtype=np.intp), 1)
     expected = metric(y, proba, sample_weight=weight, **options)
     assert plan.value(one_group)[0] == pytest.approx(expected, abs=1e-12)
@@ -94,6 +93,7 @@ def test_small_samples_get_the_exact_bootstrap_of_rows(metric, options, weighted
     np.testing.assert_allclose(result.replicates, as_weights, rtol=1e-6, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_group_resampling_spreads_like_row_resampling_on_large_samples():
     y, proba = multiclass_data(30_000, 3, 6)
     grouped = calibration_error_ci(
@@ -353,6 +353,7 @@ def test_intervals_that_exclude_the_estimate_or_collapse_are_flagged():
     assert list(constant.flags) == ["zero_width"]
 
 
+@pytest.mark.slow
 def test_classwise_plan_bins_float32_probabilities_like_the_metric():
     # float32 probabilities equal to a float32 bin edge that rounds above the float64 edge
     # lie in the lower bin in float32, the metric's precision (the plan used float64)
@@ -364,6 +365,6 @@ def test_classwise_plan_bins_float32_probabilities_like_the_metric():
     proba[:100, 1:] = (1 - edge) / 2
     y = rng.integers(0, 3, 200)
     data = check_predictions(y, proba)
-    plan = _kernels.KERNELS[classwise_calibration_error].plan(data)
+    plan = KERNELS[classwise_calibration_error].plan(data)
     planned = plan.value(plan.accumulate(np.zeros(200, dtype=np.intp), 1))[0]
     assert planned == pytest.approx(classwise_calibration_error(y, proba), abs=1e-12)

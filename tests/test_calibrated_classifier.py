@@ -44,7 +44,7 @@ def _data(n_classes=3, n_samples=300, seed=0):
 
 def test_holdout_fits_the_estimator_and_the_calibrator_on_disjoint_stratified_parts():
     X, y = _data()
-    clf = CalibratedClassifier(LogisticRegression(), calibration_size=0.2, random_state=3)
+    clf = CalibratedClassifier(LogisticRegression(), cv=0.2, random_state=3)
     clf.fit(X, y)
     train, calibration = train_test_split(
         np.arange(len(y)), test_size=60, stratify=y, random_state=np.random.RandomState(3)
@@ -68,7 +68,7 @@ def test_holdout_fits_the_estimator_and_the_calibrator_on_disjoint_stratified_pa
 def test_estimator_without_decision_function_feeds_probabilities():
     X, y = _data(seed=1)
     mlp = MLPClassifier(hidden_layer_sizes=(8,), max_iter=300, random_state=0)
-    clf = CalibratedClassifier(mlp, HistogramBinning(n_bins=5), random_state=0).fit(X, y)
+    clf = CalibratedClassifier(mlp, calibrator=HistogramBinning(n_bins=5), random_state=0).fit(X, y)
     assert clf.score_method_ == "predict_proba"
     assert clf.calibrators_[0].input == "probabilities"
     expected = clf.calibrators_[0].predict_proba(clf.estimators_[0].predict_proba(X))
@@ -96,16 +96,16 @@ def test_labels_of_any_type(n_classes):
 def test_prefit_calibrates_on_all_data_with_a_frozen_estimator():
     X, y = _data(seed=4)
     fitted = LogisticRegression().fit(X[:150], y[:150])
-    clf = CalibratedClassifier(fitted, method="prefit").fit(X[150:], y[150:])
+    clf = CalibratedClassifier(FrozenEstimator(fitted)).fit(X[150:], y[150:])
     assert isinstance(clf.estimators_[0], FrozenEstimator)
     np.testing.assert_array_equal(clf.estimators_[0].coef_, fitted.coef_)
     expected = TemperatureScaling().fit(fitted.decision_function(X[150:]), y[150:])
     assert clf.calibrators_[0].temperature_ == pytest.approx(expected.temperature_)
-    # A FrozenEstimator is prefit whatever `method` says.
-    frozen = CalibratedClassifier(FrozenEstimator(fitted)).fit(X[150:], y[150:])
+    # A FrozenEstimator is prefit whatever `cv` says.
+    frozen = CalibratedClassifier(FrozenEstimator(fitted), cv=3).fit(X[150:], y[150:])
     np.testing.assert_allclose(frozen.predict_proba(X), clf.predict_proba(X))
-    with pytest.raises(NotFittedError):
-        CalibratedClassifier(LogisticRegression(), method="prefit").fit(X, y)
+    with pytest.raises(NotFittedError, match="fit the estimator before freezing it"):
+        CalibratedClassifier(FrozenEstimator(LogisticRegression())).fit(X, y)
 
 
 def test_a_calibration_part_lacking_the_first_class_is_calibrated_by_label():
@@ -113,7 +113,7 @@ def test_a_calibration_part_lacking_the_first_class_is_calibrated_by_label():
     y = y + 1  # 1-based labels
     fitted = LogisticRegression().fit(X[:150], y[:150])
     rows = 150 + np.flatnonzero(y[150:] != 1)
-    clf = CalibratedClassifier(fitted, method="prefit").fit(X[rows], y[rows])
+    clf = CalibratedClassifier(FrozenEstimator(fitted)).fit(X[rows], y[rows])
     np.testing.assert_array_equal(clf.calibrators_[0].classes_, fitted.classes_)
     expected = TemperatureScaling().fit(
         fitted.decision_function(X[rows]), y[rows], classes=fitted.classes_
@@ -123,7 +123,7 @@ def test_a_calibration_part_lacking_the_first_class_is_calibrated_by_label():
 
 def test_cv_averages_the_calibrated_folds():
     X, y = _data(seed=5)
-    clf = CalibratedClassifier(LogisticRegression(), IsotonicCalibration(), method="cv", cv=3)
+    clf = CalibratedClassifier(LogisticRegression(), calibrator=IsotonicCalibration(), cv=3)
     clf.fit(X, y)
     assert len(clf.estimators_) == len(clf.calibrators_) == 3
     expected = np.zeros((len(y), 3))
@@ -137,10 +137,10 @@ def test_cv_averages_the_calibrated_folds():
 def test_sample_weights_reach_the_estimator_and_the_calibrator():
     X, y = _data(seed=6)
     weight = np.random.default_rng(0).uniform(0.1, 3, size=len(y))
-    clf = CalibratedClassifier(LogisticRegression(), calibration_size=50, random_state=1)
+    clf = CalibratedClassifier(LogisticRegression(), cv=0.2, random_state=1)
     clf.fit(X, y, sample_weight=weight)
     train, calibration = train_test_split(
-        np.arange(len(y)), test_size=50, stratify=y, random_state=np.random.RandomState(1)
+        np.arange(len(y)), test_size=60, stratify=y, random_state=np.random.RandomState(1)
     )
     estimator = LogisticRegression().fit(X[train], y[train], sample_weight=weight[train])
     calibrator = TemperatureScaling().fit(
@@ -162,19 +162,17 @@ def test_bad_input_raises():
         pytest.warns(UserWarning, match="least populated"),
         pytest.raises(ValueError, match=r"fitted on the training part of fold 1 of 3, which"),
     ):
-        CalibratedClassifier(LogisticRegression(), method="cv", cv=3).fit(X, rare)
+        CalibratedClassifier(LogisticRegression(), cv=3).fit(X, rare)
     fitted = LogisticRegression().fit(X, y)
     with pytest.raises(ValueError, match="does not know"):
-        CalibratedClassifier(fitted, method="prefit").fit(X, rare)
+        CalibratedClassifier(FrozenEstimator(fitted)).fit(X, rare)
 
 
 def test_grid_search_tunes_estimator_and_calibrator_by_ece():
     X, y = load_digits(return_X_y=True)
     X, y = X[:900] / 16.0, y[:900]
     search = GridSearchCV(
-        CalibratedClassifier(
-            LogisticRegression(max_iter=300), calibration_size=0.25, random_state=0
-        ),
+        CalibratedClassifier(LogisticRegression(max_iter=300), cv=0.25, random_state=0),
         {"estimator__C": [0.01, 1.0], "calibrator": [TemperatureScaling(), HistogramBinning()]},
         scoring=get_scorer("neg_ece"),
         cv=3,
@@ -190,7 +188,7 @@ def test_grid_search_tunes_estimator_and_calibrator_by_ece():
 
 def test_nested_calibrator_parameters_are_tunable():
     X, y = _data(seed=8)
-    clf = CalibratedClassifier(LogisticRegression(), HistogramBinning(), random_state=0)
+    clf = CalibratedClassifier(LogisticRegression(), calibrator=HistogramBinning(), random_state=0)
     assert clf.get_params()["calibrator__n_bins"] == 15
     search = GridSearchCV(
         clf,
@@ -205,13 +203,14 @@ def test_nested_calibrator_parameters_are_tunable():
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.slow
 def test_net_classifier_is_calibrated_through_its_logits(n_classes):
     from sklearn_calib.estimators import NetClassifier
 
     X, y = _data(n_classes=n_classes, seed=9)
     names = np.array(["ant", "bee", "cow"])[y]
     net = NetClassifier(module__hidden_units=(16,), lr=0.05, max_epochs=10, random_state=0)
-    clf = CalibratedClassifier(net, TemperatureScaling(), calibration_size=0.25, random_state=0)
+    clf = CalibratedClassifier(net, calibrator=TemperatureScaling(), cv=0.25, random_state=0)
     clf.fit(X, names)
     assert clf.score_method_ == "decision_function"
     assert clf.calibrators_[0].input == "logits"
@@ -233,11 +232,11 @@ def test_net_classifier_is_calibrated_through_its_logits(n_classes):
 @pytest.mark.parametrize(
     "size, n_calibration",
     # np.float32(0.2) is 0.2000000030, a fraction of 300 rows of 60.0000009: 61 rows.
-    [(0.2, 60), (np.float32(0.2), 61), (np.float64(0.2), 60), (60, 60), (np.int64(60), 60)],
+    [(0.2, 60), (np.float32(0.2), 61), (np.float64(0.2), 60)],
 )
-def test_calibration_size_of_any_numeric_type(size, n_calibration):
+def test_a_held_out_share_of_any_float_type(size, n_calibration):
     X, y = _data()
-    clf = CalibratedClassifier(LogisticRegression(), calibration_size=size, random_state=3)
+    clf = CalibratedClassifier(LogisticRegression(), cv=size, random_state=3)
     clf.fit(X, y)
     train, _ = train_test_split(
         np.arange(len(y)),
@@ -255,7 +254,7 @@ def test_holdout_calibrates_on_every_class_even_when_stratification_rounds_one_a
     y = np.zeros(200, dtype=int)
     y[:5], y[5:10] = 1, 2
     clf = CalibratedClassifier(
-        LogisticRegression(), HistogramBinning(), calibration_size=0.01, random_state=0
+        LogisticRegression(), calibrator=HistogramBinning(), cv=0.01, random_state=0
     )
     clf.fit(X, y)
     # The stratified split of 3 rows takes class 0 only; one row of each other class moves
@@ -306,9 +305,9 @@ class _PredictOnly(ClassifierMixin, BaseEstimator):
 
 def test_an_estimator_without_scores_is_rejected_before_fitting():
     X, y = _data(seed=10)
-    for method in ("holdout", "cv"):
+    for cv in (0.1, 5):
         with pytest.raises(ValueError, match="'decision_function'.*'predict_proba'"):
-            CalibratedClassifier(_PredictOnly(), method=method).fit(X, y)
+            CalibratedClassifier(_PredictOnly(), cv=cv).fit(X, y)
     assert _PredictOnly.fits == 0
 
 
@@ -332,8 +331,7 @@ def test_calibration_folds_holding_a_single_class_fit(ensemble, calibrator):
     y = np.array([1, 1, 1, 1, 1, 0, 0, 0, 0, 0])
     clf = CalibratedClassifier(
         LinearSVC(C=1.0, random_state=7),
-        calibrator,
-        method="cv",
+        calibrator=calibrator,
         cv=KFold(n_splits=3),
         ensemble=ensemble,
     )
@@ -364,7 +362,7 @@ def test_a_calibrator_that_cannot_fit_a_fold_names_it_and_the_fix():
     X, _ = make_classification(n_samples=10, n_features=5, n_classes=2, random_state=0)
     y = np.array([1, 1, 1, 1, 1, 0, 0, 0, 0, 0])
     clf = CalibratedClassifier(
-        LinearSVC(random_state=7), _TwoClassesOnly(), method="cv", cv=KFold(n_splits=3)
+        LinearSVC(random_state=7), calibrator=_TwoClassesOnly(), cv=KFold(n_splits=3)
     )
     with pytest.raises(
         ValueError,
@@ -381,7 +379,7 @@ def test_a_calibrator_that_cannot_fit_a_fold_names_it_and_the_fix():
 def test_ensemble_false_calibrates_the_cross_validated_scores(n_classes):
     X, y = _data(n_classes=n_classes, seed=11)
     cv = StratifiedKFold(3)
-    clf = CalibratedClassifier(LogisticRegression(), method="cv", cv=cv, ensemble=False)
+    clf = CalibratedClassifier(LogisticRegression(), cv=cv, ensemble=False)
     clf.fit(X, y)
     held_out = cross_val_predict(LogisticRegression(), X, y, cv=cv, method="decision_function")
     calibrator = TemperatureScaling().fit(held_out, y)
@@ -403,16 +401,17 @@ def test_ensemble_false_calibrates_the_cross_validated_scores(n_classes):
 def test_ensemble_false_needs_folds_that_partition_the_samples():
     X, y = _data(seed=12)
     clf = CalibratedClassifier(
-        LogisticRegression(), method="cv", cv=ShuffleSplit(3, random_state=0), ensemble=False
+        LogisticRegression(), cv=ShuffleSplit(3, random_state=0), ensemble=False
     )
     with pytest.raises(ValueError, match="partition the samples"):
         clf.fit(X, y)
 
 
 @pytest.mark.parametrize("ensemble", [True, False])
+@pytest.mark.slow
 def test_parallel_folds_give_the_same_model(ensemble):
     X, y = _data(seed=13)
-    serial = CalibratedClassifier(LogisticRegression(), method="cv", cv=3, ensemble=ensemble)
+    serial = CalibratedClassifier(LogisticRegression(), cv=3, ensemble=ensemble)
     parallel = clone(serial).set_params(n_jobs=2)
     np.testing.assert_array_equal(
         serial.fit(X, y).predict_proba(X), parallel.fit(X, y).predict_proba(X)
@@ -431,20 +430,22 @@ class _HugeScores(ClassifierMixin, BaseEstimator):
         return 1e200 * self.model_.decision_function(X)
 
 
-@pytest.mark.parametrize("method", ["holdout", "cv"])
-def test_a_calibrator_error_on_a_part_holding_every_class_passes_unchanged(method):
+@pytest.mark.parametrize("cv", [0.1, 3])
+def test_a_calibrator_error_on_a_part_holding_every_class_passes_unchanged(cv):
     # Scores out of the calibrators' range: the error names the scores, with no advice
     # about folds (which would not help).
     X, y = _data(seed=14)
-    clf = CalibratedClassifier(_HugeScores(), method=method, cv=3, random_state=0)
+    clf = CalibratedClassifier(_HugeScores(), cv=cv, random_state=0)
     with pytest.raises(ValueError, match=r"^Expected `scores` \(logits\)") as error:
         clf.fit(X, y)
     assert "folds" not in str(error.value)
 
 
+@pytest.mark.filterwarnings("ignore:`method` and `calibration_size`:FutureWarning")
 def test_an_unfitted_prefit_estimator_points_to_frozen_estimator():
     # GridSearchCV clones the meta-estimator, and the clone of a fitted estimator is
-    # unfitted: the error says to wrap it in FrozenEstimator, which then works.
+    # unfitted: the error of the deprecated method="prefit" says to wrap it in
+    # FrozenEstimator, which then works.
     X, y = _data(seed=20)
     fitted = LogisticRegression().fit(X[:150], y[:150])
     grid = {"calibrator": [TemperatureScaling(), PlattScaling()]}
@@ -470,9 +471,9 @@ def test_a_calibration_part_without_weight_is_named(method, part):
         cv = StratifiedKFold(3)
         held_out = next(iter(cv.split(X, y)))[1]
         weight[held_out] = 0.0
-        clf = CalibratedClassifier(LogisticRegression(), method="cv", cv=cv)
+        clf = CalibratedClassifier(LogisticRegression(), cv=cv)
     else:
-        clf = CalibratedClassifier(LogisticRegression(), calibration_size=0.2, random_state=0)
+        clf = CalibratedClassifier(LogisticRegression(), cv=0.2, random_state=0)
         _, calibration = train_test_split(
             np.arange(90), test_size=18, stratify=y, random_state=np.random.RandomState(0)
         )
@@ -486,7 +487,7 @@ def test_each_distinct_warning_is_issued_once_per_fit():
     # has no minimum; beta calibration warns the same way for each fold.
     X, y = _data(seed=22)
     order = np.argsort(y, kind="stable")
-    clf = CalibratedClassifier(LogisticRegression(), BetaCalibration(), method="cv", cv=KFold(5))
+    clf = CalibratedClassifier(LogisticRegression(), calibrator=BetaCalibration(), cv=KFold(5))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         clf.fit(X[order], y[order])

@@ -23,6 +23,7 @@ def binary():
     return y, p
 
 
+@pytest.mark.slow
 def test_dictionary_holds_the_functions_values(binary):
     y, p = binary
     options = {"convention": "positive_class", "n_resamples": 100, "n_bins": 10}
@@ -150,7 +151,7 @@ def test_suspect_intervals_are_flagged_in_the_text_and_the_dictionary():
 def test_the_decompositions_thread_runs_in_the_callers_numpy_and_sklearn_settings(monkeypatch):
     import sklearn
 
-    from sklearn_calib.metrics import _calibration_report
+    from sklearn_calib.metrics._statistics import _calibration_report
 
     seen = {}
     compute = _calibration_report._decompositions_and_tests

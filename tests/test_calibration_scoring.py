@@ -37,6 +37,7 @@ def fitted(X, y, X_valid, y_valid, epochs, **callback):
     return net.fit(X, y)
 
 
+@pytest.mark.slow
 def test_each_epoch_records_the_metrics_of_that_epochs_predictions(digits_split):
     X, y, X_valid, y_valid = digits_split
     metrics = ("ece", "smooth_ece", "nll")

@@ -16,7 +16,6 @@ from sklearn.utils._testing import create_memmap_backed_data
 
 from sklearn_calib.calibrators import (
     BetaCalibration,
-    DirichletCalibration,
     EnsembleTemperatureScaling,
     HistogramBinning,
     IsotonicCalibration,
@@ -31,29 +30,20 @@ from sklearn_calib.calibrators import (
 )
 from sklearn_calib.calibrators._base import BaseCalibrator, softmax
 from sklearn_calib.calibrators._temperature_grid import grid_ece
-from sklearn_calib.metrics._binning import assign_bins, quantile_bin_edges, uniform_bin_edges
+from sklearn_calib.metrics._core._binning import assign_bins, quantile_bin_edges, uniform_bin_edges
 from sklearn_calib.scoring import expected_calibration_error, reliability_diagram
 
-ALL_CALIBRATORS = [
-    TemperatureScaling(),
+from estimator_registry import CALIBRATORS as CALIBRATOR_NAMES
+from estimator_registry import tiny
+
+#: Every calibrator of the registry, and the forms with other code paths.
+ALL_CALIBRATORS = [tiny(name) for name in CALIBRATOR_NAMES] + [
     TemperatureScaling(objective="ece", grid=np.linspace(0.2, 5, 25)),
-    HistogramBinning(),
     HistogramBinning(strategy="quantile"),
-    HistogramBinning(mode="classwise"),
-    HistogramBinning(strategy="quantile", mode="classwise"),
-    ScalingBinning(),
-    ScalingBinning(mode="classwise"),
-    VectorScaling(),
-    MatrixScaling(),
-    IsotonicCalibration(),
-    EnsembleTemperatureScaling(),
+    HistogramBinning(multi_class="classwise"),
+    HistogramBinning(strategy="quantile", multi_class="classwise"),
+    ScalingBinning(multi_class="classwise"),
     EnsembleTemperatureScaling(loss="nll"),
-    PlattScaling(),
-    StructuredVectorScaling(),
-    StructuredMatrixScaling(),
-    DirichletCalibration(cv=3),
-    QuadraticScaling(),
-    BetaCalibration(),
 ]
 IDS = [repr(c) for c in ALL_CALIBRATORS]
 
@@ -373,15 +363,15 @@ def _midpoint_floor(proba, value, tie):
     return out
 
 
-@pytest.mark.parametrize("mode", ["top_label", "classwise"])
-def test_hb_bins_float32_probabilities_in_float32_like_the_metrics(mode):
+@pytest.mark.parametrize("multi_class", ["top_label", "classwise"])
+def test_hb_bins_float32_probabilities_in_float32_like_the_metrics(multi_class):
     # float32(edge 8/15) is above the float64 edge, yet as float32 it equals the float32
     # edge and lies in bin 7 under (lower, upper], as the reliability diagram places it.
     v = np.float32(uniform_bin_edges(15)[8])
     proba = np.array([[v, 1 - v], [0.95, 0.05], [0.97, 0.03]], dtype=np.float32)
     y = np.array([0, 1, 0])
-    hb = HistogramBinning(mode=mode, input="probabilities").fit(proba, y)
-    if mode == "top_label":
+    hb = HistogramBinning(multi_class=multi_class, input="probabilities").fit(proba, y)
+    if multi_class == "top_label":
         diagram = reliability_diagram(y, proba, n_bins=15)
         np.testing.assert_array_equal(hb.bin_weights_, diagram.count)
         assert hb.bin_values_[7] == 1.0
@@ -394,7 +384,7 @@ def test_hb_bins_float32_probabilities_in_float32_like_the_metrics(mode):
 
 def test_hb_classwise_is_one_vs_rest_frequency_renormalised():
     logits, y = overconfident_logits(1000, 3, seed=11)
-    hb = HistogramBinning(n_bins=8, mode="classwise").fit(logits, y)
+    hb = HistogramBinning(n_bins=8, multi_class="classwise").fit(logits, y)
     proba = np.exp(log_softmax(logits, axis=1))
     edges = uniform_bin_edges(8)
     expected = np.empty_like(proba)
@@ -434,7 +424,7 @@ def test_scaling_binning_bins_the_scaled_outputs_into_equal_mass_bins():
 
 def test_matrix_scaling_without_penalty_matches_multinomial_logistic_regression():
     logits, y = overconfident_logits(400, 3, seed=13)
-    ms = MatrixScaling(off_diagonal_l2=0.0).fit(logits, y)
+    ms = MatrixScaling(l2_regularization_off_diagonal=0.0).fit(logits, y)
     lr = LogisticRegression(C=np.inf, tol=1e-12, max_iter=10_000).fit(logits, y)
     np.testing.assert_allclose(ms.predict_proba(logits), lr.predict_proba(logits), atol=1e-5)
 
@@ -448,12 +438,12 @@ def test_scaling_families_nest_in_nll():
 
     ts = fitted_nll(TemperatureScaling())
     vs = fitted_nll(VectorScaling())
-    ms = fitted_nll(MatrixScaling(off_diagonal_l2=0.0))
+    ms = fitted_nll(MatrixScaling(l2_regularization_off_diagonal=0.0))
     assert ms <= vs + 1e-9 <= ts + 2e-9
     # The off-diagonal penalty shrinks the off-diagonal entries and leaves the diagonal free.
     norms = []
     for alpha in (0.0, 1.0, 100.0):
-        coef = MatrixScaling(off_diagonal_l2=alpha).fit(logits, y).coef_
+        coef = MatrixScaling(l2_regularization_off_diagonal=alpha).fit(logits, y).coef_
         norms.append(np.linalg.norm(coef - np.diag(np.diag(coef))))
     assert norms[0] > norms[1] > norms[2] > 0
 
@@ -983,7 +973,7 @@ def test_grid_ece_equals_the_metric_at_every_temperature():
     [
         TemperatureScaling(),
         ScalingBinning(),
-        ScalingBinning(mode="classwise"),
+        ScalingBinning(multi_class="classwise"),
         EnsembleTemperatureScaling(),
         EnsembleTemperatureScaling(loss="nll"),
     ],
@@ -1031,7 +1021,7 @@ def test_huge_finite_scores_fit_or_raise_naming_their_range(calibrator, magnitud
 
 
 @pytest.mark.parametrize(
-    "calibrator", [VectorScaling(), MatrixScaling(off_diagonal_l2=0.0)], ids=repr
+    "calibrator", [VectorScaling(), MatrixScaling(l2_regularization_off_diagonal=0.0)], ids=repr
 )
 def test_linear_scaling_stops_on_a_scale_aware_criterion(calibrator):
     # Affine maps of the logits are equivariant to their scale: logits of scale 1e-8 give
@@ -1046,7 +1036,9 @@ def test_linear_scaling_stops_on_a_scale_aware_criterion(calibrator):
 
 
 @pytest.mark.parametrize(
-    "calibrator", [VectorScaling(), MatrixScaling(), MatrixScaling(off_diagonal_l2=0.0)], ids=repr
+    "calibrator",
+    [VectorScaling(), MatrixScaling(), MatrixScaling(l2_regularization_off_diagonal=0.0)],
+    ids=repr,
 )
 def test_linear_scaling_on_a_tiny_separable_set_saturates_whatever_the_row_order(calibrator):
     # The NLL has no minimum: the fit runs until the probabilities saturate (the start at

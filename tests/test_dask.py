@@ -14,6 +14,9 @@ from sklearn_calib.estimators import NetClassifier
 
 distributed = pytest.importorskip("distributed")
 
+#: The tests share a cluster of worker processes, minutes of the suite.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def client(dask_client):
@@ -79,7 +82,7 @@ def test_grid_search_over_net_on_dask_equals_sequential(client, digits_500):
 def test_randomized_search_over_calibrated_net_on_dask_equals_sequential(client, digits_500):
     X, y = digits_500
     search = RandomizedSearchCV(
-        CalibratedClassifier(tiny_net(), calibration_size=0.25, random_state=0),
+        CalibratedClassifier(tiny_net(), cv=0.25, random_state=0),
         {
             "estimator__lr": loguniform(1e-3, 1e-1),
             "calibrator": [TemperatureScaling(), HistogramBinning(n_bins=5)],

@@ -12,6 +12,9 @@ from sklearn_calib import metrics
 from sklearn_calib.calibrators import HistogramBinning, TemperatureScaling
 
 distributed = pytest.importorskip("distributed")
+
+#: The tests share a cluster of worker processes, minutes of the suite.
+pytestmark = pytest.mark.slow
 dd = pytest.importorskip("dask.dataframe")
 pd = pytest.importorskip("pandas")
 
@@ -108,9 +111,9 @@ def test_calibrators_fit_dataframe_columns_to_the_in_memory_values(client, frame
     assert expected.temperature_ > 1.2  # the logits are overconfident
     assert abs(found.temperature_ - expected.temperature_) <= 1e-10 * expected.temperature_
     assert found.n_features_in_ == N_CLASSES
-    for mode in ("top_label", "classwise"):
-        expected = HistogramBinning(mode=mode).fit(logits, y, sample_weight=weight)
-        found = HistogramBinning(mode=mode).fit(dlogits, dy, sample_weight=dweight)
+    for multi_class in ("top_label", "classwise"):
+        expected = HistogramBinning(multi_class=multi_class).fit(logits, y, sample_weight=weight)
+        found = HistogramBinning(multi_class=multi_class).fit(dlogits, dy, sample_weight=dweight)
         np.testing.assert_allclose(found.bin_values_, expected.bin_values_, rtol=1e-12)
         np.testing.assert_allclose(found.bin_weights_, expected.bin_weights_, rtol=1e-12)
 

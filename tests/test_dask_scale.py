@@ -19,7 +19,7 @@ from sklearn_calib.calibrators import (
     TemperatureScaling,
 )
 from sklearn_calib.metrics import CalibrationAccumulator
-from sklearn_calib.metrics._dispatch import HANDLERS
+from sklearn_calib.metrics._core._dispatch import HANDLERS
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -50,6 +50,9 @@ def test_dask_collections_are_recognised_by_their_protocol():
 
 
 distributed = pytest.importorskip("distributed")
+
+#: The tests share a cluster of worker processes, minutes of the suite.
+pytestmark = pytest.mark.slow
 da = pytest.importorskip("dask.array")
 
 
@@ -103,9 +106,13 @@ def test_calibrators_fit_dask_arrays_to_the_in_memory_values(client, weighted):
     assert abs(found.temperature_ - expected.temperature_) <= 1e-10 * expected.temperature_
     assert found.n_features_in_ == 5 and np.array_equal(found.classes_, expected.classes_)
     np.testing.assert_allclose(found.predict_proba(logits), expected.predict_proba(logits))
-    for mode in ("top_label", "classwise"):
-        expected = HistogramBinning(mode=mode).fit(logits, y, sample_weight=sample_weight)
-        found = HistogramBinning(mode=mode).fit(dlogits, dy, sample_weight=dask_weight)
+    for multi_class in ("top_label", "classwise"):
+        expected = HistogramBinning(multi_class=multi_class).fit(
+            logits, y, sample_weight=sample_weight
+        )
+        found = HistogramBinning(multi_class=multi_class).fit(
+            dlogits, dy, sample_weight=dask_weight
+        )
         np.testing.assert_allclose(found.bin_values_, expected.bin_values_, rtol=1e-12)
         np.testing.assert_allclose(found.bin_weights_, expected.bin_weights_, rtol=1e-12)
         np.testing.assert_array_equal(found.bin_edges_, expected.bin_edges_)

@@ -44,6 +44,7 @@ def test_fashion_mnist_shapes_and_values(fashion_mnist):
     assert abs(fashion_mnist.X_train.mean() - 0.2860) < 5e-4
 
 
+@pytest.mark.slow
 def test_fashion_mnist_raw_flat_and_tuple(fashion_mnist):
     X_train, y_train, X_test, y_test = load_fashion_mnist(
         return_X_y=True, as_image=False, normalize=False

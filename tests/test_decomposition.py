@@ -14,7 +14,7 @@ from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from skorch.callbacks import EarlyStopping, EpochScoring
 
 from sklearn_calib.estimators import NetClassifier
-from sklearn_calib.metrics import _decomposition
+from sklearn_calib.metrics._statistics import _tempered
 from sklearn_calib.scoring import (
     brier_score,
     calibration_decomposition,
@@ -179,14 +179,14 @@ def test_temperature_split_at_the_bounds_of_the_search():
 def test_temperature_search_stops_once_newton_steps_fall_below_rounding(monkeypatch):
     # a Newton step below rounding lands on beta, the bracket's new end; it used to be
     # taken for a step outside the bracket and start a bisection of some 40 more passes
-    derivatives = _decomposition._TemperedNLL.derivatives
+    evaluate = _tempered._TemperedNLL.__call__
     passes = []
 
     def counted(self, beta):
         passes.append(beta)
-        return derivatives(self, beta)
+        return evaluate(self, beta)
 
-    monkeypatch.setattr(_decomposition._TemperedNLL, "derivatives", counted)
+    monkeypatch.setattr(_tempered._TemperedNLL, "__call__", counted)
     for seed in range(10):
         rng = np.random.default_rng(seed)
         logits = rng.normal(size=(500, 4)) * 3

@@ -24,6 +24,7 @@ def test_script_needs_a_folder_for_its_figures():
     assert result.returncode != 0 and "set OUT" in result.stderr
 
 
+@pytest.mark.slow
 def test_dry_run_writes_every_step_to_one_file(tmp_path, fashion_mnist):
     # The GPU machine lacks some reference packages: a shadow module makes relplot missing
     # here too, and its test module is reported as not collected without failing the step.

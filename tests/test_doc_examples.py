@@ -8,19 +8,28 @@ output compared with the one shown (``...`` stands for any text). Each document 
 its own temporary folder, with scikit-learn's configuration restored afterwards (a
 recipe may turn on metadata routing) and its figures closed.
 
+What some of the README's recipes compute is checked too, after the block runs, on the
+names it defined and what it printed (:data:`README_CHECKS`, by the block's heading).
+
 A block that cannot run here (it starts a cluster of processes) is marked as such, with
 its reason, by a comment right before it: ``<!-- not run: REASON -->`` in Markdown,
 ``.. not run: REASON`` in reStructuredText. Such blocks are few and listed by
 :func:`test_few_blocks_are_marked_not_run`.
 """
 
+import contextlib
 import doctest
+import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 import sklearn
+from scipy.special import softmax
+
+from sklearn_calib.scoring import expected_calibration_error, negative_log_likelihood
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = [
@@ -28,6 +37,14 @@ DOCUMENTS = [
     ROOT / "docs" / "index.rst",
     *sorted((ROOT / "docs" / "user_guide").glob("*.rst")),
 ]
+#: The documents whose recipes train networks or search grids: seconds to minutes each.
+SLOW = {
+    "README.md",
+    "docs/index.rst",
+    "docs/user_guide/meta.rst",
+    "docs/user_guide/scale.rst",
+    "docs/user_guide/weights.rst",
+}
 #: Blocks deliberately not run, with their reasons: (document, first line of the block).
 NOT_RUN = {
     ("README.md", "import joblib"),
@@ -36,19 +53,22 @@ NOT_RUN = {
 
 _MARKDOWN_BLOCK = re.compile(r"^```(?P<lang>[\w-]*)\n(?P<code>.*?)^```\s*$", re.M | re.S)
 _MARKDOWN_SKIP = re.compile(r"<!-- not run: (?P<reason>.+?) -->\s*$")
+_MARKDOWN_HEADING = re.compile(r"^#+ (.+?)\s*$", re.M)
 _RST_BLOCK = re.compile(r"^(?P<indent> *)\.\. (?:code-block|code|sourcecode)::\s*(?P<lang>\S*)")
 _RST_SKIP = re.compile(r"^ *\.\. not run: (?P<reason>.+\S)\s*$")
 
 
 @dataclass
 class Block:
-    """One code block: its language, its code, the line its code starts on and why it is
-    not run (None when it runs)."""
+    """One code block: its language, its code, the line its code starts on, why it is
+    not run (None when it runs) and the Markdown heading it is under (None in
+    reStructuredText)."""
 
     language: str
     code: str
     line: int
     not_run: str | None = None
+    heading: str | None = None
 
     @property
     def is_doctest(self):
@@ -56,13 +76,23 @@ class Block:
 
 
 def markdown_blocks(text):
-    """The fenced blocks of a Markdown document, each with the comment right before it."""
+    """The fenced blocks of a Markdown document, each with the comment right before it and
+    the heading above it."""
     blocks = []
     for match in _MARKDOWN_BLOCK.finditer(text):
         before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
         skip = _MARKDOWN_SKIP.match(before)
         line = text.count("\n", 0, match.start()) + 2
-        blocks.append(Block(match["lang"], match["code"], line, skip["reason"] if skip else None))
+        headings = _MARKDOWN_HEADING.findall(text, 0, match.start())
+        blocks.append(
+            Block(
+                match["lang"],
+                match["code"],
+                line,
+                skip["reason"] if skip else None,
+                headings[-1] if headings else None,
+            )
+        )
     return blocks
 
 
@@ -113,8 +143,14 @@ def python_blocks(path):
     return [block for block in blocks if block.language in ("python", "pycon")]
 
 
-def run_document(path, namespace):
-    """Run the blocks of ``path`` that are not marked, in order, in ``namespace``."""
+def run_document(path, namespace, checks=None):
+    """Run the blocks of ``path`` that are not marked, in order, in ``namespace``.
+
+    ``checks`` maps a heading to a function called, after the first plain block under
+    that heading runs, with the namespace and the text the block printed; every heading
+    of ``checks`` must have such a block.
+    """
+    checks = dict(checks or {})
     runner = doctest.DocTestRunner(
         optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, verbose=False
     )
@@ -129,8 +165,81 @@ def run_document(path, namespace):
             output = []
             result = runner.run(test, out=output.append, clear_globs=False)
             assert result.failed == 0, f"{where}:\n" + "".join(output)
-        else:
+            continue
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
             exec(compile(block.code, where, "exec"), namespace)
+        print(printed.getvalue(), end="")
+        if block.heading in checks:
+            checks.pop(block.heading)(namespace, printed.getvalue())
+    assert not checks, f"{_name(path)} has no Python block under the headings {list(checks)}"
+
+
+# ------------------------------------------------- what the README's recipes compute
+
+
+def _quickstart(namespace, printed):
+    search, X_test, y_test = namespace["search"], namespace["X_test"], namespace["y_test"]
+    assert search.best_score_ < 0
+    assert 0 < expected_calibration_error(y_test, search.predict_proba(X_test)) < 0.1
+
+
+def _logits_and_labels_report(namespace, printed):
+    labels, proba, ci = namespace["labels"], namespace["proba"], namespace["ci"]
+    assert printed.startswith("Calibration report: 10000 samples, 10 classes")
+    assert ci.low <= ci.estimate <= ci.high
+    assert ci.estimate == expected_calibration_error(labels, proba)
+    assert f"ECE {ci.estimate:.4f}" in printed
+
+
+def _refinement_selection(namespace, printed):
+    network = namespace["calibrated"].estimators_[0]
+    recorded = network.history[:, "valid_refinement"]
+    assert all(value < 0 for value in recorded) and len(recorded) < 30
+    assert float(printed.splitlines()[-1]) < 0.2
+
+
+def _network_quickstart(namespace, printed):
+    search, calibrated = namespace["search"], namespace["calibrated"]
+    X_test, y_test = namespace["X_test"], namespace["y_test"]
+    scores = search.cv_results_["mean_test_score"]
+    assert search.best_params_["criterion__gamma"] == [1, 3, 5][np.argmax(scores)]
+    network, calibrator = calibrated.estimators_[0], calibrated.calibrators_[0]
+    assert network.criterion_.gamma == search.best_params_["criterion__gamma"]
+    assert calibrator.temperature_ > 0
+    # temperature scaling keeps the network's predictions
+    np.testing.assert_array_equal(calibrated.predict(X_test), network.predict(X_test))
+    ece = expected_calibration_error(y_test, calibrated.predict_proba(X_test))
+    assert 0 < ece < 0.1
+    assert float(printed.splitlines()[-1]) == pytest.approx(ece)
+
+
+def _calibrator_selection(namespace, printed):
+    selector, y = namespace["selector"], namespace["test_labels"]
+    assert namespace["test_proba"].shape == (2000, 10)
+    assert printed.splitlines()[0] == repr(selector.best_calibrator_)
+    held_out = negative_log_likelihood(y, namespace["test_proba"])
+    uncalibrated = softmax(namespace["test_logits"], axis=1)
+    assert held_out < negative_log_likelihood(y, uncalibrated) - 0.1
+
+
+def _persistence(namespace, printed):
+    X, net, loaded = namespace["X"], namespace["net"], namespace["loaded"]
+    np.testing.assert_array_equal(loaded.predict_proba(X), net.predict_proba(X))
+
+
+#: Checks of what README recipes compute, by the heading of the block (see run_document).
+README_CHECKS = {
+    "Quickstart: measuring calibration": _quickstart,
+    "I have logits and labels: is my model calibrated, and how sure is that?": (
+        _logits_and_labels_report
+    ),
+    "Select by refinement, then calibrate": _refinement_selection,
+    "Quickstart: calibrated neural networks": _network_quickstart,
+    "I have logits and labels": _calibrator_selection,
+    "Faults and persistence": _persistence,
+}
+CHECKS = {"README.md": README_CHECKS}
 
 
 def _name(path):
@@ -138,7 +247,14 @@ def _name(path):
     return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.name
 
 
-@pytest.mark.parametrize("path", DOCUMENTS, ids=_name)
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param(path, marks=[pytest.mark.slow] if _name(path) in SLOW else [])
+        for path in DOCUMENTS
+    ],
+    ids=_name,
+)
 def test_the_python_blocks_of_the_document_run(path, tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
     import matplotlib
@@ -151,9 +267,13 @@ def test_the_python_blocks_of_the_document_run(path, tmp_path, monkeypatch):
     namespace = {"__name__": f"doc_{path.stem}"}
     try:
         with sklearn.config_context():
-            run_document(path, namespace)
+            run_document(path, namespace, CHECKS.get(_name(path)))
     finally:
         plt.close("all")
+
+
+def test_the_slow_documents_are_documents():
+    assert SLOW <= {_name(path) for path in DOCUMENTS}
 
 
 def test_few_blocks_are_marked_not_run():
@@ -192,6 +312,15 @@ def test_the_extraction_on_a_small_document(tmp_path):
         ("x = 1\n", 4, None),
         ("start_cluster()\n", 9, "needs a cluster"),
     ]
+    markdown.write_text("# Title\n\n## Usage\n\n```python\nx = 2\nprint(x)\n```\n")
+    assert [b.heading for b in python_blocks(markdown)] == ["Usage"]
+    seen = {}
+    run_document(
+        markdown, {}, {"Usage": lambda names, printed: seen.update(names, printed=printed)}
+    )
+    assert seen["x"] == 2 and seen["printed"] == "2\n"
+    with pytest.raises(AssertionError, match=r"no Python block under the headings \['Title'\]"):
+        run_document(markdown, {}, {"Title": lambda names, printed: None})
     rst = tmp_path / "doc.rst"
     rst.write_text(
         "Title\n=====\n\n.. code-block:: python\n   :caption: one\n\n   x = 1\n   if x:\n"

@@ -2,7 +2,10 @@
 
 The build is ``make docs``'s: Sphinx with ``-W --keep-going``, so a broken reference, a
 numpydoc format error or a failing gallery example fails it. It takes about a minute on two
-cores (the examples about 20 s of it), once per test session. Without Sphinx installed
+cores (the examples about 20 s of it), once per test session: the module's tests share one
+worker under pytest-xdist (``tests/xdist_scopes.py``). It builds a copy of ``docs/``, so that the
+pages it generates (the API reference, the gallery) are written beside the copy, in a
+temporary folder, never into the checkout. Without Sphinx installed
 (``pip install -e ".[docs]"``; ``make test`` installs it) the tests skip, except under CI,
 where they fail.
 """
@@ -12,6 +15,7 @@ import importlib.util
 import inspect
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +25,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 DOCS_PACKAGES = ("sphinx", "numpydoc", "sphinx_gallery", "pydata_sphinx_theme")
+#: What a build writes into its source folder.
+GENERATED = ("_build", "api", "auto_examples", "sg_execution_times.rst")
 
 
 def _api_pages():
@@ -50,11 +56,12 @@ def built_docs(tmp_path_factory, fashion_mnist):
     """Build the site into a temporary folder; return the HTML folder.
 
     The Fashion-MNIST example needs the data set, hence the ``fashion_mnist`` fixture (it
-    skips locally without the data, and fails under CI). The examples run even when
-    ``docs/auto_examples`` holds their output from an earlier build.
+    skips locally without the data, and fails under CI). The examples run: the copy holds
+    no output of an earlier build.
     """
     _require_docs_packages()
     out = tmp_path_factory.mktemp("docs")
+    source = _source_copy(out / "source")
     command = [
         sys.executable,
         "-m",
@@ -66,17 +73,44 @@ def built_docs(tmp_path_factory, fashion_mnist):
         "html",
         "-d",
         str(out / "doctrees"),
-        "-D",
-        "sphinx_gallery_conf.run_stale_examples=True",
-        str(DOCS),
+        str(source),
         str(out / "html"),
     ]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
+    path = os.environ.get("PYTHONPATH")
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "MPLBACKEND": "Agg",
+        "PYTHONPATH": os.pathsep.join([str(ROOT), path]) if path else str(ROOT),
+    }
+    checkout = _files([DOCS, ROOT / "examples"])
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
     log = result.stdout + result.stderr
     assert result.returncode == 0, f"the docs build failed:\n{log[-20000:]}"
+    assert _files([DOCS, ROOT / "examples"]) == checkout, "the build wrote into the checkout"
     assert "WARNING" not in log and "ERROR" not in log, log
     return out / "html"
+
+
+def _source_copy(folder):
+    """Copy ``docs/`` without what builds generate into ``folder``, beside links to the
+    checkout's other top-level files and folders; return the copy of ``docs/``.
+
+    The configuration finds the package, the examples and the committed reports beside
+    ``docs/``, as in the checkout; the gallery runs each example in the folder its link
+    resolves to, the checkout's ``examples/``, where an example finds the repository's
+    files.
+    """
+    shutil.copytree(DOCS, folder / "docs", ignore=shutil.ignore_patterns(*GENERATED))
+    for entry in ROOT.iterdir():
+        if entry.name != "docs" and not entry.name.startswith("."):
+            (folder / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
+    return folder / "docs"
+
+
+def _files(folders):
+    """Every file under ``folders``, with the time it was last written."""
+    return {path: path.stat().st_mtime_ns for folder in folders for path in folder.rglob("*")}
 
 
 def _exported():
@@ -119,6 +153,7 @@ def test_public_classes_and_functions_have_docstrings(module, name, home):
         assert inspect.getdoc(obj), f"{module}.{name} has no docstring"
 
 
+@pytest.mark.slow
 def test_every_public_name_is_in_the_api_reference(built_docs):
     missing = []
     for module, name, home in _exported():
@@ -131,6 +166,7 @@ def test_every_public_name_is_in_the_api_reference(built_docs):
     assert missing == []
 
 
+@pytest.mark.slow
 def test_the_gallery_draws_its_figures(built_docs):
     examples = sorted((ROOT / "examples").glob("plot_*.py"))
     assert len(examples) >= 5
@@ -155,6 +191,7 @@ def test_a_module_summary_is_the_first_paragraph_of_its_docstring():
     assert api_pages.summary(calibrators) == inspect.getdoc(calibrators).split("\n\n")[0]
 
 
+@pytest.mark.slow
 def test_the_api_index_gives_every_public_module_a_one_line_summary(built_docs):
     page = (built_docs / "api" / "index.html").read_text()
     table = _text(re.search(r"<table.*?</table>", page, re.S).group(0))
@@ -164,12 +201,14 @@ def test_the_api_index_gives_every_public_module_a_one_line_summary(built_docs):
         assert f'href="{module.__name__}.html' in page
 
 
+@pytest.mark.slow
 def test_class_pages_are_titled_by_the_class_name(built_docs):
     page = built_docs / "api" / "generated" / "sklearn_calib.calibrators.CalibratedClassifier.html"
     title = re.search(r"<h1>(.*?)<", page.read_text()).group(1)
     assert title == "CalibratedClassifier"
 
 
+@pytest.mark.slow
 def test_the_gallery_pages_give_the_code_the_whole_width(built_docs):
     """An example's page has no outline beside it, and long lines wrap rather than hide."""
     page = (built_docs / "auto_examples" / "plot_measure_classifier.html").read_text()
@@ -177,6 +216,29 @@ def test_the_gallery_pages_give_the_code_the_whole_width(built_docs):
     assert "On this page" in (built_docs / "user_guide" / "weights.html").read_text()
     style = (built_docs / "_static" / "custom.css").read_text()
     assert "white-space: pre-wrap" in style and 'href="../_static/custom.css' in page
+
+
+#: Names that serve the package itself: they are no part of any public module's ``__all__``.
+INTERNALS = {"DEFAULT_LRS", "REFERENCE_PAIRING", "TEMPERATURE_COLUMN", "interval_column"}
+INTERNALS |= {"MixedTarget"}
+
+
+def test_the_api_reference_leaves_the_internals_out():
+    exported = {name for _, name, _ in _exported()}
+    assert exported & INTERNALS == set()
+
+
+def test_the_version_page_says_what_the_version_is(built_docs):
+    page = _text((built_docs / "api" / "generated" / "sklearn_calib.__version__.html").read_text())
+    assert "The version of sklearn_calib installed" in page
+    assert "str(object" not in page and "encoding" not in page
+
+
+def test_the_changes_are_a_page_of_the_site(built_docs):
+    page = _text((built_docs / "changes.html").read_text())
+    version = importlib.import_module("sklearn_calib").__version__
+    assert f"Version {version}" in page and "Renamed" in page
+    assert 'href="changes.html"' in (built_docs / "index.html").read_text()
 
 
 def test_the_reproducing_page_links_every_committed_report():
@@ -192,6 +254,7 @@ def test_the_reproducing_page_links_every_committed_report():
     assert committed <= linked, sorted(committed - linked)
 
 
+@pytest.mark.slow
 def test_the_site_holds_the_reports_it_links(built_docs):
     page = (built_docs / "reproducing.html").read_text()
     assert 'href="reports/quick/focal/report.md"' in page

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 from sklearn.datasets import load_digits
+from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 from sklearn.naive_bayes import GaussianNB
@@ -75,7 +76,9 @@ def test_posthoc_predictions_equal_calibrated_classifier_prefit(model, splits):
     np.testing.assert_array_equal(predictions[""].proba, model.predict_proba(X_test))
     assert predictions[""].temperature is None
     for name, calibrator in CALIBRATORS.items():
-        reference = CalibratedClassifier(model, calibrator, method="prefit").fit(X_cal, y_cal)
+        reference = CalibratedClassifier(FrozenEstimator(model), calibrator=calibrator).fit(
+            X_cal, y_cal
+        )
         np.testing.assert_array_equal(predictions[name].proba, reference.predict_proba(X_test))
         expected_temperature = getattr(reference.calibrators_[0], "temperature_", None)
         assert predictions[name].temperature == expected_temperature

@@ -83,6 +83,7 @@ def test_list_prints_every_experiment():
     }  # fmt: skip
 
 
+@pytest.mark.slow
 def test_focal_end_to_end_resume_and_corruption(tmp_path, one_thread, count_trainings):
     args = _tiny("focal", tmp_path)
     report = tmp_path / "out" / "focal" / "report.md"
@@ -250,6 +251,7 @@ def test_tracked_run_records_per_epoch_metrics(one_thread):
     assert history["track_acc"][-1] == pytest.approx(arrays["track_correct"][-1].mean())
 
 
+@pytest.mark.slow
 def test_parallel_jobs_train_the_same_runs(tmp_path, one_thread):
     args = ("focal", "--preset", "quick", "--seeds", "1", "--epochs", "1", "--train-size",
             "200", "--device", "cpu")  # fmt: skip
@@ -266,6 +268,7 @@ def test_parallel_jobs_train_the_same_runs(tmp_path, one_thread):
             assert float(ra[column]) == pytest.approx(float(rb[column]), abs=1e-5)
 
 
+@pytest.mark.slow
 def test_toy_gaussians_quick(tmp_path, one_thread):
     status, _ = _run("toy_gaussians", "--seeds", "1", "--out", str(tmp_path / "out"),
                      "--store", str(tmp_path / "store"), "--device", "cpu")  # fmt: skip

@@ -292,6 +292,7 @@ def run_child(tmp_path, checkpoint_dir, kill_after):
     return process, out
 
 
+@pytest.mark.slow
 def test_killed_fit_resumes_from_its_checkpoint_to_identical_weights(digits, tmp_path):
     """Kill a fit in epoch 3 of 5, resume it in a new process, compare with a third process.
 

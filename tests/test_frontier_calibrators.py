@@ -97,7 +97,7 @@ def test_matrix_scaling_by_lbfgs_reaches_the_multinomial_logistic_regression_min
     # 16 classes: 272 parameters take L-BFGS steps (15 classes would take Newton steps).
     # Unpenalised matrix scaling is multinomial logistic regression on the logits.
     logits, y = biased_logits(3000, 16, seed=2)
-    ms = MatrixScaling(off_diagonal_l2=0.0, tol=1e-12).fit(logits, y)
+    ms = MatrixScaling(l2_regularization_off_diagonal=0.0, tol=1e-12).fit(logits, y)
     reference = LogisticRegression(C=np.inf, tol=1e-12, max_iter=20_000).fit(logits, y)
     ours = mean_nll(ms.predict_proba(logits), y)
     theirs = mean_nll(reference.predict_proba(logits), y)
@@ -168,9 +168,9 @@ def test_structured_scaling_minimises_its_published_objective(ours):
     # (lambda K/n on b and diag D, lambda K(K-1)/n off the diagonal): no random
     # perturbation decreases it, and the gradient there is ~0.
     logits, y = biased_logits(600, 4, seed=4)
-    fitted = clone(ours).set_params(lambda_intercept=3.0)
+    fitted = clone(ours).set_params(l2_regularization_intercept=3.0)
     if isinstance(ours, StructuredMatrixScaling):
-        fitted.set_params(lambda_off_diagonal=2.0)
+        fitted.set_params(l2_regularization_off_diagonal=2.0)
     fitted.fit(logits, y)
     proba_t = softmax(logits / fitted.temperature_, axis=1)
     assert fitted.uniform_weight_ == pytest.approx(1 / 601)
@@ -209,9 +209,9 @@ def test_structured_scaling_minimises_its_published_objective(ours):
 @pytest.mark.parametrize("ours", [StructuredVectorScaling(), StructuredMatrixScaling()], ids=repr)
 def test_structured_scaling_with_huge_penalties_is_temperature_scaling(ours):
     logits, y = biased_logits(500, 5, seed=6)
-    penalties = {"lambda_intercept": 1e12, "lambda_diagonal": 1e12}
+    penalties = {"l2_regularization_intercept": 1e12, "l2_regularization_diagonal": 1e12}
     if isinstance(ours, StructuredMatrixScaling):
-        penalties["lambda_off_diagonal"] = 1e12
+        penalties["l2_regularization_off_diagonal"] = 1e12
     fitted = clone(ours).set_params(**penalties).fit(logits, y)
     ts = TemperatureScaling().fit(logits, y)
     assert fitted.temperature_ == pytest.approx(ts.temperature_)
@@ -229,7 +229,10 @@ def test_dirichlet_cross_validation_matches_a_brute_force_grid():
     logits, y = biased_logits(450, 3, seed=9)
     grid = (1e-1, 1e-3)
     fitted = DirichletCalibration(
-        off_diagonal_l2_grid=grid, intercept_l2_grid=grid, cv=3, tol=1e-12
+        l2_regularization_off_diagonal_grid=grid,
+        l2_regularization_intercept_grid=grid,
+        cv=3,
+        tol=1e-12,
     ).fit(logits, y)
     features = np.maximum(log_softmax(logits, axis=1), np.log(1e-12))
     folds = list(StratifiedKFold(3).split(logits, y))
@@ -238,20 +241,34 @@ def test_dirichlet_cross_validation_matches_a_brute_force_grid():
         for mu in grid:
             scores = []
             for train, test in folds:
-                ms = MatrixScaling(off_diagonal_l2=lam, intercept_l2=mu, tol=1e-12)
+                ms = MatrixScaling(
+                    l2_regularization_off_diagonal=lam, l2_regularization_intercept=mu, tol=1e-12
+                )
                 ms.fit(features[train], y[train], classes=[0, 1, 2])
                 scores.append(mean_nll(ms.predict_proba(features[test]), y[test]))
             table[lam, mu] = np.mean(scores)
     results = fitted.cv_results_
     for i, (lam, mu) in enumerate(
-        zip(results["off_diagonal_l2"], results["intercept_l2"], strict=True)
+        zip(
+            results["l2_regularization_off_diagonal"],
+            results["l2_regularization_intercept"],
+            strict=True,
+        )
     ):
         assert results["mean_test_nll"][i] == pytest.approx(table[lam, mu], abs=1e-7)
     best = min(table, key=table.get)
-    assert (fitted.off_diagonal_l2_, fitted.intercept_l2_) == best
-    pairs = list(zip(results["off_diagonal_l2"], results["intercept_l2"], strict=True))
+    assert (fitted.l2_regularization_off_diagonal_, fitted.l2_regularization_intercept_) == best
+    pairs = list(
+        zip(
+            results["l2_regularization_off_diagonal"],
+            results["l2_regularization_intercept"],
+            strict=True,
+        )
+    )
     assert results["rank_test_nll"][pairs.index(best)] == 1
-    final = MatrixScaling(off_diagonal_l2=best[0], intercept_l2=best[1], tol=1e-12)
+    final = MatrixScaling(
+        l2_regularization_off_diagonal=best[0], l2_regularization_intercept=best[1], tol=1e-12
+    )
     final.fit(features, y)
     np.testing.assert_allclose(
         fitted.predict_proba(logits), final.predict_proba(features), atol=1e-7
@@ -266,7 +283,7 @@ def test_dirichlet_reads_probabilities_and_logits_alike():
     np.testing.assert_allclose(
         on_logits.predict_proba(logits), on_proba.predict_proba(proba), atol=1e-6
     )
-    assert on_logits.off_diagonal_l2_ == on_proba.off_diagonal_l2_
+    assert on_logits.l2_regularization_off_diagonal_ == on_proba.l2_regularization_off_diagonal_
 
 
 def test_dirichlet_names_a_fold_without_weight():
@@ -280,8 +297,8 @@ def test_dirichlet_names_a_fold_without_weight():
 @pytest.mark.parametrize("grid", [[], [[0.1]], [-1.0], [np.nan]])
 def test_dirichlet_rejects_bad_grids(grid):
     logits, y = biased_logits(100, 3, seed=11)
-    with pytest.raises(ValueError, match="off_diagonal_l2_grid"):
-        DirichletCalibration(off_diagonal_l2_grid=grid, cv=3).fit(logits, y)
+    with pytest.raises(ValueError, match="l2_regularization_off_diagonal_grid"):
+        DirichletCalibration(l2_regularization_off_diagonal_grid=grid, cv=3).fit(logits, y)
 
 
 # ------------------------------------------------------------- quadratic and beta scaling

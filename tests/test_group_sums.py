@@ -4,19 +4,16 @@ path's bit for bit, and so do the estimates and intervals computed from them."""
 import numpy as np
 import pytest
 
-from sklearn_calib.metrics import (
-    _fused,
-    calibration_error_ci,
-    classwise_calibration_error,
-    smooth_ece,
-)
-from sklearn_calib.metrics._metrics import _classwise_sums, classwise_plan
-from sklearn_calib.metrics._predictions import block_rows, check_predictions
-from sklearn_calib.metrics._smooth import smooth_ece_plan
+from sklearn_calib.metrics import calibration_error_ci, classwise_calibration_error, smooth_ece
+from sklearn_calib.metrics._core._rows import block_rows
+from sklearn_calib.metrics._functions._binned import _classwise_sums, classwise_plan
+from sklearn_calib.metrics._functions._predictions import check_predictions
+from sklearn_calib.metrics._functions._smece import smooth_ece_plan
+from sklearn_calib.metrics._fused import _bins, _switch
 
 pytest.importorskip("numba")
 
-SWITCH = _fused.NUMBA_SWITCH
+SWITCH = _switch.NUMBA_SWITCH
 
 
 def awkward_predictions(n, n_classes, dtype, seed=0):
@@ -52,7 +49,7 @@ def both_paths(monkeypatch, compute):
 def test_the_numba_classwise_sums_put_edges_0_and_1_in_their_bins():
     proba = np.array([[0.2, 0.8], [0.4, 0.6], [0.0, 1.0], [1 / 3, 2 / 3]])
     data = check_predictions([1, 0, 1, 0], proba, sample_weight=[1.0, 2.0, 0.5, 4.0])
-    sums = _fused.classwise_sums(data, 5, 1000, None, 1)[0].reshape(3, 2, 5)
+    sums = _bins.classwise_sums(data, 5, 1000, None, 1)[0].reshape(3, 2, 5)
     # (lower, upper] bins of width 0.2: 0.2 -> 0, 0.4 -> 1, 0.6 -> 2, 0.8 -> 3, 0 -> 0,
     # 1 -> 4, 1/3 -> 1, 2/3 -> 3
     assert sums[0].tolist() == [[1.5, 6.0, 0, 0, 0], [0, 0, 2.0, 5.0, 0.5]]
@@ -65,12 +62,13 @@ def test_the_numba_classwise_sums_put_edges_0_and_1_in_their_bins():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.slow
 def test_the_classwise_group_sums_equal_the_numpy_path(monkeypatch, dtype, weighted):
     y, proba, weight = awkward_predictions(200_000, 16, dtype)
     assert len(y) > 3 * block_rows(16)  # the sums follow the numpy path's blocks of rows
     sample_weight = weight if weighted else None
     group = np.random.default_rng(1).permutation(len(y)) % 1000
-    assert _fused.classwise_sums(check_predictions(y, proba), 15, 100, None, 1) is not None
+    assert _bins.classwise_sums(check_predictions(y, proba), 15, 100, None, 1) is not None
 
     def compute():
         data = check_predictions(y, proba, sample_weight=sample_weight)
@@ -102,7 +100,7 @@ def test_the_smece_group_grids_equal_the_numpy_path(monkeypatch, dtype):
     index = np.array([0, 3, 3, 9])
     frac = np.array([0.0, 0.25, 1.0, 0.5])
     columns = [np.array([1.0, 2.0, 4.0, 8.0]), np.array([-1.0, 0.5, 0.5, 2.0])]
-    grids = _fused.grid_sums(index, frac, columns, 11, np.array([1, 0, 1, 1]), 2)
+    grids = _bins.grid_sums(index, frac, columns, 11, np.array([1, 0, 1, 1]), 2)
     expected = np.zeros((2, 2, 11))
     expected[0, 0, 3:5] = [1.5, 0.5]
     expected[0, 1, [0, 3, 4, 9, 10]] = [1.0, 0.0, 4.0, 4.0, 4.0]

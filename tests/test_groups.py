@@ -29,14 +29,14 @@ from sklearn_calib.metrics import (
     top_label_calibration_error,
     worst_group_calibration_error,
 )
-from sklearn_calib.metrics._group_rows import encode_groups, metric_by_group
-from sklearn_calib.metrics._groups import (
+from sklearn_calib.metrics._core._group_rows import encode_groups, metric_by_group
+from sklearn_calib.metrics._core._registry import KERNELS
+from sklearn_calib.metrics._functions._predictions import check_predictions
+from sklearn_calib.metrics._statistics._groups import (
     calibrated_ece_quantiles,
     detectable_shift,
     format_audit,
 )
-from sklearn_calib.metrics._kernels import KERNELS
-from sklearn_calib.metrics._predictions import check_predictions
 from sklearn_calib.scoring import get_scorer, make_worst_group_scorer
 
 

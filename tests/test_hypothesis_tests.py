@@ -5,7 +5,7 @@ import pytest
 from mapie.metrics import calibration as mapie
 from scipy.stats import kstest
 
-from sklearn_calib.metrics import _hypothesis_tests
+from sklearn_calib.metrics._statistics import _hypothesis_tests
 from sklearn_calib.scoring import calibration_test
 
 MAPIE = {

@@ -6,9 +6,9 @@ import math
 import numpy as np
 import pytest
 
-from sklearn_calib.metrics import _decomposition, _fused
-from sklearn_calib.metrics._metrics import log_loss_clip
-from sklearn_calib.metrics._predictions import check_predictions
+from sklearn_calib.metrics._functions._predictions import check_predictions
+from sklearn_calib.metrics._functions._scores import log_loss_clip
+from sklearn_calib.metrics._fused import _isotonic
 from sklearn_calib.scoring import calibration_decomposition
 
 pytest.importorskip("numba")
@@ -44,8 +44,8 @@ def tied_binary(n, seed, dtype):
 
 
 def numpy_column_scores(data, classes, clip):
-    keys = _decomposition._indicator_keys(data.proba, data.y_index, classes)
-    return [_decomposition._isotonic_score(key, data.sample_weight, clip) for key in keys]
+    keys = _isotonic._indicator_keys(data.proba, data.y_index, classes)
+    return [_isotonic._isotonic_score(key, data.sample_weight, clip) for key in keys]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -57,18 +57,21 @@ def test_numba_column_scores_equal_the_numpy_path(monkeypatch, dtype, weighted, 
     else:
         # 3 * 10**5 entries: the columns go to the threads
         y, proba, weight = tied_multiclass(30000, n_classes, 2, dtype)
-        assert proba.size >= _fused._THREADED_ENTRIES
+        assert proba.size >= _isotonic._THREADED_ENTRIES
     data = check_predictions(y, proba, sample_weight=weight if weighted else None)
     classes = [1] if n_classes == 2 else list(range(n_classes))
     scores = ["brier", "log_loss"] if n_classes == 2 else ["brier"]
     for clip in [None, log_loss_clip(np.float64)][: len(scores)]:
-        found = _fused.isotonic_scores(data.proba, data.y_index, classes, data.sample_weight, clip)
+        found = _isotonic.isotonic_scores(
+            data.proba, data.y_index, classes, data.sample_weight, clip
+        )
         expected = numpy_column_scores(data, classes, clip)
         np.testing.assert_allclose(found, expected, rtol=1e-13, atol=0)
     for score in scores:
         fast = calibration_decomposition(y, proba, score=score, sample_weight=data.sample_weight)
         monkeypatch.setenv(NUMBA_SWITCH, "0")
-        assert _fused.isotonic_scores(data.proba, data.y_index, classes, None, None) is None
+        numpy_scores = _isotonic.isotonic_scores(data.proba, data.y_index, classes, None, None)
+        assert numpy_scores == numpy_column_scores(data.reweighted(None), classes, None)
         slow = calibration_decomposition(y, proba, score=score, sample_weight=data.sample_weight)
         monkeypatch.delenv(NUMBA_SWITCH)
         assert fast.refinement == pytest.approx(slow.refinement, rel=1e-13, abs=0)
@@ -81,13 +84,15 @@ def test_numba_column_scores_equal_the_numpy_path(monkeypatch, dtype, weighted, 
 def test_numba_column_scores_read_any_layout_of_the_probabilities():
     y, proba, weight = tied_multiclass(2000, 4, 5, np.float64)
     data = check_predictions(y, proba, sample_weight=weight)
-    expected = _fused.isotonic_scores(data.proba, data.y_index, [0, 1, 2, 3], weight, None)
+    expected = _isotonic.isotonic_scores(data.proba, data.y_index, [0, 1, 2, 3], weight, None)
     read_only = proba.copy()
     read_only.setflags(write=False)
     for layout in (np.asfortranarray(proba), read_only):
-        assert _fused.isotonic_scores(layout, data.y_index, [0, 1, 2, 3], weight, None) == expected
+        assert (
+            _isotonic.isotonic_scores(layout, data.y_index, [0, 1, 2, 3], weight, None) == expected
+        )
     strided = np.repeat(proba, 2, axis=1)[:, ::2]
-    assert _fused.isotonic_scores(strided, data.y_index, [0, 1, 2, 3], weight, None) == expected
+    assert _isotonic.isotonic_scores(strided, data.y_index, [0, 1, 2, 3], weight, None) == expected
 
 
 @pytest.mark.parametrize("numba", ["1", "0"])

@@ -12,7 +12,7 @@ import pytest
 
 import sklearn_calib
 from sklearn_calib.metrics import expected_calibration_error, smooth_ece
-from sklearn_calib.metrics._predictions import _confidence
+from sklearn_calib.metrics._core._scores import _confidence
 
 ROOT = Path(__file__).resolve().parents[1]
 

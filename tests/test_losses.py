@@ -8,6 +8,7 @@ import torch.nn.functional as F
 from skorch import NeuralNetClassifier
 from torch import nn
 
+from sklearn_calib import scoring
 from sklearn_calib.losses import (
     LOSSES,
     BSCELoss,
@@ -17,16 +18,15 @@ from sklearn_calib.losses import (
     InverseFocalLoss,
     MMCELoss,
     WeightedCrossEntropy,
-    differentiable_ece,
+    differentiable_calibration_error,
     get_loss,
     mmce_weighted,
     resolve_loss,
-    smooth_ece,
+    smooth_calibration_error,
     uncertainty_weights,
 )
 from sklearn_calib.losses._calibration import soft_accuracy
 from sklearn_calib.losses._weights import WEIGHTS, brier_weight, focal_weight
-from sklearn_calib.scoring import differentiable_calibration_error, smooth_calibration_error
 
 # Hand-computed oracle of the losses: z = [2, 1, 0] for y = 0, 1, 2.
 Z = torch.tensor([[2.0, 1.0, 0.0]] * 3, dtype=torch.float64)
@@ -320,11 +320,13 @@ def test_flsd53_picks_gamma_without_gradient():
 
 def test_sece_and_dece_oracles():
     probs = torch.softmax(ZB, 1)
-    np.testing.assert_allclose(smooth_ece(probs, YB).item(), 0.418082, atol=1e-5)
+    np.testing.assert_allclose(smooth_calibration_error(probs, YB).item(), 0.418082, atol=1e-5)
     np.testing.assert_allclose(
-        smooth_ece(probs, YB, include_self=False).item(), 0.581326, atol=1e-5
+        smooth_calibration_error(probs, YB, include_self=False).item(), 0.581326, atol=1e-5
     )
-    np.testing.assert_allclose(differentiable_ece(probs, YB).item(), 0.322067, atol=1e-5)
+    np.testing.assert_allclose(
+        differentiable_calibration_error(probs, YB).item(), 0.322067, atol=1e-5
+    )
 
 
 def _soft_sece_reference(probs, target, bandwidth, include_self, t_a):
@@ -345,17 +347,19 @@ def test_soft_sece_values():
     # 0.330726) against the correctness (1, 0, 1, 1); every r is alone within reach of the
     # h = 0.01 kernel, so SECE = mean |a_i - r_i| = 0.270432 (hard: mean |c_i - r_i| = 0.418082).
     probs = torch.softmax(ZB, 1)
-    soft = smooth_ece(probs, YB, accuracy="soft", t_a=10.0)
+    soft = smooth_calibration_error(probs, YB, accuracy="soft", t_a=10.0)
     np.testing.assert_allclose(soft.item(), 0.270432, atol=1e-6)
     # leave-one-out: no neighbour, SACC = 0, whatever the accuracy: mean r_i
     np.testing.assert_allclose(
-        smooth_ece(probs, YB, accuracy="soft", include_self=False).item(), 0.581326, atol=1e-6
+        smooth_calibration_error(probs, YB, accuracy="soft", include_self=False).item(),
+        0.581326,
+        atol=1e-6,
     )
     logits, target = _random_batch(n=60, k=4, seed=5, scale=1.5)
     probs = torch.softmax(logits, 1)
     for bandwidth, include_self, t_a in [(0.01, True, 100.0), (0.1, False, 10.0), (0.3, True, 1.0)]:
         np.testing.assert_allclose(
-            smooth_ece(
+            smooth_calibration_error(
                 probs,
                 target,
                 bandwidth=bandwidth,
@@ -376,10 +380,10 @@ def test_soft_sece_tends_to_hard_sece_as_t_a_grows(include_self):
     logits, target = _random_batch(n=200, k=5, seed=4, scale=1.5)
     probs = torch.softmax(logits, 1)
     correct = (probs.argmax(1) == target).double()
-    hard = smooth_ece(probs, target, bandwidth=0.05, include_self=include_self).item()
+    hard = smooth_calibration_error(probs, target, bandwidth=0.05, include_self=include_self).item()
     gaps, bounds = [], []
     for t_a in (10.0, 100.0, 1e3, 1e4, 1e6):
-        soft = smooth_ece(
+        soft = smooth_calibration_error(
             probs, target, bandwidth=0.05, include_self=include_self, accuracy="soft", t_a=t_a
         )
         gaps.append(abs(soft.item() - hard))
@@ -399,16 +403,18 @@ def test_torch_sece_and_dece_agree_with_numpy_metrics(n, k, seed, dtype):
     for bandwidth in (0.01, 0.1):
         for include_self in (True, False):
             np.testing.assert_allclose(
-                smooth_ece(probs, target, bandwidth=bandwidth, include_self=include_self).item(),
                 smooth_calibration_error(
+                    probs, target, bandwidth=bandwidth, include_self=include_self
+                ).item(),
+                scoring.smooth_calibration_error(
                     y, proba, bandwidth=bandwidth, include_self=include_self, labels=labels
                 ),
                 atol=1e-6,
             )
     for params in ({}, {"n_bins": 5, "t_a": 10.0, "t_b": 0.1}):
         np.testing.assert_allclose(
-            differentiable_ece(probs, target, **params).item(),
-            differentiable_calibration_error(y, proba, labels=labels, **params),
+            differentiable_calibration_error(probs, target, **params).item(),
+            scoring.differentiable_calibration_error(y, proba, labels=labels, **params),
             atol=1e-6,
         )
 
@@ -416,11 +422,11 @@ def test_torch_sece_and_dece_agree_with_numpy_metrics(n, k, seed, dtype):
 @pytest.mark.parametrize(
     "metric",
     [
-        smooth_ece,
-        functools.partial(smooth_ece, bandwidth=0.2, include_self=False),
-        functools.partial(smooth_ece, bandwidth=0.2, accuracy="soft", t_a=5.0),
-        differentiable_ece,
-        functools.partial(differentiable_ece, n_bins=5, t_a=10.0, t_b=0.1),
+        smooth_calibration_error,
+        functools.partial(smooth_calibration_error, bandwidth=0.2, include_self=False),
+        functools.partial(smooth_calibration_error, bandwidth=0.2, accuracy="soft", t_a=5.0),
+        differentiable_calibration_error,
+        functools.partial(differentiable_calibration_error, n_bins=5, t_a=10.0, t_b=0.1),
         mmce_weighted,
     ],
 )
@@ -437,9 +443,9 @@ def test_torch_calibration_measures_are_differentiable(metric):
 @pytest.mark.parametrize(
     "metric",
     [
-        smooth_ece,
-        functools.partial(smooth_ece, accuracy="soft", t_a=10.0),
-        differentiable_ece,
+        smooth_calibration_error,
+        functools.partial(smooth_calibration_error, accuracy="soft", t_a=10.0),
+        differentiable_calibration_error,
         mmce_weighted,
     ],
 )
@@ -454,30 +460,61 @@ def test_torch_calibration_measures_under_bf16_autocast(metric):
 @pytest.mark.parametrize(
     "call, message",
     [
-        (lambda: smooth_ece(torch.ones(3, 2) / 2, torch.zeros(4, dtype=torch.long)), "shape"),
-        (lambda: smooth_ece(torch.ones(3, 2) / 2, torch.zeros(3)), "integer class indices"),
-        (lambda: smooth_ece(np.ones((3, 2)) / 2, torch.zeros(3)), "torch tensors"),
-        (lambda: smooth_ece(torch.ones(3, 2) / 2, torch.zeros(3).long(), bandwidth=0), "> 0"),
-        (lambda: differentiable_ece(torch.ones(3, 2) / 2, torch.zeros(3).long(), n_bins=0), ">= 1"),
         (
-            lambda: smooth_ece(torch.ones(3, 2) / 2, torch.zeros(3).long(), include_self="no"),
+            lambda: smooth_calibration_error(
+                torch.ones(3, 2) / 2, torch.zeros(4, dtype=torch.long)
+            ),
+            "shape",
+        ),
+        (
+            lambda: smooth_calibration_error(torch.ones(3, 2) / 2, torch.zeros(3)),
+            "integer class indices",
+        ),
+        (lambda: smooth_calibration_error(np.ones((3, 2)) / 2, torch.zeros(3)), "torch tensors"),
+        (
+            lambda: smooth_calibration_error(
+                torch.ones(3, 2) / 2, torch.zeros(3).long(), bandwidth=0
+            ),
+            "> 0",
+        ),
+        (
+            lambda: differentiable_calibration_error(
+                torch.ones(3, 2) / 2, torch.zeros(3).long(), n_bins=0
+            ),
+            ">= 1",
+        ),
+        (
+            lambda: smooth_calibration_error(
+                torch.ones(3, 2) / 2, torch.zeros(3).long(), include_self="no"
+            ),
             "`include_self` to be a bool",
         ),
-        (lambda: differentiable_ece(torch.ones(3, 2) / 2, torch.zeros(3).long(), t_b=0), "t_b"),
         (
-            lambda: differentiable_ece(torch.ones(3, 2) / 2, torch.zeros(3).long(), t_a=np.inf),
+            lambda: differentiable_calibration_error(
+                torch.ones(3, 2) / 2, torch.zeros(3).long(), t_b=0
+            ),
+            "t_b",
+        ),
+        (
+            lambda: differentiable_calibration_error(
+                torch.ones(3, 2) / 2, torch.zeros(3).long(), t_a=np.inf
+            ),
             "`t_a` to be a finite number",
         ),
         (
-            lambda: smooth_ece(torch.ones(3, 2) / 2, torch.zeros(3).long(), bandwidth=np.inf),
+            lambda: smooth_calibration_error(
+                torch.ones(3, 2) / 2, torch.zeros(3).long(), bandwidth=np.inf
+            ),
             "`bandwidth` to be a finite number",
         ),
         (
-            lambda: smooth_ece(torch.ones(3, 2) / 2, torch.zeros(3).long(), accuracy="binary"),
+            lambda: smooth_calibration_error(
+                torch.ones(3, 2) / 2, torch.zeros(3).long(), accuracy="binary"
+            ),
             "`accuracy` to be 'hard' or 'soft', got 'binary'",
         ),
         (
-            lambda: smooth_ece(torch.ones(3, 2) / 2, torch.zeros(3).long(), t_a=0.0),
+            lambda: smooth_calibration_error(torch.ones(3, 2) / 2, torch.zeros(3).long(), t_a=0.0),
             "`t_a`",
         ),
         (

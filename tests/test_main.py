@@ -1,6 +1,5 @@
 import re
 import struct
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,11 +14,11 @@ from sklearn_calib.__main__ import FIGURE_FILE, REPORT_FILE, main
 from sklearn_calib._experiment import default_n_train
 from sklearn_calib.calibrators import HistogramBinning, TemperatureScaling
 from sklearn_calib.evaluation import (
-    TEMPERATURE_COLUMN,
+    _TEMPERATURE_COLUMN,
     Prediction,
+    _interval_column,
     evaluation_table,
     format_table,
-    interval_column,
 )
 from sklearn_calib.metrics import REPORT_METRICS
 from sklearn_calib.scoring import expected_calibration_error, smooth_calibration_error
@@ -28,11 +27,11 @@ COLUMNS = [
     name
     for metric in REPORT_METRICS
     for name in (
-        [metric.label, interval_column(metric.label)]
+        [metric.label, _interval_column(metric.label)]
         if metric.name in ("nll", "ece")
         else [metric.label]
     )
-] + [TEMPERATURE_COLUMN]
+] + [_TEMPERATURE_COLUMN]
 CALIBRATIONS = ("", "+TS", "+HB")
 
 
@@ -76,7 +75,7 @@ def check_rows(rows, models):
             assert all(row[name] is not None for name in COLUMNS[:-1])
             assert 0 <= row["ECE"] <= row["MCE"] <= 1
             for metric in ("NLL", "ECE"):
-                low, high = row[interval_column(metric)]
+                low, high = row[_interval_column(metric)]
                 assert 0 <= low < high and low <= 1.05 * row[metric] and row[metric] <= high
             assert (row["T"] is not None) == (suffix == "+TS")
         assert rows[model + "+TS"]["T"] > 0
@@ -87,6 +86,7 @@ def check_rows(rows, models):
         assert rows[model + "+HB"]["accuracy"] == accuracy
 
 
+@pytest.mark.slow
 def test_main_job_on_digits_prints_and_writes_the_report_and_the_diagrams(tmp_path, capsys):
     out = tmp_path / "out"
     argv = ["--out", str(out), "--seed", "3", "--n-bins", "10", "--epochs", "2"]
@@ -132,6 +132,7 @@ fashion_mnist_installed = pytest.mark.usefixtures("fashion_mnist")
 
 
 @fashion_mnist_installed
+@pytest.mark.slow
 def test_main_job_on_fashion_mnist_subset(tmp_path, capsys):
     out = tmp_path / "out"
     argv = ["--dataset", "fashion_mnist", "--n-train", "300", "--calibration-size", "1000"]
@@ -234,69 +235,7 @@ def test_report_shows_the_temperature_of_temperature_scaled_rows_only():
     }
     table = evaluation_table(predictions, [0, 1, 1], intervals=["nll", "ece"], random_state=0)
     assert list(table["model+TS"]) == COLUMNS and table["model+TS"]["T"] == 1.75
-    assert TEMPERATURE_COLUMN not in table["model"]
+    assert _TEMPERATURE_COLUMN not in table["model"]
     rows = read_table(format_table(table))
     assert rows["model"]["T"] is None and rows["model+TS"]["T"] == 1.75
     assert rows["model+TS"]["accuracy"] == pytest.approx(2 / 3, abs=5e-5)
-
-
-def readme_snippet(section, level="##"):
-    """The first Python code block after the README heading ``section``."""
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    text = readme.split(f"{level} {section}\n", 1)[1]
-    return re.search(r"```python\n(.*?)```", text, re.S).group(1)
-
-
-def test_readme_quickstart_runs():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    namespace = {}
-    exec(readme_snippet("Quickstart: measuring calibration"), namespace)
-    search, X_test, y_test = namespace["search"], namespace["X_test"], namespace["y_test"]
-    assert search.best_score_ < 0
-    assert 0 < expected_calibration_error(y_test, search.predict_proba(X_test)) < 0.1
-    plt.close("all")
-
-
-def test_readme_logits_and_labels_runs(capsys):
-    namespace = {}
-    exec(
-        readme_snippet("I have logits and labels: is my model calibrated, and how sure is that?"),
-        namespace,
-    )
-    labels, proba, ci = namespace["labels"], namespace["proba"], namespace["ci"]
-    printed = capsys.readouterr().out
-    assert printed.startswith("Calibration report: 10000 samples, 10 classes")
-    assert ci.low <= ci.estimate <= ci.high
-    assert ci.estimate == expected_calibration_error(labels, proba)
-    assert f"ECE {ci.estimate:.4f}" in printed
-
-
-def test_readme_refinement_selection_runs(capsys):
-    namespace = {}
-    exec(readme_snippet("Select by refinement, then calibrate", level="###"), namespace)
-    network = namespace["calibrated"].estimators_[0]
-    recorded = network.history[:, "valid_refinement"]
-    assert all(value < 0 for value in recorded) and len(recorded) < 30
-    assert float(capsys.readouterr().out.splitlines()[-1]) < 0.2
-
-
-def test_readme_neural_network_quickstart_runs(capsys):
-    namespace = {}
-    exec(readme_snippet("Quickstart: calibrated neural networks"), namespace)
-    search, calibrated = namespace["search"], namespace["calibrated"]
-    X_test, y_test = namespace["X_test"], namespace["y_test"]
-    scores = search.cv_results_["mean_test_score"]
-    assert search.best_params_["criterion__gamma"] == [1, 3, 5][np.argmax(scores)]
-    network, calibrator = calibrated.estimators_[0], calibrated.calibrators_[0]
-    assert network.criterion_.gamma == search.best_params_["criterion__gamma"]
-    assert calibrator.temperature_ > 0
-    # temperature scaling keeps the network's predictions
-    np.testing.assert_array_equal(calibrated.predict(X_test), network.predict(X_test))
-    ece = expected_calibration_error(y_test, calibrated.predict_proba(X_test))
-    assert 0 < ece < 0.1
-    printed = capsys.readouterr().out.splitlines()
-    assert float(printed[-1]) == pytest.approx(ece)

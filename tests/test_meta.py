@@ -670,6 +670,7 @@ def test_gammas_after_training_are_positive_and_varied(fitted, digits):
     assert np.all(np.asarray(fitted.history[:, "gamma_mean"]) > 0)
 
 
+@pytest.mark.slow
 def test_learned_gamma_stays_sensible_and_calibrates_like_focal_loss(digits):
     # Regression test for a meta step that moved gamma by ~1 per Adam step: gamma then
     # random-walked to 5-12 within these 340 steps and the test ECE tripled (0.17 vs 0.05).
@@ -698,6 +699,7 @@ def test_learned_gamma_stays_sensible_and_calibrates_like_focal_loss(digits):
     assert meta.history[-1, "meta_loss"] < meta.history[0, "meta_loss"]
 
 
+@pytest.mark.slow
 def test_gamma_net_raises_gamma_where_noisy_labels_make_the_network_overconfident():
     # A small positive control (benchmarks/scripts/gamma_control.py, scaled down): memorising 20 %
     # of random labels makes the network overconfident late in training, so focal loss
@@ -736,6 +738,7 @@ def test_gamma_net_raises_gamma_where_noisy_labels_make_the_network_overconfiden
     assert gammas["network"] > 1.5 and gammas["network"] > gammas["head"] + 0.5, gammas
 
 
+@pytest.mark.slow
 def test_meta_batch_size_sets_the_meta_batches(digits, monkeypatch):
     sizes = []
 
@@ -752,6 +755,7 @@ def test_meta_batch_size_sets_the_meta_batches(digits, monkeypatch):
     assert sizes == [64, 16, 135]
 
 
+@pytest.mark.slow
 def test_default_gamma_moves_and_spreads(digits):
     # At the former default (a step of 1e-3 of gamma) gamma stayed within 0.005
     # of 1 with a standard deviation below 0.001; the default meta step must move it
@@ -888,6 +892,7 @@ def test_training_options(digits, options):
     np.testing.assert_allclose(net.predict_proba(X_test).sum(1), 1.0, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_image_network_with_batch_norm(digits):
     X_train, X_test, y_train, y_test = digits
     net = small_meta(
@@ -897,6 +902,7 @@ def test_image_network_with_batch_norm(digits):
     assert np.isfinite(net.history[:, "gamma_std"]).all()
 
 
+@pytest.mark.slow
 def test_refit_is_identical(digits):
     X_train, X_test, y_train, _ = digits
     first = small_meta(max_epochs=2).fit(X_train, y_train).predict_proba(X_test)
@@ -904,6 +910,7 @@ def test_refit_is_identical(digits):
     np.testing.assert_array_equal(first, second)
 
 
+@pytest.mark.slow
 def test_meta_optimizer_parameters_route_to_the_regularizers_adam(digits):
     X_train, _, y_train, _ = digits
     X, y = X_train[:400], y_train[:400]
@@ -934,6 +941,7 @@ def test_meta_optimizer_parameters_route_to_the_regularizers_adam(digits):
 # ------------------------------------------------------------------ scikit-learn integration
 
 
+@pytest.mark.slow
 def test_grid_search_and_cross_val_score(digits):
     X_train, _, y_train, _ = digits
     X, y = X_train[:500], y_train[:500]
@@ -949,9 +957,10 @@ def test_grid_search_and_cross_val_score(digits):
     assert scores.shape == (3,) and np.all(scores > 0.5)
 
 
+@pytest.mark.slow
 def test_calibrated_classifier(digits):
     X_train, X_test, y_train, _ = digits
-    calibrated = CalibratedClassifier(small_meta(max_epochs=3), TemperatureScaling(), cv=2)
+    calibrated = CalibratedClassifier(small_meta(max_epochs=3), calibrator=TemperatureScaling())
     calibrated.fit(X_train, y_train)
     proba = calibrated.predict_proba(X_test)
     np.testing.assert_allclose(proba.sum(1), 1.0, atol=1e-5)

@@ -10,6 +10,7 @@ import pytest
 from scipy.special import expit, softmax
 from sklearn.base import clone
 from sklearn.compose import make_column_transformer
+from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold, cross_val_score
 from sklearn.pipeline import make_pipeline
@@ -192,7 +193,7 @@ def test_held_out_log_loss_improves_on_temperature_scaling(planted):
     )
 
 
-# ----------------------------------------------------------------------- multiclass modes
+# ----------------------------------------------------------------- multiclass reductions
 
 
 def group_temperatures(n=12000, seed=0):
@@ -205,11 +206,11 @@ def group_temperatures(n=12000, seed=0):
     return logits, groups, y
 
 
-@pytest.mark.parametrize("multiclass", ["classwise", "top_label"])
-def test_multiclass_modes_calibrate_every_group(multiclass):
+@pytest.mark.parametrize("multi_class", ["classwise", "top_label"])
+def test_multiclass_reductions_calibrate_every_group(multi_class):
     logits, groups, y = group_temperatures()
     fit, test = slice(0, 6000), slice(6000, None)
-    mcb = MulticalibrationBoosting(multiclass=multiclass, random_state=0)
+    mcb = MulticalibrationBoosting(multi_class=multi_class, random_state=0)
     proba = mcb.fit(logits[fit], y[fit], groups=groups[fit]).predict_proba(
         logits[test], groups=groups[test]
     )
@@ -229,7 +230,7 @@ def test_multiclass_modes_calibrate_every_group(multiclass):
 
 def test_top_label_mode_keeps_the_other_classes_proportions():
     logits, groups, y = group_temperatures(3000)
-    mcb = MulticalibrationBoosting(multiclass="top_label", random_state=0)
+    mcb = MulticalibrationBoosting(multi_class="top_label", random_state=0)
     proba = mcb.fit(logits, y, groups=groups).predict_proba(logits, groups=groups)
     before = softmax(logits, axis=1)
     top = before.argmax(axis=1)
@@ -237,7 +238,7 @@ def test_top_label_mode_keeps_the_other_classes_proportions():
     rest[np.arange(len(top)), top] = False
     ratio = proba[rest].reshape(-1, 3) / before[rest].reshape(-1, 3)
     np.testing.assert_allclose(ratio, ratio[:, :1] * np.ones((1, 3)), rtol=1e-9)
-    assert mcb.n_rounds_ > 0
+    assert mcb.n_iter_ > 0
 
 
 # -------------------------------------------------------------------- fitting and groups
@@ -257,7 +258,7 @@ def test_weights_count_as_repeated_rows(linear_leaves):
     scores, features, y = weighted_problem()
     weight = np.random.default_rng(1).integers(0, 4, len(y))
     repeated = np.repeat(np.arange(len(y)), weight)
-    options = {"early_stopping": False, "max_rounds": 20, "linear_leaves": linear_leaves}
+    options = {"early_stopping": False, "max_iter": 20, "linear_leaves": linear_leaves}
     weighted = MulticalibrationBoosting(**options).fit(
         scores, y, sample_weight=weight, groups=features
     )
@@ -274,7 +275,7 @@ def test_weights_count_as_repeated_rows(linear_leaves):
 def test_mixed_group_features_and_unseen_categories():
     scores, features, y = weighted_problem(2000)
     mcb = MulticalibrationBoosting(random_state=0).fit(scores, y, groups=features)
-    assert mcb.n_group_features_ == 2 and mcb.n_rounds_ > 0
+    assert mcb.n_group_features_ == 2 and mcb.n_iter_ > 0
     unseen = features.assign(g="d")
     proba = mcb.predict_proba(scores, groups=unseen)
     assert np.isfinite(proba).all() and np.allclose(proba.sum(axis=1), 1.0)
@@ -296,12 +297,12 @@ def test_mixed_group_features_and_unseen_categories():
 def test_early_stopping_keeps_the_iteration_of_least_held_out_loss():
     scores, features, y = weighted_problem(3000)
     for validation in (0.25, 4):
-        mcb = MulticalibrationBoosting(validation=validation, random_state=0, max_rounds=60)
+        mcb = MulticalibrationBoosting(validation_fraction=validation, random_state=0, max_iter=60)
         mcb.fit(scores, y, groups=features)
-        assert mcb.n_rounds_ == int(np.argmin(mcb.validation_loss_))
-        assert len(mcb.trees_) == mcb.n_rounds_
-    fixed = MulticalibrationBoosting(early_stopping=False, max_rounds=7).fit(scores, y)
-    assert fixed.n_rounds_ == 7 and not hasattr(fixed, "validation_loss_")
+        assert mcb.n_iter_ == int(np.argmin(mcb.validation_loss_))
+        assert len(mcb.trees_) == mcb.n_iter_
+    fixed = MulticalibrationBoosting(early_stopping=False, max_iter=7).fit(scores, y)
+    assert fixed.n_iter_ == 7 and not hasattr(fixed, "validation_loss_")
 
 
 def test_calibrated_scores_without_signal_get_few_trees():
@@ -312,7 +313,7 @@ def test_calibrated_scores_without_signal_get_few_trees():
     mcb = MulticalibrationBoosting(random_state=0).fit(scores, y, groups=noise)
     proba = mcb.predict_proba(scores, groups=noise)[:, 1]
     assert np.abs(proba - expit(scores)).max() < 0.05
-    assert mcb.validation_loss_[mcb.n_rounds_] <= mcb.validation_loss_[0]
+    assert mcb.validation_loss_[mcb.n_iter_] <= mcb.validation_loss_[0]
 
 
 @pytest.mark.parametrize(
@@ -327,7 +328,7 @@ def test_calibrated_scores_without_signal_get_few_trees():
 def test_groups_must_match_between_fit_and_predict(fit_groups, predict_groups, message):
     rng = np.random.default_rng(0)
     scores, y = rng.normal(size=50), rng.integers(0, 2, 50)
-    mcb = MulticalibrationBoosting(early_stopping=False, max_rounds=2)
+    mcb = MulticalibrationBoosting(early_stopping=False, max_iter=2)
     mcb.fit(scores, y, groups=fit_groups)
     with pytest.raises(ValueError, match=message):
         mcb.predict_proba(scores, groups=predict_groups)
@@ -348,7 +349,7 @@ def test_bad_group_features_are_named(groups, message):
     rng = np.random.default_rng(0)
     n = len(groups)
     scores, y = rng.normal(size=n), rng.integers(0, 2, n)
-    mcb = MulticalibrationBoosting(early_stopping=False, max_rounds=1)
+    mcb = MulticalibrationBoosting(early_stopping=False, max_iter=1)
     if message is None:
         mcb.fit(scores, y, groups=groups)  # one category per row is allowed
         return
@@ -358,9 +359,7 @@ def test_bad_group_features_are_named(groups, message):
 
 def test_missing_and_unorderable_group_values_in_predict():
     scores, features, y = weighted_problem(500)
-    mcb = MulticalibrationBoosting(early_stopping=False, max_rounds=3).fit(
-        scores, y, groups=features
-    )
+    mcb = MulticalibrationBoosting(early_stopping=False, max_iter=3).fit(scores, y, groups=features)
     with_none = features.assign(g=features["g"].astype(object))
     with_none.loc[[2, 5], "g"] = None
     with pytest.raises(ValueError, match="got None in 2 of 500 rows of `groups` column 0"):
@@ -395,7 +394,7 @@ def test_a_fit_with_groups_warns_once_at_its_caller():
     y, groups = proba.argmax(axis=1), rng.integers(0, 2, 400)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        MulticalibrationBoosting(max_rounds=3, random_state=0).fit(proba, y, groups=groups)
+        MulticalibrationBoosting(max_iter=3, random_state=0).fit(proba, y, groups=groups)
     declared = [w for w in caught if "declared as logits" in str(w.message)]
     assert len(declared) == 1
     assert declared[0].filename == __file__
@@ -438,7 +437,9 @@ def test_calibrated_classifier_passes_columns_of_X_as_groups(selector):
     X, y, model = grouped_frame()
     model.fit(X, y)
     clf = CalibratedClassifier(
-        model, MulticalibrationBoosting(random_state=0), method="prefit", group_features=selector
+        FrozenEstimator(model),
+        calibrator=MulticalibrationBoosting(random_state=0),
+        group_features=selector,
     ).fit(X, y)
     by_hand = MulticalibrationBoosting(input="logits", random_state=0).fit(
         model.decision_function(X), y, groups=X[["g"]]
@@ -458,16 +459,16 @@ def test_calibrated_classifier_with_group_features_cross_validates():
         ("ts", TemperatureScaling(), None),
     ):
         clf = CalibratedClassifier(
-            model, calibrator, calibration_size=0.5, random_state=0, group_features=features
+            model, calibrator=calibrator, cv=0.5, random_state=0, group_features=features
         )
         scores[name] = cross_val_score(clf, X, y, cv=3, scoring=scorer).mean()
     assert scores["mcb"] > scores["ts"]  # negated worst-group ECE: greater is better
     with pytest.raises(ValueError, match="needs a calibrator that takes group features"):
-        CalibratedClassifier(model, TemperatureScaling(), group_features=["g"]).fit(X, y)
+        CalibratedClassifier(model, calibrator=TemperatureScaling(), group_features=["g"]).fit(X, y)
     with pytest.raises(ValueError, match="Could not select `group_features`"):
-        CalibratedClassifier(model, MulticalibrationBoosting(), group_features=["missing"]).fit(
-            X, y
-        )
+        CalibratedClassifier(
+            model, calibrator=MulticalibrationBoosting(), group_features=["missing"]
+        ).fit(X, y)
 
 
 def test_selector_gives_groups_to_the_candidates_that_take_them():

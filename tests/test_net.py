@@ -29,14 +29,14 @@ from torch.utils.data import Subset
 from sklearn_calib import MetaNetClassifier
 from sklearn_calib.estimators import (
     RECIPES,
-    REFERENCE_PAIRING,
-    MixedTarget,
     NetClassifier,
     _cuda_graph,
     _training,
 )
 from sklearn_calib.estimators._augment import mixup, random_crop, random_flip
+from sklearn_calib.estimators._recipes import DEFAULT_LRS, REFERENCE_PAIRING
 from sklearn_calib.estimators._run import needs_live_batches
+from sklearn_calib.estimators._targets import MixedTarget
 from sklearn_calib.estimators.networks import MLP, NETWORKS
 from sklearn_calib.scoring import expected_calibration_error, get_scorer, smooth_calibration_error
 
@@ -1196,8 +1196,6 @@ def test_a_network_instance_is_copied_refits_alike_and_stays_unchanged(digits):
 
 
 def test_defaults_train_well_and_each_optimizer_has_its_learning_rate(digits):
-    from sklearn_calib.estimators import DEFAULT_LRS
-
     X_train, X_test, y_train, y_test = digits
     net = NetClassifier(random_state=0).fit(X_train, y_train)  # every parameter its default
     assert isinstance(net.optimizer_, torch.optim.AdamW) and len(net.history) == 20

@@ -6,7 +6,6 @@ import inspect
 import io
 import os
 import pickle
-import re
 import subprocess
 import sys
 import warnings
@@ -24,23 +23,14 @@ from skorch.exceptions import DeviceWarning
 
 from sklearn_calib import calibrators, persistence
 from sklearn_calib.calibrators import (
-    BetaCalibration,
     CalibratedClassifier,
-    CalibratorSelector,
-    DirichletCalibration,
-    EnsembleTemperatureScaling,
     HistogramBinning,
-    IsotonicCalibration,
-    MatrixScaling,
-    PlattScaling,
-    QuadraticScaling,
-    ScalingBinning,
-    StructuredMatrixScaling,
-    StructuredVectorScaling,
     TemperatureScaling,
-    VectorScaling,
 )
 from sklearn_calib.estimators import Lookahead, MetaNetClassifier, NetClassifier
+
+from estimator_registry import CALIBRATORS as CALIBRATOR_NAMES
+from estimator_registry import tiny
 
 skops_io = pytest.importorskip("skops.io")
 from skops.io.exceptions import UntrustedTypesFoundException  # noqa: E402
@@ -57,12 +47,6 @@ _spec = importlib.util.spec_from_file_location(
 )
 make_calibrator_fixtures = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(make_calibrator_fixtures)
-
-
-def readme_snippet(section):
-    """The first Python code block after the README heading ``section``."""
-    text = (REPO / "README.md").read_text().split(f"## {section}\n", 1)[1]
-    return re.search(r"```python\n(.*?)```", text, re.S).group(1)
 
 
 def small_net(cls=NetClassifier, **params):
@@ -91,23 +75,8 @@ def round_trip(estimator, how, tmp_path):
     return persistence.load(path)
 
 
-CALIBRATORS = [
-    TemperatureScaling(),
-    TemperatureScaling(objective="ece"),
-    EnsembleTemperatureScaling(),
-    HistogramBinning(),
-    ScalingBinning(),
-    IsotonicCalibration(),
-    VectorScaling(),
-    MatrixScaling(),
-    PlattScaling(),
-    StructuredVectorScaling(),
-    StructuredMatrixScaling(),
-    DirichletCalibration(cv=3),
-    QuadraticScaling(),
-    BetaCalibration(),
-    CalibratorSelector(cv=3),
-]
+#: Every calibrator of the registry, and temperature scaling by the ECE.
+CALIBRATORS = [tiny(name) for name in CALIBRATOR_NAMES] + [TemperatureScaling(objective="ece")]
 
 HOW = ["pickle", "joblib", "skops"]
 
@@ -236,7 +205,7 @@ def test_calibrated_classifier_round_trips(digits, how, inner, tmp_path):
     X_train, X_test, y_train, _ = digits
     estimator = small_net(max_epochs=2) if inner == "net" else LogisticRegression(max_iter=300)
     model = CalibratedClassifier(
-        estimator, calibrator=HistogramBinning(), calibration_size=0.3, random_state=0
+        estimator, calibrator=HistogramBinning(), cv=0.3, random_state=0
     ).fit(X_train, y_train)
     loaded = round_trip(model, how, tmp_path)
     np.testing.assert_array_equal(loaded.predict_proba(X_test), model.predict_proba(X_test))
@@ -300,14 +269,6 @@ def test_skorch_splits_and_callbacks_load_without_trusting_more(digits, tmp_path
         EpochScoring,
         ProgressBar,
     ]
-
-
-def test_readme_persistence_snippet_runs(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    namespace = {}
-    exec(readme_snippet("Faults and persistence"), namespace)
-    X, net, loaded = namespace["X"], namespace["net"], namespace["loaded"]
-    np.testing.assert_array_equal(loaded.predict_proba(X), net.predict_proba(X))
 
 
 class CustomModule(torch.nn.Module):
@@ -551,7 +512,8 @@ def test_calibrators_of_version_0_1_0_load_and_predict_alike(how):
     """Files written by version 0.1.0 (``tests/data/make_calibrator_fixtures.py``) load.
 
     They predict the stored probabilities to float64's precision (another processor's
-    vector paths differ in the last bits).
+    vector paths differ in the last bits), hold their parameters under the names of the
+    current version (every deprecated spelling unset) and refit without a FutureWarning.
     """
     stem = GPU_FIXTURES / make_calibrator_fixtures.STEM
     if how == "pickle":
@@ -569,6 +531,20 @@ def test_calibrators_of_version_0_1_0_load_and_predict_alike(how):
         np.testing.assert_allclose(
             model.predict_proba(logits), expected[name], rtol=1e-12, atol=1e-15, err_msg=name
         )
+        deprecated = {
+            parameter
+            for parameter, value in inspect.signature(type(model)).parameters.items()
+            if value.default == "deprecated"
+        }
+        params = model.get_params(deep=False)
+        assert {parameter: params[parameter] for parameter in deprecated} == dict.fromkeys(
+            deprecated, "deprecated"
+        ), name
+    logits, y = make_calibrator_fixtures.scores()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        for name in ("CalibratedClassifier", "DirichletCalibration", "HistogramBinning"):
+            clone(models[name]).fit(logits, y)
 
 
 def test_state_trees_round_trip_bfloat16_and_rebuild_containers():

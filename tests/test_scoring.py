@@ -6,7 +6,8 @@ import torch
 from sklearn.metrics import brier_score_loss, log_loss
 from torchmetrics.functional.classification import multiclass_calibration_error
 
-from sklearn_calib.metrics import _metrics, _predictions, _smooth
+from sklearn_calib.metrics._core import _rows
+from sklearn_calib.metrics._functions import _binned, _sece
 from sklearn_calib.scoring import (
     adaptive_calibration_error,
     brier_score,
@@ -318,7 +319,7 @@ def test_sece_matches_the_all_pairs_formula_in_small_blocks(monkeypatch, include
     options = {"bandwidth": bandwidth, "include_self": include_self, "sample_weight": weight}
     got = smooth_calibration_error(y, proba, method="exact", **options)
     assert got == pytest.approx(expected, abs=1e-12)
-    monkeypatch.setattr(_smooth, "_BLOCK_ELEMENTS", 500)
+    monkeypatch.setattr(_sece, "_BLOCK_ELEMENTS", 500)
     got = smooth_calibration_error(y, proba, method="exact", **options)
     assert got == pytest.approx(expected, abs=1e-12)
     # the binned sums stay within their guaranteed 1e-6 of the exact ones
@@ -345,7 +346,7 @@ def test_dece_matches_the_formula_in_small_blocks(monkeypatch):
     proba, y = random_proba(300, 5, 10)
     expected = brute_dece(y, proba)
     assert differentiable_calibration_error(y, proba) == pytest.approx(expected, abs=1e-12)
-    monkeypatch.setattr(_predictions, "_BLOCK_ELEMENTS", 64)
+    monkeypatch.setattr(_rows, "_BLOCK_ELEMENTS", 64)
     assert differentiable_calibration_error(y, proba) == pytest.approx(expected, abs=1e-12)
     assert differentiable_calibration_error(y, proba, n_bins=5, t_a=10.0, t_b=0.1) == (
         pytest.approx(brute_dece(y, proba, 5, 10.0, 0.1), abs=1e-12)
@@ -366,8 +367,8 @@ def test_blocked_computations_match_one_block(monkeypatch):
         ]
 
     expected = values()
-    monkeypatch.setattr(_predictions, "_BLOCK_ELEMENTS", 50)
-    monkeypatch.setattr(_metrics, "_TOP_LABEL_ROWS", 37)
+    monkeypatch.setattr(_rows, "_BLOCK_ELEMENTS", 50)
+    monkeypatch.setattr(_binned, "_TOP_LABEL_ROWS", 37)
     got = values()
     np.testing.assert_allclose(got, expected, rtol=1e-12)
 

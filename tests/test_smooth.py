@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import relplot
 
-from sklearn_calib.metrics import _smooth
+from sklearn_calib.metrics._functions import _sece, _smece
 from sklearn_calib.scoring import (
     smooth_calibration_error,
     smooth_ece,
@@ -108,7 +108,7 @@ def test_sece_binned_within_the_stated_bound_of_exact(include_self, bandwidth):
         binned = smooth_calibration_error(
             y, proba, method="binned", sample_weight=sample_weight, **options
         )
-        assert abs(binned - exact) <= _smooth.SECE_BINNED_TOLERANCE
+        assert abs(binned - exact) <= _sece.SECE_BINNED_TOLERANCE
 
 
 def test_sece_binned_computes_isolated_rows_exactly(monkeypatch):
@@ -118,16 +118,16 @@ def test_sece_binned_computes_isolated_rows_exactly(monkeypatch):
     y = np.zeros(101, dtype=int)
     y[0] = 1
     calls = []
-    exact_sums = _smooth._exact_kernel_sums
+    exact_sums = _sece._exact_kernel_sums
 
     def spy(score, outcome, weight, bandwidth, include_self, rows):
         calls.append(rows)
         return exact_sums(score, outcome, weight, bandwidth, include_self, rows)
 
-    monkeypatch.setattr(_smooth, "_exact_kernel_sums", spy)
+    monkeypatch.setattr(_sece, "_exact_kernel_sums", spy)
     binned = smooth_calibration_error(y, proba, include_self=False, method="binned")
     assert len(calls) == 1 and 0 in calls[0]
-    monkeypatch.setattr(_smooth, "_exact_kernel_sums", exact_sums)
+    monkeypatch.setattr(_sece, "_exact_kernel_sums", exact_sums)
     exact = smooth_calibration_error(y, proba, include_self=False, method="exact")
     assert binned == pytest.approx(exact, abs=1e-6)
 
@@ -136,7 +136,7 @@ def test_sece_auto_is_exact_when_cheap_and_binned_when_not(monkeypatch):
     y, proba = multiclass_data(3000, 3, 9)
     exact = smooth_calibration_error(y, proba, method="exact")
     assert smooth_calibration_error(y, proba) == exact
-    monkeypatch.setattr(_smooth, "_EXACT_PAIRS", 10)
+    monkeypatch.setattr(_sece, "_EXACT_PAIRS", 10)
     auto = smooth_calibration_error(y, proba)
     assert auto == smooth_calibration_error(y, proba, method="binned") != exact
     assert auto == pytest.approx(exact, abs=1e-6)
@@ -199,10 +199,10 @@ def test_smooth_reliability_diagram_bad_options():
 
 @pytest.mark.parametrize("n_points, bandwidth", [(1001, 0.1), (1000, 0.05), (1201, 0.03)])
 def test_mesh_operator_is_the_smoothing_then_the_interpolation(n_points, bandwidth):
-    mesh = _smooth._smece_mesh(bandwidth)
-    operator = _smooth.mesh_operator(n_points, bandwidth, mesh)
+    mesh = _smece._smece_mesh(bandwidth)
+    operator = _smece.mesh_operator(n_points, bandwidth, mesh)
     grid = np.random.default_rng(0).random((3, n_points))
-    expected = _smooth.interpolate_on_mesh(_smooth.reflected_smoothing(grid, bandwidth), mesh)
+    expected = _smece.interpolate_on_mesh(_smece.reflected_smoothing(grid, bandwidth), mesh)
     np.testing.assert_allclose(grid @ operator, expected, rtol=1e-12, atol=1e-12)
     # a mesh as fine as the grid: no operator (the replicates are smoothed one by one)
-    assert _smooth.mesh_operator(1001, 0.01, _smooth._smece_mesh(0.01)) is None
+    assert _smece.mesh_operator(1001, 0.01, _smece._smece_mesh(0.01)) is None

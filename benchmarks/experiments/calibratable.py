@@ -119,7 +119,7 @@ class Calibratable(Experiment):
             "mechanism as their focal loss; the paper does not say).",
             "Histogram binning: 15 equal-size bins on the top-1 confidence, each bin's value "
             "the validation accuracy in it (`HistogramBinning(strategy='uniform', "
-            "mode='top_label')`).",
+            "multi_class='top_label')`).",
         ]
         return report.write(setup_text(context, [GRID]), notes)
 

@@ -86,7 +86,7 @@ class Focal(Experiment):
             "The temperature is chosen on the validation set, never on test data. Histogram "
             "binning (HB): 15 equal-width bins of the top-label confidence, each bin's value "
             "the validation accuracy in it (`HistogramBinning(strategy='uniform', "
-            "mode='top_label')`), as for the Wang et al. (2021) family.",
+            "multi_class='top_label')`), as for the Wang et al. (2021) family.",
         ]
         return report.write(setup_text(context, [GRID]), notes)
 

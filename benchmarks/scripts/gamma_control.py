@@ -90,7 +90,11 @@ from torch.func import functional_call
 from sklearn_calib import MetaNetClassifier
 from sklearn_calib.datasets import load_fashion_mnist
 from sklearn_calib.estimators import NetClassifier
-from sklearn_calib.losses import FocalLoss, differentiable_ece, smooth_ece
+from sklearn_calib.losses import (
+    FocalLoss,
+    differentiable_calibration_error,
+    smooth_calibration_error,
+)
 from sklearn_calib.scoring import expected_calibration_error
 
 #: Sizes of the training, meta-validation, validation and test parts (synthetic regimes).
@@ -271,7 +275,7 @@ class _MLP(nn.Module):
 
 def _sece(bandwidth, accuracy, include_self=True):
     def objective(logits, y):
-        return smooth_ece(
+        return smooth_calibration_error(
             torch.softmax(logits, 1),
             y,
             bandwidth=bandwidth,
@@ -292,7 +296,7 @@ PROBE_OBJECTIVES = {
     "SECE h 0.01 hard": _sece(0.01, "hard"),
     "SECE h 0.01 soft, j != i": _sece(0.01, "soft", include_self=False),
     "SECE h 0.1 soft": _sece(0.1, "soft"),
-    "DECE": lambda logits, y: differentiable_ece(torch.softmax(logits, 1), y),
+    "DECE": lambda logits, y: differentiable_calibration_error(torch.softmax(logits, 1), y),
     "confidence - accuracy": _confidence_gap,
 }
 #: The probe's virtual steps: (what steps, meta batch size, virtual lr / network lr).

@@ -58,7 +58,7 @@ from torch.func import functional_call
 from sklearn_calib import MetaNetClassifier, TemperatureScaling
 from sklearn_calib.datasets import load_fashion_mnist
 from sklearn_calib.estimators import NetClassifier
-from sklearn_calib.losses import FocalLoss, smooth_ece
+from sklearn_calib.losses import FocalLoss, smooth_calibration_error
 from sklearn_calib.scoring import expected_calibration_error
 
 #: Edges of the recorded histogram of gamma.
@@ -168,7 +168,7 @@ def _meta_gradient(module, lr, batch, meta_batch, bandwidth, whole):
     else:
         meta_features = module.features(X_meta.double()).detach()
         meta_logits = meta_features @ updated["head.weight"].T + updated["head.bias"]
-    loss = smooth_ece(torch.softmax(meta_logits, 1), y_meta, bandwidth=bandwidth)
+    loss = smooth_calibration_error(torch.softmax(meta_logits, 1), y_meta, bandwidth=bandwidth)
     return torch.autograd.grad(loss, gamma)[0].numpy()
 
 

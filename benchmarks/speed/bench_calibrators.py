@@ -8,8 +8,9 @@ in probmetrics (betacal for beta calibration) on the same input, as a user calls
 - temperature scaling: ``TemperatureScaling()`` vs ``get_calibrator("temp-scaling")``;
 - structured vector / matrix scaling: ``StructuredVectorScaling()``,
   ``StructuredMatrixScaling()`` vs ``get_calibrator("svs")``, ``get_calibrator("sms")``;
-- vector / matrix scaling: ``VectorScaling()``, ``MatrixScaling(off_diagonal_l2=0)`` vs
-  probmetrics' ``VectorScalingCalibrator()``, ``MatrixScalingCalibrator()`` (unpenalised);
+- vector / matrix scaling: ``VectorScaling()``,
+  ``MatrixScaling(l2_regularization_off_diagonal=0)`` vs probmetrics'
+  ``VectorScalingCalibrator()``, ``MatrixScalingCalibrator()`` (unpenalised);
 - on a binary problem of the same size: quadratic scaling, ``QuadraticScaling()`` vs
   ``get_calibrator("quadratic-scaling")``, and beta calibration,
   ``BetaCalibration(input="probabilities")`` vs ``betacal.BetaCalibration()`` (which
@@ -144,7 +145,7 @@ FRONTIER = {
         "proba",
     ),
     "matrix": (
-        lambda: MatrixScaling(off_diagonal_l2=0.0),
+        lambda: MatrixScaling(l2_regularization_off_diagonal=0.0),
         "log_proba",
         lambda: _probmetrics("MatrixScalingCalibrator"),
         "proba",

@@ -28,6 +28,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import ThreadpoolController
 
 from .._dask_chunks import uses_dask
+from .._deprecation import renamed_state, warn_renamed_parameters
 from .._validation import (
     check_class_labels,
     check_probabilities,
@@ -217,9 +218,14 @@ class BaseCalibrator(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
     receive 2-D scores of the kind named by ``input`` (1-D binary scores already turned
     into two columns as described in the module docstring). ``fit`` leaves a fitted
     calibrator unchanged when it raises, and issues each distinct warning once.
+    A subclass lists its renamed parameters and fitted attributes (old name to new) in
+    ``_renamed_parameters`` and ``_renamed_attributes``: a deprecated parameter spelling
+    warns at ``fit``, and a calibrator saved under the old names loads under the new ones.
     """
 
     _parameter_constraints: dict = {"input": [StrOptions({"logits", "probabilities"})]}
+    _renamed_parameters: dict = {}
+    _renamed_attributes: dict = {}
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, scores, y, sample_weight=None, classes=None):
@@ -266,6 +272,7 @@ class BaseCalibrator(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         validation and of ``_fit`` are as many frames below the caller of ``fit`` for
         every calibrator (their ``stacklevel`` points at the caller).
         """
+        warn_renamed_parameters(self, stacklevel=5)
         saved = dict(self.__dict__)
         try:
             with distinct_warnings():
@@ -274,6 +281,11 @@ class BaseCalibrator(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
             self.__dict__.clear()
             self.__dict__.update(saved)
             raise
+
+    def __setstate__(self, state):
+        """Restore a saved state; one saved before a rename gets the new names."""
+        renamed = {**self._renamed_parameters, **self._renamed_attributes}
+        super().__setstate__(renamed_state(state, renamed))
 
     def predict_proba(self, scores):
         """Return calibrated probabilities.
@@ -301,6 +313,7 @@ class BaseCalibrator(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         Returns
         -------
         proba : ndarray of shape (n_samples, n_classes), dtype float64
+            Rows sum to 1; columns follow ``classes_``.
         """
         return self.predict_proba(scores)
 
@@ -517,6 +530,7 @@ default=None
         Returns
         -------
         proba : ndarray of shape (n_samples, n_classes), dtype float64
+            Rows sum to 1; columns follow ``classes_``.
         """
         return self.predict_proba(scores, groups=groups)
 

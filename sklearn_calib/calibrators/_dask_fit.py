@@ -15,8 +15,9 @@ import numpy as np
 from sklearn.base import clone
 
 from .._dask_chunks import ChunkedRows
+from .._deprecation import parameter
 from .._validation import check_class_labels, resolve_classes
-from ..metrics._binning import assign_bins, uniform_bin_edges
+from ..metrics._core._binning import assign_bins, uniform_bin_edges
 from ._base import evenly_spaced_rows
 from ._temperature_solver import (
     _SUBSAMPLE_ROWS,
@@ -149,12 +150,12 @@ def _ties(y, scores, weight, first_row, calibrator, classes):
 
 
 def _bin_sums(y, scores, weight, first_row, calibrator, classes, n_bins):
-    """Per bin (per class in classwise mode): the weight and the weighted targets."""
+    """Per bin (per class when classwise): the weight and the weighted targets."""
     scores, y_index, weight = _checked_chunk(y, scores, weight, calibrator, classes)
     proba = calibrator._native_probabilities(scores)
     weight = np.ones(len(y_index)) if weight is None else weight
     edges = uniform_bin_edges(n_bins)
-    if calibrator.mode == "top_label":
+    if parameter(calibrator, "multi_class") == "top_label":
         correct = (np.argmax(proba, axis=1) == y_index) * weight
         index = assign_bins(proba.max(axis=1), edges)
         return np.stack([np.bincount(index, w, minlength=n_bins) for w in (weight, correct)])
@@ -175,7 +176,7 @@ def fit_histogram_binning(calibrator, scores, y, sample_weight, classes):
     edges = uniform_bin_edges(n_bins)
     centres = np.broadcast_to((edges[:-1] + edges[1:]) / 2, counts.shape)
     values = np.divide(sums, counts, out=np.array(centres), where=counts > 0)
-    if calibrator.mode == "classwise":
+    if parameter(calibrator, "multi_class") == "classwise":
         edges = np.tile(edges, (counts.shape[0], 1))
     calibrator.bin_edges_, calibrator.bin_values_, calibrator.bin_weights_ = edges, values, counts
     data.fitted(calibrator)

@@ -11,7 +11,7 @@ categorical.
 
 import numpy as np
 
-from ..metrics._group_rows import check_not_missing, distinct_values, group_columns
+from ..metrics._core._group_rows import check_not_missing, distinct_values, group_columns
 from ._histogram_tree import quantile_edges
 
 #: Most categories of one categorical group feature.

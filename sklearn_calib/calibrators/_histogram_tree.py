@@ -21,13 +21,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..metrics._binning import quantile_bin_edges
+from ..metrics._core._binning import quantile_bin_edges
 
 
 def quantile_edges(values, max_bins, sample_weight):
     """Inner edges of at most ``max_bins`` equal-mass bins of ``values`` (distinct).
 
-    The library's equal-mass rule (``metrics._binning.quantile_bin_edges``): a sample
+    The library's equal-mass rule (``metrics._core._binning.quantile_bin_edges``): a sample
     weight counts as repeated rows; a value ``x`` falls in bin
     ``searchsorted(edges, x, side="left")``, the ``(lower, upper]`` rule.
     """

@@ -10,7 +10,7 @@ on ``linspace(0, 1, M + 1)``, 0 in the first bin) and sums are float64, so the v
 import numpy as np
 import torch
 
-from ..metrics._binning import uniform_bin_edges
+from ..metrics._core._binning import uniform_bin_edges
 
 #: Elements of one (temperatures x samples x classes) block.
 _BLOCK = 1 << 24
@@ -47,6 +47,7 @@ def grid_ece(logits, y_index, temperatures, *, n_bins=15, sample_weight=None, de
     Returns
     -------
     ece : ndarray of shape (n_temperatures,), float64
+        The ECE at each temperature of ``temperatures``.
 
     See Also
     --------

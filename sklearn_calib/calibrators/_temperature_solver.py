@@ -1,16 +1,13 @@
-"""Exact NLL temperature fit: safeguarded Newton on the inverse temperature beta = 1/T.
+"""Exact NLL temperature fit of logits: the passes over the logits, and the warnings.
 
-For logits z, true classes y and weights w, the weighted mean negative log-likelihood
-
-    NLL(beta) = sum_i w_i [ -beta d_iy + log sum_k exp(beta d_ik) ],   d_ik = z_ik - max_k z_ik,
-
-is convex in beta: its second derivative is the w-mean of the variance of d_i under
-softmax(beta z_i). One evaluation of NLL and both derivatives is one pass over the
-(n, K) logits, in row chunks that stay in cache, in the logits' own precision (float32
-logits are not copied to float64, unless a gap to the row maximum could leave float32's
-range) with float64 accumulation over rows; d_iy and the row
-maxima are computed once. Large inputs start from the optimum of an evenly spaced
-subsample, so that two or three full passes reach the optimum.
+The search is the library's one Newton search on the inverse temperature beta = 1/T
+(:mod:`sklearn_calib._temperature`). One evaluation of the NLL and both derivatives is
+one pass over the (n, K) logits, in row chunks that stay in cache, in the logits' own
+precision (float32 logits are not copied to float64, unless a gap to the row maximum
+could leave float32's range) with float64 accumulation over rows; the gaps of the true
+classes and the row maxima are computed once. The exponentials are taken by torch on
+the CPU (its vectorised ``exp`` on its threads is several times numpy's). Large inputs
+start from the optimum of an evenly spaced subsample.
 """
 
 import warnings
@@ -19,20 +16,15 @@ import numpy as np
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
+from .._temperature import BETA_MAX, BETA_MIN, FlatNLL, newton_search, warm_start
 from ._base import normalised_weights, weighted_subsample
 
-#: beta = 1/T is searched in [BETA_MIN, BETA_MAX], that is T in [1e-4, 1e4].
-BETA_MIN = 1e-4
-BETA_MAX = 1e4
 #: Newton stops when a step changes beta by at most this fraction, per logits dtype.
 RTOL = {np.dtype(np.float64): 1e-10, np.dtype(np.float32): 1e-6}
 #: Number of (rows x classes) entries per chunk of a pass.
 _CHUNK_ENTRIES = 1 << 18
 #: Rows of the subsample that gives the starting point of a large fit.
 _SUBSAMPLE_ROWS = 1 << 14
-#: Newton steps tried before the search falls back to bisection of the bracket.
-_NEWTON_STEPS = 30
-_MAX_ITER = 200
 
 
 def _float32_gaps_overflow(logits):
@@ -89,61 +81,6 @@ class NLLPasses:
         return nll, grad, hess
 
 
-class _FlatNLL(Exception):
-    """The NLL does not depend on beta where it was evaluated (for instance, every row ties)."""
-
-
-def _newton(evaluate, beta, rtol):
-    """Minimise a convex function of beta on [BETA_MIN, BETA_MAX].
-
-    Newton steps are kept inside a bracket [low, high] of the minimum, built from the
-    signs of the derivatives met so far; a step that leaves it goes to an untested bound
-    or bisects the bracket geometrically. Returns ``(beta, n_evaluations, at_bound)``;
-    raises ``_FlatNLL`` where both derivatives are 0 and the NLL is not.
-    """
-    low, high = BETA_MIN, BETA_MAX
-    low_tested = high_tested = False
-    beta = float(np.clip(beta, low, high))
-    for iteration in range(1, _MAX_ITER + 1):
-        nll, grad, hess = evaluate(beta)
-        if not (np.isfinite(grad) and np.isfinite(hess)):
-            raise RuntimeError(
-                f"Temperature scaling failed: the NLL derivative at 1/T = {beta!r} is not finite."
-            )
-        if grad == 0 and hess > 0:
-            return beta, iteration, False
-        if grad == 0 and nll == 0:
-            # Every probability of a true class rounds to 1: the scores separate the
-            # classes and the NLL decreases towards 0 as beta grows.
-            return BETA_MAX, iteration, True
-        if grad == 0:
-            raise _FlatNLL
-        if grad > 0:
-            high, high_tested = beta, True
-        else:
-            low, low_tested = beta, True
-        if (beta == BETA_MAX and grad < 0) or (beta == BETA_MIN and grad > 0):
-            return beta, iteration, True
-        proposal = beta - grad / hess if hess > 0 and iteration <= _NEWTON_STEPS else np.nan
-        if abs(proposal - beta) <= rtol * beta:
-            return float(np.clip(proposal, low, high)), iteration, False
-        if not low < proposal < high:
-            if proposal >= high and not high_tested:
-                proposal = BETA_MAX
-            elif proposal <= low and not low_tested:
-                proposal = BETA_MIN
-            else:
-                proposal = np.sqrt(low * high)
-        if abs(proposal - beta) <= rtol * beta or (
-            low_tested and high_tested and high - low <= rtol * beta
-        ):
-            return proposal, iteration, False
-        beta = proposal
-    raise RuntimeError(
-        f"Temperature scaling did not converge in {_MAX_ITER} steps (last 1/T = {beta!r})."
-    )
-
-
 def _every_weighted_row_ties(logits, sample_weight):
     """Whether all scores are equal within every row of positive weight."""
     ties = logits.max(axis=1) == logits.min(axis=1)
@@ -189,11 +126,7 @@ def fit_inverse_temperature(logits, y_index, sample_weight=None):
 
 def subsample_start(logits, y_index, sample_weight, rtol):
     """The optimum of a subsample, to a looser tolerance: the start of a large fit."""
-    try:
-        beta, _, _ = _newton(NLLPasses(logits, y_index, sample_weight), 1.0, max(rtol, 1e-4))
-    except _FlatNLL:
-        beta = 1.0
-    return beta
+    return warm_start(NLLPasses(logits, y_index, sample_weight), rtol)
 
 
 def solve_inverse_temperature(evaluate, beta, rtol, every_row_ties):
@@ -218,8 +151,8 @@ def solve_inverse_temperature(evaluate, beta, rtol, every_row_ties):
     n_passes : int
     """
     try:
-        beta, n_passes, at_bound = _newton(evaluate, beta, rtol)
-    except _FlatNLL:
+        beta, n_passes, at_bound = newton_search(evaluate, beta, rtol)
+    except FlatNLL:
         if every_row_ties():
             warnings.warn(
                 "The NLL does not depend on the temperature (the scores tie within every "

@@ -13,6 +13,7 @@ probabilities and a ``ConvergenceWarning``.
 
 import numpy as np
 
+from .._deprecation import keyword_only
 from ._binary_logistic import OneVsRestLogisticBase, one_vs_rest_log_probabilities
 
 __all__ = ["BetaCalibration", "QuadraticScaling"]
@@ -72,7 +73,8 @@ class QuadraticScaling(OneVsRestLogisticBase):
     ((1, 2), (8, 2))
     """
 
-    def __init__(self, input="logits"):
+    @keyword_only("input")
+    def __init__(self, *, input="logits"):
         self.input = input
 
     @staticmethod
@@ -125,7 +127,8 @@ class BetaCalibration(OneVsRestLogisticBase):
 
     _nonnegative = (0, 1)
 
-    def __init__(self, input="logits"):
+    @keyword_only("input")
+    def __init__(self, *, input="logits"):
         self.input = input
 
     def _designs(self, scores):

@@ -1,8 +1,8 @@
 """Histogram binning (Zadrozny and Elkan 2001) and scaling-binning (Kumar et al. 2019).
 
 Both map a probability to a value per bin, with the bin rule of the metrics
-(:mod:`sklearn_calib.metrics._binning`: ``(lower, upper]``, 0 in the first bin), in one of two
-modes:
+(:mod:`sklearn_calib.metrics._core._binning`: ``(lower, upper]``, 0 in the first bin), with one
+of two reductions of a multiclass problem (``multi_class``):
 
 - ``"top_label"``: bins on the top-1 confidence ``r = max_k p_k``. The top class gets the
   bin's value ``c`` and the other classes share ``1 - c`` in proportion to their
@@ -22,9 +22,10 @@ without evidence, a score is left near where it was.
 import numbers
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 
-from ..metrics._binning import assign_bins, bin_sums, quantile_bin_edges, uniform_bin_edges
+from .._deprecation import DEPRECATED, keyword_only, parameter
+from ..metrics._core._binning import assign_bins, bin_sums, quantile_bin_edges, uniform_bin_edges
 from ._base import BaseCalibrator, renormalize, softmax
 from ._dask_fit import fit_histogram_binning
 from ._temperature_solver import fit_inverse_temperature
@@ -76,12 +77,14 @@ class _BinMapCalibrator(BaseCalibrator):
     """Shared transform of the binning calibrators (probabilities -> bins -> values).
 
     Probabilities are binned in their own precision, as the metrics bin them: float32
-    probabilities are compared with float32 edges (see :mod:`sklearn_calib.metrics._binning`).
+    probabilities are compared with float32 edges (see :mod:`sklearn_calib.metrics._core._binning`).
     """
+
+    _renamed_parameters: dict = {"mode": "multi_class"}
 
     def _fit_bins(self, proba, top_targets, class_targets, strategy, sample_weight):
         """Fit the bin map: ``top_targets`` per sample, ``class_targets`` per sample and class."""
-        if self.mode == "top_label":
+        if parameter(self, "multi_class") == "top_label":
             edges, values, weights = _fit_bin_map(
                 proba.max(axis=1), top_targets, self.n_bins, strategy, sample_weight
             )
@@ -100,7 +103,7 @@ class _BinMapCalibrator(BaseCalibrator):
         self.bin_edges_, self.bin_values_, self.bin_weights_ = edges, values, weights
 
     def _apply_bins(self, proba):
-        if self.mode == "top_label":
+        if parameter(self, "multi_class") == "top_label":
             confidence = proba.max(axis=1)
             return _replace_top_label(
                 proba.astype(np.float64),
@@ -122,22 +125,27 @@ class HistogramBinning(_BinMapCalibrator):
 
     Parameters
     ----------
+    input : {"logits", "probabilities"}, default="logits"
+        What the scores are; logits are turned into ``softmax`` probabilities. See
+        :mod:`sklearn_calib.calibrators` for 1-D binary scores.
     n_bins : int, default=15
         Number of bins.
     strategy : {"uniform", "quantile"}, default="uniform"
         Equal-width bins on [0, 1], or equal-mass bins whose edges are quantiles of the
-        (weighted) fit data, as :func:`sklearn_calib.metrics._binning.quantile_bin_edges`.
-    mode : {"top_label", "classwise"}, default="top_label"
+        (weighted) fit data, as :func:`sklearn_calib.metrics._core._binning.quantile_bin_edges`.
+    multi_class : {"top_label", "classwise"}, default="top_label"
         Bin the top-1 confidence (value: accuracy of the bin) or each class probability
         (value: frequency of the class in the bin).
-    input : {"logits", "probabilities"}, default="logits"
-        What the scores are; logits are turned into ``softmax`` probabilities. See
-        :mod:`sklearn_calib.calibrators` for 1-D binary scores.
+    mode : {"top_label", "classwise"}
+        Deprecated name of ``multi_class``.
+
+        .. deprecated:: 0.2
+           Renamed ``multi_class``; ``mode`` is removed in 0.3.
 
     Attributes
     ----------
     bin_edges_ : ndarray of shape (n_bins + 1,) or (n_classes, n_bins + 1)
-        Bin edges; one row per class in classwise mode.
+        Bin edges; one row per class with ``multi_class="classwise"``.
     bin_values_ : ndarray of shape (n_bins,) or (n_classes, n_bins)
         Calibrated value of each bin (weighted accuracy or class frequency; bin centre for
         empty bins).
@@ -172,14 +180,25 @@ class HistogramBinning(_BinMapCalibrator):
         **BaseCalibrator._parameter_constraints,
         "n_bins": [Interval(numbers.Integral, 1, None, closed="left")],
         "strategy": [StrOptions({"uniform", "quantile"})],
-        "mode": [StrOptions({"top_label", "classwise"})],
+        "multi_class": [StrOptions({"top_label", "classwise"})],
+        "mode": [Hidden(StrOptions({DEPRECATED})), StrOptions({"top_label", "classwise"})],
     }
 
-    def __init__(self, n_bins=15, strategy="uniform", mode="top_label", input="logits"):
+    @keyword_only("n_bins", "strategy", "mode", "input")
+    def __init__(
+        self,
+        *,
+        input="logits",
+        n_bins=15,
+        strategy="uniform",
+        multi_class="top_label",
+        mode=DEPRECATED,
+    ):
+        self.input = input
         self.n_bins = n_bins
         self.strategy = strategy
+        self.multi_class = multi_class
         self.mode = mode
-        self.input = input
 
     def _native_probabilities(self, scores):
         """Return probabilities in the precision of the input (float64 for logits)."""
@@ -189,7 +208,7 @@ class HistogramBinning(_BinMapCalibrator):
         proba = self._native_probabilities(scores)
         correct = (np.argmax(proba, axis=1) == y_index).astype(np.float64)
         one_hot = None
-        if self.mode == "classwise":
+        if parameter(self, "multi_class") == "classwise":
             one_hot = np.zeros(proba.shape)
             one_hot[np.arange(len(y_index)), y_index] = 1.0
         self._fit_bins(proba, correct, one_hot, self.strategy, sample_weight)
@@ -208,12 +227,12 @@ class ScalingBinning(_BinMapCalibrator):
     :class:`TemperatureScaling`); the scaled probabilities are then put into equal-mass
     bins (quantiles of the weighted scaled values), and each bin's value is the mean
     scaled probability of the fit data in it. The output takes finitely many values, so its
-    calibration error can be estimated reliably: in top-label mode the top confidence is one
-    of the ``n_bins`` bin values, except in rows where a bin value would not keep the
-    predicted class and the floor described in :mod:`~.binning` applies; in classwise mode
-    each row is a renormalised vector of bin values. Here all three steps use the whole fit
-    data; Kumar et al. fit them on disjoint parts for their guarantee (split the data
-    yourself to reproduce that). See :mod:`~.binning` for the two modes.
+    calibration error can be estimated reliably: with ``multi_class="top_label"`` the top
+    confidence is one of the ``n_bins`` bin values, except in rows where a bin value would
+    not keep the predicted class and the floor described in :mod:`~.binning` applies; with
+    ``"classwise"`` each row is a renormalised vector of bin values. Here all three steps
+    use the whole fit data; Kumar et al. fit them on disjoint parts for their guarantee
+    (split the data yourself to reproduce that). See :mod:`~.binning` for the two reductions.
 
     Parameters
     ----------
@@ -221,9 +240,14 @@ class ScalingBinning(_BinMapCalibrator):
         What the scores are; probabilities become ``log(max(p, 1e-12))``.
     n_bins : int, default=15
         Number of equal-mass bins.
-    mode : {"top_label", "classwise"}, default="top_label"
+    multi_class : {"top_label", "classwise"}, default="top_label"
         Bin the top-1 scaled confidence, or each scaled class probability (Kumar et al.'s
         marginal calibration).
+    mode : {"top_label", "classwise"}
+        Deprecated name of ``multi_class``.
+
+        .. deprecated:: 0.2
+           Renamed ``multi_class``; ``mode`` is removed in 0.3.
 
     Attributes
     ----------
@@ -260,12 +284,15 @@ class ScalingBinning(_BinMapCalibrator):
     _parameter_constraints: dict = {
         **BaseCalibrator._parameter_constraints,
         "n_bins": [Interval(numbers.Integral, 1, None, closed="left")],
-        "mode": [StrOptions({"top_label", "classwise"})],
+        "multi_class": [StrOptions({"top_label", "classwise"})],
+        "mode": [Hidden(StrOptions({DEPRECATED})), StrOptions({"top_label", "classwise"})],
     }
 
-    def __init__(self, input="logits", n_bins=15, mode="top_label"):
+    @keyword_only("input", "n_bins", "mode")
+    def __init__(self, *, input="logits", n_bins=15, multi_class="top_label", mode=DEPRECATED):
         self.input = input
         self.n_bins = n_bins
+        self.multi_class = multi_class
         self.mode = mode
 
     def _fit(self, scores, y_index, sample_weight):

@@ -23,13 +23,14 @@ from sklearn.base import (
 from sklearn.frozen import FrozenEstimator
 from sklearn.model_selection import check_cv, train_test_split
 from sklearn.utils import _safe_indexing, check_random_state, get_tags, indexable
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._param_validation import HasMethods, Hidden, Interval, StrOptions
 from sklearn.utils.validation import (
     check_is_fitted,
     column_or_1d,
     has_fit_parameter,
 )
 
+from .._deprecation import DEPRECATED, is_given, keyword_only
 from .._validation import check_class_labels, check_sample_weight, encode_labels, select_columns
 from ._base import check_takes_groups
 from ._repeated_fits import (
@@ -162,8 +163,8 @@ def _fit_on_part(estimator, X, y, train, sample_weight, classes, part):
     if not np.array_equal(np.asarray(estimator.classes_), classes):
         raise ValueError(
             f"The estimator was fitted on {part}, which holds only the classes "
-            f"{np.asarray(estimator.classes_).tolist()} of {classes.tolist()}; use a smaller "
-            "`calibration_size`, fewer or stratified `cv` folds."
+            f"{np.asarray(estimator.classes_).tolist()} of {classes.tolist()}; hold out a "
+            "smaller fraction (`cv`), or use fewer or stratified `cv` folds."
         )
     return estimator
 
@@ -206,12 +207,60 @@ def _fit_calibrator(calibrator, estimator, scores, kind, y, sample_weight, part,
 
 
 _UNFITTED_PREFIT = (
-    "This %(name)s instance is not fitted yet, and method='prefit' calibrates a fitted "
-    "estimator. scikit-learn's clone (used by GridSearchCV, cross_validate and the like) "
+    "This %(name)s instance is not fitted yet, and method='prefit' (deprecated) calibrates a "
+    "fitted estimator. scikit-learn's clone (used by GridSearchCV, cross_validate and the like) "
     "returns an unfitted copy of it: wrap the fitted estimator in "
     "sklearn.frozen.FrozenEstimator, which clone keeps fitted, as in "
-    "CalibratedClassifier(FrozenEstimator(fitted_estimator), calibrator)."
+    "CalibratedClassifier(FrozenEstimator(fitted_estimator), calibrator=calibrator)."
 )
+
+_UNFITTED_FROZEN = (
+    "This %(name)s instance is not fitted yet, and CalibratedClassifier calibrates a "
+    "FrozenEstimator as it is: fit the estimator before freezing it."
+)
+
+
+def _warn_split_deprecated(method, size):
+    """Warn that ``method`` and ``calibration_size`` are deprecated, saying what to pass."""
+    advice = {
+        "holdout": "a float `cv` (the share held out)",
+        "cv": "`cv` alone (folds)",
+        "prefit": "the fitted estimator as sklearn.frozen.FrozenEstimator(estimator)",
+    }
+    if is_given(method):
+        instead = advice[method]
+    elif isinstance(size, numbers.Integral):
+        instead = "cv=StratifiedShuffleSplit(1, test_size=n) to hold out n samples"
+    else:
+        instead = advice["holdout"]
+    warnings.warn(
+        "`method` and `calibration_size` of CalibratedClassifier are deprecated in 0.2 and "
+        f"removed in 0.3: pass {instead}.",
+        FutureWarning,
+        stacklevel=6,
+    )
+
+
+def _split_state(state):
+    """A saved state with the deprecated ``method`` turned into what it meant, where exact:
+    ``"cv"`` keeps ``cv``, ``"holdout"`` with a share becomes that ``cv``, ``"prefit"`` a
+    ``FrozenEstimator``. A holdout of a number of samples keeps the deprecated spelling."""
+    method, size = state.get("method", DEPRECATED), state.get("calibration_size", DEPRECATED)
+    if not is_given(method) or (method == "holdout" and isinstance(size, numbers.Integral)):
+        return state
+    state = {**state, "method": DEPRECATED, "calibration_size": DEPRECATED}
+    if method == "holdout":
+        state["cv"] = 0.1 if not is_given(size) else size
+    elif method == "prefit" and not isinstance(state["estimator"], FrozenEstimator):
+        state["estimator"] = FrozenEstimator(state["estimator"])
+    elif method == "cv" and _is_share(state["cv"]):
+        state["cv"] = 5
+    return state
+
+
+def _is_share(cv):
+    """Whether ``cv`` is a share of the samples to hold out (a float), not folds."""
+    return isinstance(cv, numbers.Real) and not isinstance(cv, numbers.Integral)
 
 
 def _one_of_each_class(train, calibration, y, classes, random_state):
@@ -245,51 +294,54 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         ``fit(scores, y, sample_weight)`` and ``predict_proba(scores)``); None means
         ``TemperatureScaling()``. Set it explicitly to tune its parameters as
         ``calibrator__<name>``.
-    method : {"holdout", "cv", "prefit"}, default="holdout"
-        ``"holdout"``: a stratified split; the estimator is fitted on one part and the
-        calibrator on the other (``calibration_size``). ``"cv"``: for each fold of ``cv``
-        a clone of the estimator is fitted on the training folds and scores the held-out
-        fold; with ``ensemble=True`` a calibrator is fitted on each held-out fold and
-        ``predict_proba`` averages the calibrated probabilities of the folds, with
-        ``ensemble=False`` one calibrator is fitted on the held-out scores of all folds and
-        paired with the estimator fitted on all of ``X`` (scikit-learn's
-        ``CalibratedClassifierCV`` semantics). ``"prefit"``: the
-        estimator is already fitted; it is wrapped in
-        :class:`~sklearn.frozen.FrozenEstimator` and all of ``X`` calibrates. An
-        estimator that is a ``FrozenEstimator`` is treated as ``"prefit"`` whatever
-        ``method`` says, since it cannot learn from a training part. Model selection
-        (``GridSearchCV``, ``cross_validate``) fits clones, and a clone of a fitted
-        estimator is unfitted: to tune the calibrator of a fitted estimator, pass
-        ``FrozenEstimator(estimator)``, which clone keeps fitted.
-    calibration_size : float or int, default=0.1
-        For ``"holdout"``: the fraction (float in (0, 1)) or number (int) of samples that
-        calibrate, raised where needed to one per class: after the stratified split, one
-        random training sample of each class the calibration part lacks moves into it.
-    cv : int, cross-validation generator or iterable, default=5
-        Folds for ``"cv"``; an int means ``StratifiedKFold(cv)``. Every fold's training
-        part must hold every class. A held-out fold may hold a single class: the
-        calibrator is told all the classes (temperature scaling, for one, is defined
-        there); a calibrator that cannot fit such a fold raises an error naming the fold.
-        ``ensemble=False`` needs folds that partition the samples.
+    cv : float, int, cross-validation generator or iterable, default=0.1
+        How the data are split between the estimator and the calibrator, as
+        scikit-learn's ``CalibratedClassifierCV`` splits them. A float in (0, 1): the
+        share of the samples held out to calibrate (skorch's ``ValidSplit`` reads a float
+        so), in a stratified split; where it lacks a class, one random training sample of
+        each missing class moves into it. An int ``k >= 2`` (``StratifiedKFold(k)``), a
+        splitter or an iterable of (train, test) pairs: for each fold a clone of the
+        estimator is fitted on the training part and scores the held-out part (see
+        ``ensemble``). Every fold's training part must hold every class. A held-out fold
+        may hold a single class: the calibrator is told all the classes (temperature
+        scaling, for one, is defined there); a calibrator that cannot fit such a fold
+        raises an error naming the fold. To calibrate an estimator that is already
+        fitted, pass it as :class:`~sklearn.frozen.FrozenEstimator`: all of ``X`` then
+        calibrates and ``cv`` is ignored. Model selection (``GridSearchCV``,
+        ``cross_validate``) fits clones, and clone keeps a ``FrozenEstimator`` fitted.
     ensemble : bool, default=True
-        For ``"cv"``: one calibrated estimator per fold, averaged (True), or one
-        calibrator on all the held-out scores with the estimator refitted on all the data
-        (False). Ignored by the other methods.
+        For folds: one calibrated estimator per fold, ``predict_proba`` averaging their
+        calibrated probabilities (True), or one calibrator on the held-out scores of all
+        the folds, paired with the estimator fitted on all the data (False; the folds must
+        partition the samples), scikit-learn's ``CalibratedClassifierCV`` semantics.
+        Ignored with a held-out share or a ``FrozenEstimator``.
     n_jobs : int, default=None
         Folds of ``"cv"`` fitted in parallel (joblib); None means 1.
     random_state : int, RandomState instance or None, default=None
-        Seed of the ``"holdout"`` split.
+        Seed of the split of a float ``cv``.
     group_features : int, str, array-like, slice, callable or None, default=None
         The columns of ``X`` passed to the calibrator as its group features (``groups=``)
         in ``fit`` and ``predict_proba``, read as scikit-learn's ``ColumnTransformer``
         reads a column selector: indices, DataFrame column names, a boolean mask, a
         slice, or a callable of ``X``. The calibrator must take ``groups``, such as
         :class:`MulticalibrationBoosting`; the fitted model then needs nothing but ``X``.
+    method : {"holdout", "cv", "prefit"}
+        Deprecated: ``"holdout"`` is a float ``cv``, ``"cv"`` folds of ``cv``,
+        ``"prefit"`` a ``FrozenEstimator``.
+
+        .. deprecated:: 0.2
+           Removed in 0.3.
+    calibration_size : float or int
+        Deprecated: a float is the held-out share, now given as ``cv``; an int (a number of
+        samples) is ``cv=StratifiedShuffleSplit(1, test_size=n)``.
+
+        .. deprecated:: 0.2
+           Removed in 0.3.
 
     Attributes
     ----------
     estimators_ : list of classifiers
-        The fitted estimator of each calibration (one, or one per fold for ``"cv"`` with
+        The fitted estimator of each calibration (one, or one per fold with
         ``ensemble=True``).
     calibrators_ : list of calibrators
         The fitted calibrator paired with each of ``estimators_``.
@@ -302,8 +354,8 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
     See Also
     --------
-    sklearn.calibration.CalibratedClassifierCV : scikit-learn's sigmoid, isotonic and
-        temperature calibration.
+    sklearn.calibration.CalibratedClassifierCV : The sigmoid, isotonic and temperature
+        calibration of scikit-learn.
 
     Examples
     --------
@@ -311,7 +363,7 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     >>> from sklearn.linear_model import LogisticRegression
     >>> from sklearn_calib.calibrators import CalibratedClassifier
     >>> X, y = make_classification(300, n_informative=4, n_classes=3, random_state=0)
-    >>> clf = CalibratedClassifier(LogisticRegression(), calibration_size=0.3, random_state=0)
+    >>> clf = CalibratedClassifier(LogisticRegression(), cv=0.3, random_state=0)
     >>> clf.fit(X, y).predict_proba(X[:2]).shape
     (2, 3)
     >>> clf.score_method_
@@ -324,39 +376,52 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             HasMethods(["fit", "predict_proba"]),
         ],
         "calibrator": [HasMethods(["fit", "predict_proba"]), None],
-        "method": [StrOptions({"holdout", "cv", "prefit"})],
-        "calibration_size": [
-            Interval(numbers.Real, 0, 1, closed="neither"),
-            Interval(numbers.Integral, 1, None, closed="left"),
-        ],
-        "cv": ["cv_object"],
+        "cv": [Interval(numbers.Real, 0, 1, closed="neither"), "cv_object"],
         "ensemble": ["boolean"],
         "n_jobs": [Interval(numbers.Integral, None, None, closed="neither"), None],
         "random_state": ["random_state"],
         "group_features": "no_validation",
+        "method": [Hidden(StrOptions({DEPRECATED})), StrOptions({"holdout", "cv", "prefit"})],
+        "calibration_size": [
+            Hidden(StrOptions({DEPRECATED})),
+            Interval(numbers.Real, 0, 1, closed="neither"),
+            Interval(numbers.Integral, 1, None, closed="left"),
+        ],
     }
 
+    @keyword_only(
+        "estimator",
+        "calibrator",
+        "method",
+        "calibration_size",
+        "cv",
+        "ensemble",
+        "n_jobs",
+        "random_state",
+        "group_features",
+    )
     def __init__(
         self,
         estimator,
+        *,
         calibrator=None,
-        method="holdout",
-        calibration_size=0.1,
-        cv=5,
+        cv=0.1,
         ensemble=True,
         n_jobs=None,
         random_state=None,
         group_features=None,
+        method=DEPRECATED,
+        calibration_size=DEPRECATED,
     ):
         self.estimator = estimator
         self.calibrator = calibrator
-        self.method = method
-        self.calibration_size = calibration_size
         self.cv = cv
         self.ensemble = ensemble
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.group_features = group_features
+        self.method = method
+        self.calibration_size = calibration_size
 
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, sample_weight=None):
@@ -406,12 +471,13 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         """The fitted estimators, their fitted calibrators and the kind of scores."""
         calibrator = TemperatureScaling() if self.calibrator is None else self.calibrator
         features = self._group_features(X, calibrator)
-        if self.method == "prefit" or isinstance(self.estimator, FrozenEstimator):
+        split, rule = self._split()
+        if split == "prefit":
             parts = self._prefit_parts(X, y)
-        elif self.method == "holdout":
-            parts = self._holdout_parts(X, y, classes, sample_weight)
+        elif split == "holdout":
+            parts = self._holdout_parts(X, y, classes, sample_weight, rule)
         else:
-            parts = self._cv_parts(X, y, classes, sample_weight)
+            parts = self._cv_parts(X, y, classes, sample_weight, rule)
         estimators, calibrators = [], []
         for estimator, scores, kind, rows, part in parts:
             weight = None if sample_weight is None else sample_weight[rows]
@@ -421,6 +487,28 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             )
             estimators.append(estimator)
         return estimators, calibrators, parts[0][2]
+
+    def _split(self):
+        """How the data are split: ``("prefit", None)``, ``("holdout", size)`` or
+        ``("cv", folds)``, from ``cv`` or the deprecated ``method`` and
+        ``calibration_size`` (which warn)."""
+        method, size = self.method, self.calibration_size
+        if is_given(method) or is_given(size):
+            _warn_split_deprecated(method, size)
+        if method == "prefit" or isinstance(self.estimator, FrozenEstimator):
+            return "prefit", None
+        if method == "cv":
+            if _is_share(self.cv):
+                if self.cv != 0.1:
+                    raise ValueError(
+                        f"Expected folds as `cv` with method='cv', got {self.cv!r}; pass "
+                        "`cv` alone (a float holds out that share, folds cross-validate)."
+                    )
+                return "cv", 5
+            return "cv", self.cv
+        if is_given(method) or is_given(size):
+            return "holdout", 0.1 if not is_given(size) else size
+        return ("holdout" if _is_share(self.cv) else "cv"), self.cv
 
     def _group_features(self, X, calibrator):
         """The columns of ``X`` named by ``group_features`` (None without them)."""
@@ -432,7 +520,9 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     def _prefit_parts(self, X, y):
         """The frozen fitted estimator, scoring all rows for calibration."""
         estimator = self.estimator
-        if not isinstance(estimator, FrozenEstimator):
+        if isinstance(estimator, FrozenEstimator):
+            check_is_fitted(estimator.estimator, msg=_UNFITTED_FROZEN)
+        else:
             check_is_fitted(estimator, msg=_UNFITTED_PREFIT)
             estimator = FrozenEstimator(estimator)
         unknown = np.setdiff1d(np.unique(y), estimator.classes_)
@@ -456,10 +546,10 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             )
         return sample_weight if supports_weight else None
 
-    def _holdout_parts(self, X, y, classes, sample_weight):
-        """The estimator fitted on a stratified training part, scoring the rest."""
+    def _holdout_parts(self, X, y, classes, sample_weight, size):
+        """The estimator fitted on a stratified training part, scoring the rest
+        (``size``: the share, float, or number, int, of the rows held out)."""
         n_samples = len(y)
-        size = self.calibration_size
         if isinstance(size, numbers.Integral):
             n_calibration = int(size)
         else:
@@ -478,13 +568,13 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         )
         return [(fitted, scores, kind, calibration, "the calibration part")]
 
-    def _cv_parts(self, X, y, classes, sample_weight):
-        """Estimators fitted on the training folds, with their held-out scores.
+    def _cv_parts(self, X, y, classes, sample_weight, cv):
+        """Estimators fitted on the training folds of ``cv``, with their held-out scores.
 
         With ``ensemble=False`` the held-out scores of all folds go to one calibrator,
         paired with the estimator fitted on all the data.
         """
-        folds = list(check_cv(self.cv, y, classifier=True).split(X, y))
+        folds = list(check_cv(cv, y, classifier=True).split(X, y))
         weight = self._estimator_weights(sample_weight)
         for i, (train, test) in enumerate(folds, 1):
             check_part_weight(weight, train, f"the training part of fold {i} of {len(folds)}")
@@ -567,13 +657,15 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         Returns
         -------
         labels : ndarray of shape (n_samples,)
+            The class of highest calibrated probability of each sample.
         """
         proba = self.predict_proba(X)
         return self.classes_[np.argmax(proba, axis=1)]
 
     def __setstate__(self, state):
-        """Restore a saved state; one saved before ``group_features`` existed gets None."""
-        super().__setstate__({"group_features": None, **state})
+        """Restore a saved state; one saved before ``group_features`` existed gets None,
+        one saved with ``method`` gets the ``cv`` (or ``FrozenEstimator``) it meant."""
+        super().__setstate__(_split_state({"group_features": None, **state}))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

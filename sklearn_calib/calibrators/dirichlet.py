@@ -3,7 +3,9 @@
 import numpy as np
 from scipy.special import log_softmax
 from sklearn.model_selection import check_cv
+from sklearn.utils._param_validation import Hidden, StrOptions
 
+from .._deprecation import DEPRECATED, keyword_only, parameter, renamed_attribute
 from ._affine_solver import MatrixMap, fit_affine
 from ._base import PROBABILITY_FLOOR, softmax
 from ._repeated_fits import check_fold_weights, rank_scores
@@ -50,9 +52,11 @@ class DirichletCalibration(MatrixScalingBase):
     ----------
     input : {"logits", "probabilities"}, default="logits"
         What the scores are. See :mod:`sklearn_calib.calibrators` for 1-D binary scores.
-    off_diagonal_l2_grid : array-like of shape (n_lambdas,), default=(1e-1, ..., 1e-5)
+    l2_regularization_off_diagonal_grid : array-like of shape (n_lambdas,), \
+default=(1e-1, ..., 1e-5)
         Candidate weights ``lambda`` of the mean square of the off-diagonal entries.
-    intercept_l2_grid : array-like of shape (n_mus,), default=(1e-1, ..., 1e-5)
+    l2_regularization_intercept_grid : array-like of shape (n_mus,), \
+default=(1e-1, ..., 1e-5)
         Candidate weights ``mu`` of the mean square of the bias.
     cv : int, cross-validation generator or iterable, default=5
         Folds of the internal cross-validation; an int means ``StratifiedKFold(cv)``.
@@ -61,6 +65,16 @@ class DirichletCalibration(MatrixScalingBase):
     tol : float, default=1e-9
         Each fit stops when the decrease of its objective predicted by the next step is at
         most ``tol`` (nats per sample).
+    off_diagonal_l2_grid : array-like
+        Deprecated name of ``l2_regularization_off_diagonal_grid``.
+
+        .. deprecated:: 0.2
+           Renamed ``l2_regularization_off_diagonal_grid``; removed in 0.3.
+    intercept_l2_grid : array-like
+        Deprecated name of ``l2_regularization_intercept_grid``.
+
+        .. deprecated:: 0.2
+           Renamed ``l2_regularization_intercept_grid``; removed in 0.3.
 
     Attributes
     ----------
@@ -68,12 +82,13 @@ class DirichletCalibration(MatrixScalingBase):
         The matrix ``W``.
     intercept_ : ndarray of shape (n_classes,)
         The bias ``b``.
-    off_diagonal_l2_ : float
+    l2_regularization_off_diagonal_ : float
         The chosen ``lambda``.
-    intercept_l2_ : float
+    l2_regularization_intercept_ : float
         The chosen ``mu``.
     cv_results_ : dict of ndarrays
-        One entry per pair: ``off_diagonal_l2``, ``intercept_l2``, ``split<i>_test_nll``
+        One entry per pair: ``l2_regularization_off_diagonal``,
+        ``l2_regularization_intercept``, ``split<i>_test_nll``
         (the weighted mean NLL of held-out fold ``i``), ``mean_test_nll``,
         ``std_test_nll`` and ``rank_test_nll`` (1 is the lowest NLL; tied pairs share a
         rank, as in scikit-learn's ``GridSearchCV``); ``pandas.DataFrame(cv_results_)``
@@ -114,26 +129,44 @@ class DirichletCalibration(MatrixScalingBase):
 
     _parameter_constraints: dict = {
         **MatrixScalingBase._parameter_constraints,
-        "off_diagonal_l2_grid": ["array-like"],
-        "intercept_l2_grid": ["array-like"],
+        "l2_regularization_off_diagonal_grid": ["array-like"],
+        "l2_regularization_intercept_grid": ["array-like"],
+        "off_diagonal_l2_grid": [Hidden(StrOptions({DEPRECATED})), "array-like"],
+        "intercept_l2_grid": [Hidden(StrOptions({DEPRECATED})), "array-like"],
         "cv": ["cv_object"],
     }
+    _renamed_parameters: dict = {
+        "off_diagonal_l2_grid": "l2_regularization_off_diagonal_grid",
+        "intercept_l2_grid": "l2_regularization_intercept_grid",
+    }
+    _renamed_attributes: dict = {
+        "off_diagonal_l2_": "l2_regularization_off_diagonal_",
+        "intercept_l2_": "l2_regularization_intercept_",
+    }
+    off_diagonal_l2_ = renamed_attribute("off_diagonal_l2_", "l2_regularization_off_diagonal_")
+    intercept_l2_ = renamed_attribute("intercept_l2_", "l2_regularization_intercept_")
 
+    @keyword_only("input", "off_diagonal_l2_grid", "intercept_l2_grid", "cv", "max_iter", "tol")
     def __init__(
         self,
+        *,
         input="logits",
-        off_diagonal_l2_grid=DEFAULT_GRID,
-        intercept_l2_grid=DEFAULT_GRID,
+        l2_regularization_off_diagonal_grid=DEFAULT_GRID,
+        l2_regularization_intercept_grid=DEFAULT_GRID,
         cv=5,
         max_iter=1000,
         tol=1e-9,
+        off_diagonal_l2_grid=DEPRECATED,
+        intercept_l2_grid=DEPRECATED,
     ):
         self.input = input
-        self.off_diagonal_l2_grid = off_diagonal_l2_grid
-        self.intercept_l2_grid = intercept_l2_grid
+        self.l2_regularization_off_diagonal_grid = l2_regularization_off_diagonal_grid
+        self.l2_regularization_intercept_grid = l2_regularization_intercept_grid
         self.cv = cv
         self.max_iter = max_iter
         self.tol = tol
+        self.off_diagonal_l2_grid = off_diagonal_l2_grid
+        self.intercept_l2_grid = intercept_l2_grid
 
     def _features(self, scores):
         if self.input == "probabilities":
@@ -142,11 +175,11 @@ class DirichletCalibration(MatrixScalingBase):
 
     def _fit_features(self, scores, y_index, sample_weight):
         features = self._features(scores)
-        pairs = [
-            (lam, mu)
-            for lam in _check_grid(self.off_diagonal_l2_grid, "off_diagonal_l2_grid")
-            for mu in _check_grid(self.intercept_l2_grid, "intercept_l2_grid")
+        grids = [
+            _check_grid(parameter(self, name), name)
+            for name in ("l2_regularization_off_diagonal_grid", "l2_regularization_intercept_grid")
         ]
+        pairs = [(lam, mu) for lam in grids[0] for mu in grids[1]]
         folds = list(check_cv(self.cv, y_index, classifier=True).split(features, y_index))
         check_fold_weights(folds, sample_weight)
         scores_by_fold = np.array(
@@ -158,10 +191,10 @@ class DirichletCalibration(MatrixScalingBase):
         mean = np.average(scores_by_fold, axis=0, weights=fold_weight)
         spread = np.sqrt(np.average((scores_by_fold - mean) ** 2, axis=0, weights=fold_weight))
         best = int(np.argmin(mean))
-        self.off_diagonal_l2_, self.intercept_l2_ = pairs[best]
+        self.l2_regularization_off_diagonal_, self.l2_regularization_intercept_ = pairs[best]
         self.cv_results_ = {
-            "off_diagonal_l2": np.array([lam for lam, _ in pairs]),
-            "intercept_l2": np.array([mu for _, mu in pairs]),
+            "l2_regularization_off_diagonal": np.array([lam for lam, _ in pairs]),
+            "l2_regularization_intercept": np.array([mu for _, mu in pairs]),
             **{f"split{i}_test_nll": row for i, row in enumerate(scores_by_fold)},
             "mean_test_nll": mean,
             "std_test_nll": spread,
@@ -195,4 +228,6 @@ class DirichletCalibration(MatrixScalingBase):
         return scores
 
     def _penalty(self, n_classes, total_weight):
-        return odir_penalty(n_classes, self.off_diagonal_l2_, self.intercept_l2_)
+        return odir_penalty(
+            n_classes, self.l2_regularization_off_diagonal_, self.l2_regularization_intercept_
+        )

@@ -3,6 +3,7 @@
 import numpy as np
 from sklearn.isotonic import IsotonicRegression
 
+from .._deprecation import keyword_only
 from ._base import BaseCalibrator, renormalize
 
 __all__ = ["IsotonicCalibration"]
@@ -53,7 +54,8 @@ class IsotonicCalibration(BaseCalibrator):
     array([0., 0., 1., 1.])
     """
 
-    def __init__(self, input="logits"):
+    @keyword_only("input")
+    def __init__(self, *, input="logits"):
         self.input = input
 
     def _fit(self, scores, y_index, sample_weight):

@@ -13,8 +13,9 @@ import numbers
 import warnings
 
 import numpy as np
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 
+from .._deprecation import DEPRECATED, keyword_only, parameter
 from ._affine_solver import HESSIAN_ROWS, MatrixMap, VectorMap, fit_affine
 from ._base import BaseCalibrator, softmax, weighted_count, weighted_subsample
 from ._temperature_solver import fit_inverse_temperature
@@ -178,7 +179,8 @@ class VectorScaling(VectorScalingBase):
 
     _start_at_temperature = True
 
-    def __init__(self, input="logits", max_iter=1000, tol=1e-10):
+    @keyword_only("input", "max_iter", "tol")
+    def __init__(self, *, input="logits", max_iter=1000, tol=1e-10):
         self.input = input
         self.max_iter = max_iter
         self.tol = tol
@@ -187,8 +189,9 @@ class VectorScaling(VectorScalingBase):
 class MatrixScaling(MatrixScalingBase):
     """Matrix scaling: ``p = softmax(z W^T + b)`` with optional L2 penalties.
 
-    The penalties are ``off_diagonal_l2`` times the mean square of the off-diagonal
-    entries of ``W`` plus ``intercept_l2`` times the mean square of ``b``, added to the
+    The penalties are ``l2_regularization_off_diagonal`` times the mean square of the
+    off-diagonal entries of ``W`` plus ``l2_regularization_intercept`` times the mean square
+    of ``b``, added to the
     weighted mean NLL (the form of the ODIR penalties of Kull et al. 2019). The diagonal is
     not penalised, so ``W = I, b = 0`` (the start) and temperature scaling stay reachable at
     no cost. :class:`DirichletCalibration` fits this map on log-probabilities with the
@@ -200,15 +203,25 @@ class MatrixScaling(MatrixScalingBase):
     input : {"logits", "probabilities"}, default="logits"
         What the scores are; probabilities become ``log(max(p, 1e-12))``. See
         :mod:`sklearn_calib.calibrators` for 1-D binary scores.
-    off_diagonal_l2 : float, default=1e-2
+    l2_regularization_off_diagonal : float, default=1e-2
         Weight of the mean square of the off-diagonal entries of ``W``.
-    intercept_l2 : float, default=0.0
+    l2_regularization_intercept : float, default=0.0
         Weight of the mean square of ``b``.
     max_iter : int, default=1000
         Largest number of Newton steps (L-BFGS steps beyond 15 classes).
     tol : float, default=1e-10
         The fit stops when the decrease of the objective predicted by the next step is at
         most ``tol`` (nats per sample).
+    off_diagonal_l2 : float
+        Deprecated name of ``l2_regularization_off_diagonal``.
+
+        .. deprecated:: 0.2
+           Renamed ``l2_regularization_off_diagonal``; removed in 0.3.
+    intercept_l2 : float
+        Deprecated name of ``l2_regularization_intercept``.
+
+        .. deprecated:: 0.2
+           Renamed ``l2_regularization_intercept``; removed in 0.3.
 
     Attributes
     ----------
@@ -254,26 +267,53 @@ class MatrixScaling(MatrixScalingBase):
 
     _parameter_constraints: dict = {
         **AffineScalingBase._parameter_constraints,
-        "off_diagonal_l2": [Interval(numbers.Real, 0, None, closed="left")],
-        "intercept_l2": [Interval(numbers.Real, 0, None, closed="left")],
+        **{
+            name: [Interval(numbers.Real, 0, None, closed="left")]
+            for name in ("l2_regularization_off_diagonal", "l2_regularization_intercept")
+        },
+        **{
+            name: [Hidden(StrOptions({DEPRECATED})), Interval(numbers.Real, 0, None, closed="left")]
+            for name in ("off_diagonal_l2", "intercept_l2")
+        },
+    }
+    _renamed_parameters: dict = {
+        "off_diagonal_l2": "l2_regularization_off_diagonal",
+        "intercept_l2": "l2_regularization_intercept",
     }
 
+    @keyword_only("input", "off_diagonal_l2", "intercept_l2", "max_iter", "tol")
     def __init__(
-        self, input="logits", off_diagonal_l2=1e-2, intercept_l2=0.0, max_iter=1000, tol=1e-10
+        self,
+        *,
+        input="logits",
+        l2_regularization_off_diagonal=1e-2,
+        l2_regularization_intercept=0.0,
+        max_iter=1000,
+        tol=1e-10,
+        off_diagonal_l2=DEPRECATED,
+        intercept_l2=DEPRECATED,
     ):
         self.input = input
-        self.off_diagonal_l2 = off_diagonal_l2
-        self.intercept_l2 = intercept_l2
+        self.l2_regularization_off_diagonal = l2_regularization_off_diagonal
+        self.l2_regularization_intercept = l2_regularization_intercept
         self.max_iter = max_iter
         self.tol = tol
+        self.off_diagonal_l2 = off_diagonal_l2
+        self.intercept_l2 = intercept_l2
 
     def _penalty(self, n_classes, total_weight):
-        return odir_penalty(n_classes, self.off_diagonal_l2, self.intercept_l2)
+        return odir_penalty(
+            n_classes,
+            parameter(self, "l2_regularization_off_diagonal"),
+            parameter(self, "l2_regularization_intercept"),
+        )
 
 
-def odir_penalty(n_classes, off_diagonal_l2, intercept_l2):
+def odir_penalty(n_classes, off_diagonal, intercept):
     """Penalty weights of the mean squares of the off-diagonal entries and of the bias."""
-    off_diagonal = off_diagonal_l2 / (n_classes * (n_classes - 1))
     return matrix_penalty(
-        n_classes, diagonal=0.0, off_diagonal=off_diagonal, intercept=intercept_l2 / n_classes
+        n_classes,
+        diagonal=0.0,
+        off_diagonal=off_diagonal / (n_classes * (n_classes - 1)),
+        intercept=intercept / n_classes,
     )

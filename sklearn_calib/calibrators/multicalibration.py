@@ -6,8 +6,9 @@ import numpy as np
 from scipy.special import expit, log_expit, logsumexp
 from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 
+from .._deprecation import DEPRECATED, keyword_only, parameter, renamed_attribute
 from ._base import BaseCalibrator, GroupsMixin, normalised_weights
 from ._binary_logistic import fit_logistic
 from ._group_features import bin_counts, fit_group_bins, group_codes
@@ -19,11 +20,16 @@ __all__ = ["MulticalibrationBoosting"]
 
 #: Log-odds of a class are computed from probabilities clipped to [eps, 1 - eps].
 _LOG_ODDS_EPS = 1e-12
-#: ``validation="auto"``: this many folds below ``AUTO_HOLDOUT_ROWS`` rows, else a holdout
+#: ``validation_fraction="auto"``: this many folds below ``AUTO_HOLDOUT_ROWS`` rows, else a holdout
 #: of ``AUTO_FRACTION`` of them (a small set's single holdout is too noisy to stop on).
 AUTO_FOLDS = 5
 AUTO_HOLDOUT_ROWS = 10000
 AUTO_FRACTION = 0.2
+_VALIDATION = [
+    StrOptions({"auto"}),
+    Interval(numbers.Real, 0, 1, closed="neither"),
+    Interval(numbers.Integral, 2, None, closed="left"),
+]
 
 
 class _Link:
@@ -125,14 +131,14 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
     group, a score range, their intersections): this is how gradient boosting reaches
     multicalibration (Tax et al. 2026, MCGrad), an alternative to the iterative patching
     of Hébert-Johnson et al. (2018). Early stopping on held-out rows of the fit data
-    (``validation``) picks the number of rounds before groups too small to support a
+    (``validation_fraction``) picks the number of rounds before groups too small to support a
     correction are overfitted; the trees are then refitted on all the rows.
 
-    - Binary problems boost the positive class's log-odds (``multiclass`` is ignored).
-    - ``multiclass="classwise"``: one tree per class per round on that class's
+    - Binary problems boost the positive class's log-odds (``multi_class`` is ignored).
+    - ``multi_class="classwise"``: one tree per class per round on that class's
       one-vs-rest log-odds, boosting the softmax of the logits (classwise
       multicalibration, ``P(y = k | p_k, group) = p_k``).
-    - ``multiclass="top_label"``: one tree per round on the top class's log-odds,
+    - ``multi_class="top_label"``: one tree per round on the top class's log-odds,
       with the predicted class as a categorical feature; the other classes keep their
       proportions (top-label multicalibration, Gupta and Ramdas 2022). A correction that
       lowers the top probability below the runner-up's changes the predicted class.
@@ -146,11 +152,11 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
     ----------
     input : {"logits", "probabilities"}, default="logits"
         What the scores are. See :mod:`sklearn_calib.calibrators` for 1-D binary scores.
-    multiclass : {"classwise", "top_label"}, default="classwise"
+    multi_class : {"classwise", "top_label"}, default="classwise"
         What is multicalibrated beyond two classes.
     learning_rate : float, default=0.1
         Shrinkage of each tree's Newton step, in (0, 1].
-    max_rounds : int, default=100
+    max_iter : int, default=100
         Most boosting rounds (a round fits one tree per column of margins).
     max_depth : int, default=3
         Levels of splits of a tree (``2^max_depth`` leaves).
@@ -172,24 +178,32 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
         unseen in fit follows the larger child of each split.
     early_stopping : bool, default=True
         Keep the number of rounds with the lowest held-out log loss (else
-        ``max_rounds``).
-    validation : "auto", float or int, default="auto"
+        ``max_iter``).
+    validation_fraction : "auto", float or int, default="auto"
         The held-out rows of early stopping: a float in (0, 1) holds out that share of
-        the rows; an int ``k >= 2`` uses ``k`` folds and the log loss pooled over them;
-        ``"auto"`` takes 5 folds below 10,000 rows, a fifth of the rows above. Splits
-        are stratified by class where every class has enough rows.
-    n_rounds_no_change : int, default=10
+        the rows; an int ``k >= 2`` uses ``k`` folds (each holding out a ``1 / k``
+        share) and the log loss pooled over them; ``"auto"`` takes 5 folds below 10,000
+        rows, a fifth of the rows above. Splits are stratified by class where every class
+        has enough rows.
+    n_iter_no_change : int, default=10
         Stop when the held-out loss has not improved by ``tol`` for this many rounds.
     tol : float, default=1e-7
         Least improvement of the held-out loss that counts.
     random_state : int, RandomState instance or None, default=None
         Seed of the held-out split.
+    multiclass, max_rounds, validation, n_rounds_no_change : deprecated
+        Deprecated names of ``multi_class``, ``max_iter``, ``validation_fraction`` and
+        ``n_iter_no_change``.
+
+        .. deprecated:: 0.2
+           Renamed as scikit-learn's ``HistGradientBoostingClassifier`` names them;
+           removed in 0.3.
 
     Attributes
     ----------
     scaling_ : tuple of float
         ``(a, b)`` of the global map ``a F + b`` of the margins fitted first.
-    n_rounds_ : int
+    n_iter_ : int
         Boosting rounds kept (0: the global map
         alone).
     validation_loss_ : ndarray of shape (n_rounds_tried + 1,)
@@ -255,9 +269,9 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
 
     _parameter_constraints: dict = {
         **BaseCalibrator._parameter_constraints,
-        "multiclass": [StrOptions({"classwise", "top_label"})],
+        "multi_class": [StrOptions({"classwise", "top_label"})],
         "learning_rate": [Interval(numbers.Real, 0, 1, closed="right")],
-        "max_rounds": [Interval(numbers.Integral, 1, None, closed="left")],
+        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "max_depth": [Interval(numbers.Integral, 1, 12, closed="both")],
         "min_samples_leaf": [Interval(numbers.Real, 0, None, closed="left")],
         "l2_regularization": [Interval(numbers.Real, 0, None, closed="neither")],
@@ -265,22 +279,57 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
         "linear_leaves": ["boolean"],
         "categorical_features": [StrOptions({"auto"}), "array-like"],
         "early_stopping": ["boolean"],
-        "validation": [
-            StrOptions({"auto"}),
-            Interval(numbers.Real, 0, 1, closed="neither"),
-            Interval(numbers.Integral, 2, None, closed="left"),
-        ],
-        "n_rounds_no_change": [Interval(numbers.Integral, 1, None, closed="left")],
+        "validation_fraction": _VALIDATION,
+        "n_iter_no_change": [Interval(numbers.Integral, 1, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
         "random_state": ["random_state"],
+        "multiclass": [
+            Hidden(StrOptions({DEPRECATED})),
+            StrOptions({"classwise", "top_label"}),
+        ],
+        "max_rounds": [
+            Hidden(StrOptions({DEPRECATED})),
+            Interval(numbers.Integral, 1, None, closed="left"),
+        ],
+        "validation": [Hidden(StrOptions({DEPRECATED})), *_VALIDATION],
+        "n_rounds_no_change": [
+            Hidden(StrOptions({DEPRECATED})),
+            Interval(numbers.Integral, 1, None, closed="left"),
+        ],
     }
+    _renamed_parameters: dict = {
+        "multiclass": "multi_class",
+        "max_rounds": "max_iter",
+        "validation": "validation_fraction",
+        "n_rounds_no_change": "n_iter_no_change",
+    }
+    _renamed_attributes: dict = {"n_rounds_": "n_iter_"}
+    n_rounds_ = renamed_attribute("n_rounds_", "n_iter_")
 
+    @keyword_only(
+        "input",
+        "multiclass",
+        "learning_rate",
+        "max_rounds",
+        "max_depth",
+        "min_samples_leaf",
+        "l2_regularization",
+        "max_bins",
+        "linear_leaves",
+        "categorical_features",
+        "early_stopping",
+        "validation",
+        "n_rounds_no_change",
+        "tol",
+        "random_state",
+    )
     def __init__(
         self,
+        *,
         input="logits",
-        multiclass="classwise",
+        multi_class="classwise",
         learning_rate=0.1,
-        max_rounds=100,
+        max_iter=100,
         max_depth=3,
         min_samples_leaf=40,
         l2_regularization=1.0,
@@ -288,15 +337,19 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
         linear_leaves=True,
         categorical_features="auto",
         early_stopping=True,
-        validation="auto",
-        n_rounds_no_change=10,
+        validation_fraction="auto",
+        n_iter_no_change=10,
         tol=1e-7,
         random_state=None,
+        multiclass=DEPRECATED,
+        max_rounds=DEPRECATED,
+        validation=DEPRECATED,
+        n_rounds_no_change=DEPRECATED,
     ):
         self.input = input
-        self.multiclass = multiclass
+        self.multi_class = multi_class
         self.learning_rate = learning_rate
-        self.max_rounds = max_rounds
+        self.max_iter = max_iter
         self.max_depth = max_depth
         self.min_samples_leaf = min_samples_leaf
         self.l2_regularization = l2_regularization
@@ -304,13 +357,17 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
         self.linear_leaves = linear_leaves
         self.categorical_features = categorical_features
         self.early_stopping = early_stopping
-        self.validation = validation
-        self.n_rounds_no_change = n_rounds_no_change
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
         self.tol = tol
         self.random_state = random_state
+        self.multiclass = multiclass
+        self.max_rounds = max_rounds
+        self.validation = validation
+        self.n_rounds_no_change = n_rounds_no_change
 
     def _mode(self):
-        return "binary" if self.n_classes_ == 2 else self.multiclass
+        return "binary" if self.n_classes_ == 2 else parameter(self, "multi_class")
 
     def _fit(self, scores, y_index, sample_weight, groups=None):
         n_samples = scores.shape[0]
@@ -329,11 +386,11 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
         margins = self.scaling_[0] * margins + self.scaling_[1]
         weight = np.ones(n_samples) if sample_weight is None else sample_weight
         fixed = self._fixed_codes(codes, top, n_samples)
-        n_rounds = self.max_rounds
+        n_rounds = parameter(self, "max_iter")
         if self.early_stopping:
             n_rounds = self._early_stopping(link, margins, targets, weight, fixed, y_index)
         self.trees_ = self._boost(link, margins, targets, weight, fixed, n_rounds)
-        self.n_rounds_ = len(self.trees_)
+        self.n_iter_ = len(self.trees_)
 
     @staticmethod
     def _fixed_codes(codes, top, n_samples):
@@ -361,14 +418,15 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
         rng = check_random_state(self.random_state)
         counts = np.bincount(y_index)
         present = counts[counts > 0]
-        validation = self.validation
+        validation = parameter(self, "validation_fraction")
         if validation == "auto":
             validation = AUTO_FOLDS if n_samples < AUTO_HOLDOUT_ROWS else AUTO_FRACTION
         if isinstance(validation, numbers.Integral):
             n_folds = int(validation)
             if n_folds > n_samples:
                 raise ValueError(
-                    f"early_stopping with validation={n_folds} folds needs at least as many "
+                    f"early_stopping with validation_fraction={n_folds} folds needs at least "
+                    "as many "
                     f"rows, got {n_samples}; set early_stopping=False."
                 )
             if present.min() >= n_folds:
@@ -380,7 +438,7 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
         if n_validation >= n_samples:
             raise ValueError(
                 f"early_stopping needs a training and a validation part; with {n_samples} "
-                f"rows and validation={validation} the training part is empty; set "
+                f"rows and validation_fraction={validation} the training part is empty; set "
                 "early_stopping=False."
             )
         can_stratify = present.min() >= 2 and n_validation >= present.shape[0]
@@ -413,7 +471,7 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
 
         losses = [pooled_loss()]
         best = 0
-        for round_ in range(1, self.max_rounds + 1):
+        for round_ in range(1, parameter(self, "max_iter") + 1):
             for fold, (train, held) in enumerate(folds):
                 change, trees = self._round(
                     link, fit_margins[fold], targets[train], weight[train], fixed[train]
@@ -425,7 +483,7 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
             losses.append(pooled_loss())
             if losses[-1] < losses[best] - self.tol:
                 best = round_
-            elif round_ - best >= self.n_rounds_no_change:
+            elif round_ - best >= parameter(self, "n_iter_no_change"):
                 break
         self.validation_loss_ = np.array(losses)
         return best

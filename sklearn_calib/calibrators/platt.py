@@ -22,6 +22,7 @@ scores does not make the Hessian singular).
 
 import numpy as np
 
+from .._deprecation import keyword_only
 from ._binary_logistic import OneVsRestLogisticBase
 
 __all__ = ["PlattScaling"]
@@ -78,7 +79,8 @@ class PlattScaling(OneVsRestLogisticBase):
     True
     """
 
-    def __init__(self, input="logits"):
+    @keyword_only("input")
+    def __init__(self, *, input="logits"):
         self.input = input
 
     @staticmethod

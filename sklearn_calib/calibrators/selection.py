@@ -11,6 +11,7 @@ from sklearn.model_selection import check_cv
 from sklearn.utils import _safe_indexing
 from sklearn.utils._param_validation import HasMethods, Interval
 
+from .._deprecation import keyword_only
 from ..scoring import get_scorer
 from ._base import BaseCalibrator, GroupsMixin, takes_groups
 from ._repeated_fits import (
@@ -203,7 +204,8 @@ class CalibratorSelector(GroupsMixin, BaseCalibrator):
         **BaseCalibrator._parameter_constraints,
     }
 
-    def __init__(self, calibrators=None, scoring=None, cv=5, n_jobs=None, input="logits"):
+    @keyword_only("calibrators", "scoring", "cv", "n_jobs", "input")
+    def __init__(self, calibrators=None, *, scoring=None, cv=5, n_jobs=None, input="logits"):
         self.calibrators = calibrators
         self.scoring = scoring
         self.cv = cv

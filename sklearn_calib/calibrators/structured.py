@@ -9,25 +9,34 @@ so that every feature is finite. They then fit ``softmax((I + D) u + b)`` by the
 mean NLL plus ridge penalties scaled with the number of classes ``K`` and the (weighted)
 number of samples ``n``::
 
-    lambda_b K/n |b|^2 + lambda_d K/n |diag D|^2 + lambda_o K(K - 1)/n |offdiag D|^2,
+    l2_b K/n |b|^2 + l2_d K/n |diag D|^2 + l2_o K(K - 1)/n |offdiag D|^2,
 
-with the solver of the scaling family (:mod:`~._affine_solver`). Vector scaling keeps ``D``
-diagonal. The penalties pull towards temperature scaling, and vanish as ``n`` grows.
+with the solver of the scaling family (:mod:`~._affine_solver`), ``l2_b``, ``l2_d`` and
+``l2_o`` the parameters ``l2_regularization_intercept``, ``_diagonal`` and
+``_off_diagonal`` (Berta et al.'s ``lambda_b``, ``lambda_d``, ``lambda_o``). Vector scaling
+keeps ``D`` diagonal. The penalties pull towards temperature scaling, and vanish as ``n`` grows.
 """
 
 import numbers
 
 import numpy as np
 import torch
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Hidden, Interval, StrOptions
 
+from .._deprecation import DEPRECATED, keyword_only, parameter
 from ._base import softmax, weighted_count
 from ._temperature_solver import fit_inverse_temperature
 from .linear import MatrixScalingBase, VectorScalingBase, matrix_penalty
 
 __all__ = ["StructuredMatrixScaling", "StructuredVectorScaling"]
 
-_LAMBDA = Interval(numbers.Real, 0, None, closed="left")
+_PENALTY = [Interval(numbers.Real, 0, None, closed="left")]
+_DEPRECATED_PENALTY = [Hidden(StrOptions({DEPRECATED})), *_PENALTY]
+#: The former names of the penalties (Berta et al.'s lambdas).
+_RENAMED = {
+    f"lambda_{part}": f"l2_regularization_{part}"
+    for part in ("intercept", "diagonal", "off_diagonal")
+}
 
 
 class _TemperatureMixture:
@@ -50,16 +59,22 @@ class _TemperatureMixture:
 _COMMON_PARAMETERS = """input : {"logits", "probabilities"}, default="logits"
         What the scores are; probabilities become ``log(max(p, 1e-12))`` before the
         temperature. See :mod:`sklearn_calib.calibrators` for 1-D binary scores.
-    lambda_intercept : float, default=1.0
-        ``lambda_b``: the penalty on ``|b|^2`` is ``lambda_b K / n``.
-    lambda_diagonal : float, default=1.0
-        ``lambda_d``: the penalty on the squared diagonal of ``D`` is ``lambda_d K / n``."""
+    l2_regularization_intercept : float, default=1.0
+        ``l2_b``: the penalty on ``|b|^2`` is ``l2_b K / n``.
+    l2_regularization_diagonal : float, default=1.0
+        ``l2_d``: the penalty on the squared diagonal of ``D`` is ``l2_d K / n``."""
 
 _COMMON_END = """max_iter : int, default=1000
         Largest number of solver steps.
     tol : float, default=1e-9
         The fit stops when the decrease of the objective predicted by the next step is at
-        most ``tol`` (nats per sample)."""
+        most ``tol`` (nats per sample).
+    lambda_intercept, lambda_diagonal : float
+        Deprecated names of ``l2_regularization_intercept`` and
+        ``l2_regularization_diagonal``.
+
+        .. deprecated:: 0.2
+           Renamed ``l2_regularization_<part>``; removed in 0.3."""
 
 _REFERENCE = """E. Berta, D. Holzmüller, M. I. Jordan and F. Bach, "Structured Matrix Scaling for
     Multi-Class Calibration", AISTATS 2026."""
@@ -119,25 +134,41 @@ class StructuredVectorScaling(_TemperatureMixture, VectorScalingBase):
 
     _parameter_constraints: dict = {
         **VectorScalingBase._parameter_constraints,
-        "lambda_intercept": [_LAMBDA],
-        "lambda_diagonal": [_LAMBDA],
+        "l2_regularization_intercept": _PENALTY,
+        "l2_regularization_diagonal": _PENALTY,
+        "lambda_intercept": _DEPRECATED_PENALTY,
+        "lambda_diagonal": _DEPRECATED_PENALTY,
+    }
+    _renamed_parameters: dict = {
+        old: new for old, new in _RENAMED.items() if not old.endswith("off_diagonal")
     }
 
+    @keyword_only("input", "lambda_intercept", "lambda_diagonal", "max_iter", "tol")
     def __init__(
-        self, input="logits", lambda_intercept=1.0, lambda_diagonal=1.0, max_iter=1000, tol=1e-9
+        self,
+        *,
+        input="logits",
+        l2_regularization_intercept=1.0,
+        l2_regularization_diagonal=1.0,
+        max_iter=1000,
+        tol=1e-9,
+        lambda_intercept=DEPRECATED,
+        lambda_diagonal=DEPRECATED,
     ):
         self.input = input
-        self.lambda_intercept = lambda_intercept
-        self.lambda_diagonal = lambda_diagonal
+        self.l2_regularization_intercept = l2_regularization_intercept
+        self.l2_regularization_diagonal = l2_regularization_diagonal
         self.max_iter = max_iter
         self.tol = tol
+        self.lambda_intercept = lambda_intercept
+        self.lambda_diagonal = lambda_diagonal
 
     def _penalty(self, n_classes, total_weight):
         per_class = n_classes / total_weight
         return np.concatenate(
             [
-                np.full(n_classes, self.lambda_diagonal * per_class),
-                np.full(n_classes, self.lambda_intercept * per_class),
+                np.full(n_classes, parameter(self, "l2_regularization_diagonal") * per_class),
+                np.full(n_classes, parameter(self, "l2_regularization_intercept") * per_class),
             ]
         )
 
@@ -153,10 +184,15 @@ class StructuredMatrixScaling(_TemperatureMixture, MatrixScalingBase):
     Parameters
     ----------
     {_COMMON_PARAMETERS}
-    lambda_off_diagonal : float, default=1.0
-        ``lambda_o``: the penalty on the squared off-diagonal entries of ``D`` is
-        ``lambda_o K (K - 1) / n``.
+    l2_regularization_off_diagonal : float, default=1.0
+        ``l2_o``: the penalty on the squared off-diagonal entries of ``D`` is
+        ``l2_o K (K - 1) / n``.
     {_COMMON_END}
+    lambda_off_diagonal : float
+        Deprecated name of ``l2_regularization_off_diagonal``.
+
+        .. deprecated:: 0.2
+           Renamed ``l2_regularization_off_diagonal``; removed in 0.3.
 
     Attributes
     ----------
@@ -202,31 +238,45 @@ class StructuredMatrixScaling(_TemperatureMixture, MatrixScalingBase):
 
     _parameter_constraints: dict = {
         **MatrixScalingBase._parameter_constraints,
-        "lambda_intercept": [_LAMBDA],
-        "lambda_diagonal": [_LAMBDA],
-        "lambda_off_diagonal": [_LAMBDA],
+        **{new: _PENALTY for new in _RENAMED.values()},
+        **{old: _DEPRECATED_PENALTY for old in _RENAMED},
     }
+    _renamed_parameters: dict = _RENAMED
 
+    @keyword_only(
+        "input", "lambda_intercept", "lambda_diagonal", "lambda_off_diagonal", "max_iter", "tol"
+    )
     def __init__(
         self,
+        *,
         input="logits",
-        lambda_intercept=1.0,
-        lambda_diagonal=1.0,
-        lambda_off_diagonal=1.0,
+        l2_regularization_intercept=1.0,
+        l2_regularization_diagonal=1.0,
+        l2_regularization_off_diagonal=1.0,
         max_iter=1000,
         tol=1e-9,
+        lambda_intercept=DEPRECATED,
+        lambda_diagonal=DEPRECATED,
+        lambda_off_diagonal=DEPRECATED,
     ):
         self.input = input
+        self.l2_regularization_intercept = l2_regularization_intercept
+        self.l2_regularization_diagonal = l2_regularization_diagonal
+        self.l2_regularization_off_diagonal = l2_regularization_off_diagonal
+        self.max_iter = max_iter
+        self.tol = tol
         self.lambda_intercept = lambda_intercept
         self.lambda_diagonal = lambda_diagonal
         self.lambda_off_diagonal = lambda_off_diagonal
-        self.max_iter = max_iter
-        self.tol = tol
 
     def _penalty(self, n_classes, total_weight):
+        diagonal, off_diagonal, intercept = (
+            parameter(self, f"l2_regularization_{part}")
+            for part in ("diagonal", "off_diagonal", "intercept")
+        )
         return matrix_penalty(
             n_classes,
-            diagonal=self.lambda_diagonal * n_classes / total_weight,
-            off_diagonal=self.lambda_off_diagonal * n_classes * (n_classes - 1) / total_weight,
-            intercept=self.lambda_intercept * n_classes / total_weight,
+            diagonal=diagonal * n_classes / total_weight,
+            off_diagonal=off_diagonal * n_classes * (n_classes - 1) / total_weight,
+            intercept=intercept * n_classes / total_weight,
         )

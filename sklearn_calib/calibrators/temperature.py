@@ -6,6 +6,7 @@ import numpy as np
 from scipy.optimize import minimize, minimize_scalar
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._deprecation import keyword_only
 from ._base import BaseCalibrator, normalised_weights, softmax
 from ._dask_fit import fit_temperature
 from ._temperature_grid import grid_ece
@@ -98,7 +99,8 @@ class TemperatureScaling(BaseCalibrator):
         "n_bins": [Interval(numbers.Integral, 1, None, closed="left")],
     }
 
-    def __init__(self, input="logits", objective="nll", grid=None, n_bins=15):
+    @keyword_only("input", "objective", "grid", "n_bins")
+    def __init__(self, *, input="logits", objective="nll", grid=None, n_bins=15):
         self.input = input
         self.objective = objective
         self.grid = grid
@@ -210,7 +212,8 @@ class EnsembleTemperatureScaling(BaseCalibrator):
         "loss": [StrOptions({"mse", "nll"})],
     }
 
-    def __init__(self, input="logits", loss="mse"):
+    @keyword_only("input", "loss")
+    def __init__(self, *, input="logits", loss="mse"):
         self.input = input
         self.loss = loss
 

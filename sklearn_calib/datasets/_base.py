@@ -129,7 +129,7 @@ def load_fashion_mnist(*, data_home=None, return_X_y=False, as_image=True, norma
 
 
 def load_digits_images(*, return_X_y=False):
-    """scikit-learn's 8x8 digits as images for convolutional networks.
+    """The 8x8 digits of scikit-learn as images for convolutional networks.
 
     Parameters
     ----------
@@ -204,8 +204,9 @@ def make_gaussian_blobs(
     Returns
     -------
     X : ndarray of shape (n_classes * n_samples_per_class, n_features)
+        The points.
     y : ndarray of shape (n_classes * n_samples_per_class,)
-        int64 labels 0..n_classes-1.
+        Labels 0..n_classes-1, int64.
     eta : ndarray of shape (n_classes * n_samples_per_class, n_classes)
         True posterior of each class at each point (rows sum to 1).
     centers : ndarray of shape (n_classes, n_features)

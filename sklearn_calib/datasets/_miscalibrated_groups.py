@@ -69,7 +69,7 @@ def make_miscalibrated_groups(
     groups : ndarray of shape (n_samples,)
         Group of each sample, int64 in ``[0, n_groups)``.
     y : ndarray of shape (n_samples,)
-        int64 labels 0 or 1 drawn from the true probabilities.
+        Labels 0 or 1 (int64) drawn from the true probabilities.
     proba_true : ndarray of shape (n_samples,)
         The true positive-class probabilities.
 

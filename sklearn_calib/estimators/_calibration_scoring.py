@@ -4,10 +4,19 @@ import torch
 from skorch.dataset import unpack_data
 
 from ..metrics import CalibrationAccumulator
+from ..metrics._core._registry import declared
 from ._callbacks import ValidationBatchCallback
 from ._targets import class_indices, sample_weights
 
-_METRICS = ("ece", "mce", "adaptive_ece", "classwise_ece", "smooth_ece", "nll", "brier")
+
+def _recorded_metrics():
+    """The metrics recorded every epoch: those whose declaration says so
+    (``metrics._core._registry``)."""
+    return tuple(
+        metric.name
+        for metric in declared()
+        if metric.streaming is not None and metric.streaming.per_epoch
+    )
 
 
 class CalibrationScoring(ValidationBatchCallback):
@@ -61,10 +70,11 @@ class CalibrationScoring(ValidationBatchCallback):
         self.prefix = prefix
 
     def initialize(self):
-        unknown = [name for name in self.metrics if name not in _METRICS]
+        recorded = _recorded_metrics()
+        unknown = [name for name in self.metrics if name not in recorded]
         if unknown or not self.metrics:
             raise ValueError(
-                f"Expected `metrics` to name metrics from {list(_METRICS)}, got "
+                f"Expected `metrics` to name metrics from {list(recorded)}, got "
                 f"{list(self.metrics)}."
             )
         # checks n_bins and input
@@ -84,7 +94,21 @@ class CalibrationScoring(ValidationBatchCallback):
         self.accumulator_ = None
 
     def on_batch_end(self, net, batch=None, training=False, y_pred=None, **kwargs):
-        """Add a validation batch's outputs to the epoch's sums (training batches are skipped)."""
+        """Add a validation batch's outputs to the epoch's sums (training batches are skipped).
+
+        Parameters
+        ----------
+        net : NetClassifier
+            The net (skorch's callback signature).
+        batch : tuple, default=None
+            The batch's inputs and targets.
+        training : bool, default=False
+            Whether the batch is a training batch.
+        y_pred : torch.Tensor, default=None
+            The net's outputs on the batch.
+        **kwargs
+            Unused; skorch's signature.
+        """
         if training:
             return
         if self.accumulator_ is None:

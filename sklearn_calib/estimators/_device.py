@@ -22,6 +22,7 @@ def resolve_device(device):
     Returns
     -------
     device : torch.device
+        The device ``device`` names.
 
     Raises
     ------

@@ -23,6 +23,13 @@ ON_NONFINITE = ("raise", "restore")
 class NonFiniteLossError(FloatingPointError):
     """Training produced a non-finite loss (or non-finite weights).
 
+    Parameters
+    ----------
+    message : str
+        What happened.
+    epoch, batch : int
+        As the attributes.
+
     Attributes
     ----------
     epoch : int

@@ -106,6 +106,7 @@ class Lookahead:
         Returns
         -------
         step_size : float or torch.Tensor
+            The factor of the gradient of the net's training loss in the virtual step.
         """
         lr = lr_now * self.lr_scale if self.lr is None else self.lr
         if self.loss == loss_reduction:
@@ -113,7 +114,18 @@ class Lookahead:
         return lr * batch_size if self.loss == "sum" else lr / batch_size
 
     def meta_batch(self, batch_size):
-        """Return the meta-validation batch size for a training ``batch_size``."""
+        """Return the meta-validation batch size for a training ``batch_size``.
+
+        Parameters
+        ----------
+        batch_size : int
+            The net's training batch size.
+
+        Returns
+        -------
+        meta_batch_size : int
+            This lookahead's ``meta_batch_size``, or ``batch_size`` when it is None.
+        """
         return batch_size if self.meta_batch_size is None else self.meta_batch_size
 
 

@@ -140,7 +140,8 @@ class MetaNetClassifier(NetClassifier):
     bandwidth : float, default=0.01
         SECE's Gaussian-kernel bandwidth (the paper's value).
     include_self : bool, default=True
-        Whether SECE's sums include ``j = i`` (see :func:`~sklearn_calib.losses.smooth_ece`).
+        Whether SECE's sums include ``j = i`` (see
+        :func:`~sklearn_calib.losses.smooth_calibration_error`).
     sece_accuracy : {"soft", "hard"}, default="soft"
         The accuracy that SECE smooths: "soft", the all-pairs soft accuracy of Qin et al.
         (2010) with temperature ``t_a``, as Wang and Golebiowski train with (the gradient
@@ -372,7 +373,13 @@ class MetaNetClassifier(NetClassifier):
     # ------------------------------------------------------------------ components
 
     def initialize_criterion(self):
-        """Build the loss; None is focal loss (gamma 1) for "gamma_net", cross-entropy for "l2"."""
+        """Build the loss; None is focal loss (gamma 1) for "gamma_net", cross-entropy for "l2".
+
+        Returns
+        -------
+        self : MetaNetClassifier
+            The net, with ``criterion_``.
+        """
         if self.criterion is not None:
             return super().initialize_criterion()
         kwargs = self.get_params_for("criterion")
@@ -384,7 +391,18 @@ class MetaNetClassifier(NetClassifier):
         return self
 
     def initialize_optimizer(self, triggered_directly=None):
-        """Build the network's optimiser, then a new regulariser and its Adam optimiser."""
+        """Build the network's optimiser, then a new regulariser and its Adam optimiser.
+
+        Parameters
+        ----------
+        triggered_directly : None
+            Unused; skorch's signature.
+
+        Returns
+        -------
+        self : MetaNetClassifier
+            The net, with ``optimizer_``, ``meta_regularizer_`` and ``meta_optimizer_``.
+        """
         super().initialize_optimizer()
         self._build_regularizer(self._checked_head())
         return self
@@ -394,6 +412,15 @@ class MetaNetClassifier(NetClassifier):
 
         A continued fit keeps a fitting regulariser and writes the current ``tau`` and
         ``meta_optimizer__*`` settings into it and its optimiser.
+
+        Parameters
+        ----------
+        net : MetaNetClassifier
+            The net (skorch's callback signature).
+        X, y : array-like, default=None
+            The training data.
+        **kwargs
+            Passed to skorch's ``on_train_begin``.
         """
         super().on_train_begin(net, X=X, y=y, **kwargs)
         head = self._checked_head()
@@ -461,18 +488,25 @@ class MetaNetClassifier(NetClassifier):
 
         Parameters
         ----------
-        X, y, split_seed, **fit_params
-            As in :meth:`NetClassifier.get_split_datasets`; the seed also draws the
+        X : FitDataset or array-like of shape (n_samples, ...)
+            As in :meth:`NetClassifier.get_split_datasets`.
+        y : array-like of shape (n_samples,) or None, default=None
+            As in :meth:`NetClassifier.get_split_datasets`.
+        split_seed : int or None, default=None
+            As in :meth:`NetClassifier.get_split_datasets`; it also draws the
             meta-validation part.
         run : TrainingRun or None, default=None
             The training run, which receives the meta-validation batches on the device
             (``run.held_out["meta"]``, a ``MetaBatches``).
+        **fit_params
+            As in :meth:`NetClassifier.get_split_datasets`.
 
         Returns
         -------
         dataset_train : FitDataset
             The training part.
         dataset_valid : FitDataset or None
+            The validation part, None without a split.
         """
         data = split_input(self, X, y)
         seed = resolve_split_seed(self.random_state, split_seed)
@@ -506,7 +540,18 @@ class MetaNetClassifier(NetClassifier):
         return dataset_train, dataset_valid
 
     def train_step_is_capturable(self, run=None):
-        """Whether :meth:`train_step` may be captured: yes while the meta data is on the device."""
+        """Whether :meth:`train_step` may be captured: yes while the meta data is on the device.
+
+        Parameters
+        ----------
+        run : TrainingRun or None, default=None
+            The training run, whose meta-validation batches are checked.
+
+        Returns
+        -------
+        capturable : bool
+            Whether the step may be captured.
+        """
         resident = run is None or run.held_out["meta"].resident
         return super().train_step_is_capturable(run) and resident
 
@@ -526,6 +571,9 @@ class MetaNetClassifier(NetClassifier):
             Inputs and targets of a training batch on ``device_`` (a class-index tensor,
             a WeightedTarget or a MixedTarget).
         run : TrainingRun or None, default=None
+            The training run, which holds the meta-validation batches.
+        **fit_params
+            Unused; skorch's signature.
 
         Returns
         -------
@@ -595,7 +643,19 @@ class MetaNetClassifier(NetClassifier):
     # ------------------------------------------------------------------ epoch hooks
 
     def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, run=None, **kwargs):
-        """Start the history's epoch and, in a training run, reshuffle its meta batches."""
+        """Start the history's epoch and, in a training run, reshuffle its meta batches.
+
+        Parameters
+        ----------
+        net : MetaNetClassifier
+            The net (skorch's callback signature).
+        dataset_train, dataset_valid : FitDataset or None, default=None
+            The training and validation parts.
+        run : TrainingRun or None, default=None
+            The training run, whose meta-validation batches are reshuffled.
+        **kwargs
+            Unused; skorch's signature.
+        """
         super().on_epoch_begin(net, dataset_train=dataset_train, dataset_valid=dataset_valid)
         if run is not None:
             run.held_out["meta"].shuffle()
@@ -606,6 +666,17 @@ class MetaNetClassifier(NetClassifier):
 
         The gamma-Net's statistics are those of the validation part, or of the
         meta-validation part without one.
+
+        Parameters
+        ----------
+        net : MetaNetClassifier
+            The net (skorch's callback signature).
+        dataset_train, dataset_valid : FitDataset or None, default=None
+            The training and validation parts.
+        run : TrainingRun or None, default=None
+            The training run, whose meta-validation batches give the statistics.
+        **kwargs
+            Unused; skorch's signature.
         """
         super().on_epoch_end(net, dataset_train=dataset_train, dataset_valid=dataset_valid)
         if run is None:
@@ -648,10 +719,12 @@ class MetaNetClassifier(NetClassifier):
         Parameters
         ----------
         X : array-like of shape (n_samples, ...)
+            Inputs, as in :meth:`fit`.
 
         Returns
         -------
         gamma : ndarray of shape (n_samples,), dtype float32
+            The gamma of each sample.
         """
         check_is_fitted(self)
         if not isinstance(getattr(self, "meta_regularizer_", None), GammaNet):

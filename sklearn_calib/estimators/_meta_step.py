@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call
 
-from sklearn_calib.losses import differentiable_ece, smooth_ece
+from sklearn_calib.losses import differentiable_calibration_error, smooth_calibration_error
 from sklearn_calib.losses._calibration import full_precision
 
 from ._training import BatchSource
@@ -51,9 +51,9 @@ def meta_objective(
     target : torch.Tensor of shape (n,)
         Class indices.
     meta_loss : {"sece", "dece", "ce_dece"}
-        "sece": :func:`~sklearn_calib.losses.smooth_ece`; "dece":
-        :func:`~sklearn_calib.losses.differentiable_ece`; "ce_dece": cross-entropy plus
-        0.5 times DECE.
+        "sece": :func:`~sklearn_calib.losses.smooth_calibration_error`; "dece":
+        :func:`~sklearn_calib.losses.differentiable_calibration_error`; "ce_dece":
+        cross-entropy plus 0.5 times DECE.
     bandwidth, include_self, accuracy : float, bool, {"hard", "soft"}
         SECE's kernel bandwidth, whether ``j = i`` is in its sums and which accuracy it
         smooths (the 0/1 correctness or the all-pairs soft accuracy).
@@ -67,7 +67,7 @@ def meta_objective(
     """
     probs = torch.softmax(logits, dim=1)
     if meta_loss == "sece":
-        return smooth_ece(
+        return smooth_calibration_error(
             probs,
             target,
             bandwidth=bandwidth,
@@ -75,7 +75,7 @@ def meta_objective(
             accuracy=accuracy,
             t_a=t_a,
         )
-    dece = differentiable_ece(probs, target, n_bins=n_bins, t_a=t_a, t_b=t_b)
+    dece = differentiable_calibration_error(probs, target, n_bins=n_bins, t_a=t_a, t_b=t_b)
     if meta_loss == "dece":
         return dece
     return F.cross_entropy(logits, target) + 0.5 * dece

@@ -86,8 +86,7 @@ default=None
         at each fit before any value reaches the optimiser (a ValueError names it).
     lr : float or None, default=None
         Base learning rate. None: the recipe's (0.1 for the SGD recipes) when its
-        optimiser is used, else the optimiser's default
-        (:data:`~sklearn_calib.estimators.DEFAULT_LRS`): 3e-3 for AdamW and Adam, 0.1 for
+        optimiser is used, else the optimiser's default: 3e-3 for AdamW and Adam, 0.1 for
         SGD, 1e-3 for another class (``benchmarks/RESULTS.md`` records the sweep that
         chose them).
     max_epochs : int, default=20
@@ -137,8 +136,8 @@ default=None
         Maximum gradient norm (all parameters together); None for no clipping.
     loss_reduction : {"mean", "sum"}, default="mean"
         "sum" multiplies the criterion's batch mean by the batch size (the summed
-        per-sample loss). The reference pairing of Mukhoti et al.'s code is ``loss_reduction="sum",
-        grad_clip=2.0`` (:data:`~sklearn_calib.estimators.REFERENCE_PAIRING`). The
+        per-sample loss). The reference pairing of Mukhoti et al.'s code is
+        ``loss_reduction="sum", grad_clip=2.0``. The
         recorded losses are the criterion's values (per-sample means). With sample or
         class weights, "mean" is the weighted mean ``sum w_i l_i / sum w_i`` of the
         batch and "sum" is ``sum w_i l_i``: the weights' scale then scales the loss and
@@ -204,14 +203,14 @@ default=None
         callbacks' own state is not saved. ``partial_fit`` and ``warm_start``
         continuations do not checkpoint.
     use_caching : False, default=False
-        skorch's scoring cache, off (the only accepted value): the engine does not feed
+        The scoring cache of skorch, off (the only accepted value): the engine does not feed
         skorch's per-batch cache, so every ``EpochScoring`` scores the whole
         ``dataset_valid`` (or ``dataset_train`` with ``on_train=True``) with
         :meth:`predict` at the end of each epoch, whatever its own ``use_caching``, and
         does not slow the training steps. skorch's default (``"auto"``, the callbacks'
         ``use_caching=True``) would score cached class indices against labels.
     **kwargs
-        skorch's other parameters (``predict_nonlinearity``, ``iterator_valid__batch_size``,
+        The other parameters of skorch (``predict_nonlinearity``, ``iterator_valid__batch_size``,
         ...) and prefixed hyperparameters (``module__*``, ``criterion__*``,
         ``optimizer__*``, ``callbacks__*``). ``iterator_train``, ``dataset`` and
         ``compile`` are accepted but not used: batches are cut from device tensors.
@@ -435,7 +434,20 @@ default=None
         return [name for name in super()._get_param_names() if not name.startswith("_")]
 
     def get_params(self, deep=True, **kwargs):
-        """Get parameters; a stored ``callbacks__*`` value wins over the built callback's."""
+        """Get parameters; a stored ``callbacks__*`` value wins over the built callback's.
+
+        Parameters
+        ----------
+        deep : bool, default=True
+            Whether to include the parameters of the parts (``module__*``, ...).
+        **kwargs
+            Passed to skorch's ``get_params``.
+
+        Returns
+        -------
+        params : dict
+            Parameter names and values.
+        """
         params = super().get_params(deep=deep, **kwargs)
         stored = {k: v for k, v in self._param_values().items() if k.startswith("callbacks__")}
         return {**params, **stored}
@@ -457,6 +469,7 @@ default=None
         Returns
         -------
         self : NetClassifier
+            The net, its parameters stored.
         """
         known = set(self._get_param_names())
         prefixes = {*self.prefixes_, *self.routed_prefixes}
@@ -503,6 +516,11 @@ default=None
 
         The network's input shape and number of classes come from the data, so a fit
         calls this. A network given as a class or instance is checked against them.
+
+        Returns
+        -------
+        self : NetClassifier
+            The initialised net.
         """
         if not hasattr(self, "input_shape_"):
             raise ValueError(
@@ -530,6 +548,11 @@ default=None
 
         A network instance is copied (with ``module__*`` parameters, its class is built
         with them instead).
+
+        Returns
+        -------
+        self : NetClassifier
+            The net, with ``module_``.
         """
         module, kwargs = self.module, self.get_params_for("module")
         if isinstance(module, nn.Module):
@@ -545,7 +568,13 @@ default=None
         return self
 
     def initialize_criterion(self):
-        """Build the loss from its name, class or instance (copied) and ``criterion__*``."""
+        """Build the loss from its name, class or instance (copied) and ``criterion__*``.
+
+        Returns
+        -------
+        self : NetClassifier
+            The net, with ``criterion_``.
+        """
         criterion, kwargs = self.criterion, self.get_params_for("criterion")
         if isinstance(criterion, nn.Module):
             loss = type(criterion)(**kwargs) if kwargs else copy.deepcopy(criterion)
@@ -555,7 +584,18 @@ default=None
         return self
 
     def initialize_optimizer(self, triggered_directly=None):
-        """Build the optimiser (see ``optimizer``); its settings are checked first."""
+        """Build the optimiser (see ``optimizer``); its settings are checked first.
+
+        Parameters
+        ----------
+        triggered_directly : None
+            Unused; skorch's signature.
+
+        Returns
+        -------
+        self : NetClassifier
+            The net, with ``optimizer_``.
+        """
         settings = OptimizerSettings.from_params(self._param_values())
         self.optimizer_ = settings.build(self.get_all_learnable_params(), self.device_)
         return self
@@ -607,6 +647,7 @@ default=None
         Returns
         -------
         self : NetClassifier
+            The fitted net.
         """
         fresh = not (self.warm_start and self.__sklearn_is_fitted__())
         return self._fit(X, y, sample_weight, classes=None, epochs=None, fresh=fresh)
@@ -617,7 +658,9 @@ default=None
         Parameters
         ----------
         X : array-like of shape (n_samples, ...)
+            Inputs, as in :meth:`fit`.
         y : array-like of shape (n_samples,)
+            Class labels, as in :meth:`fit`.
         classes : array-like of shape (n_classes,) or None, default=None
             All class labels, for the first call when ``y`` may lack some.
         sample_weight : array-like of shape (n_samples,) or None, default=None
@@ -626,6 +669,7 @@ default=None
         Returns
         -------
         self : NetClassifier
+            The fitted net.
         """
         return self._fit(X, y, sample_weight, classes=classes, epochs=None, fresh=False)
 
@@ -639,7 +683,9 @@ default=None
         Parameters
         ----------
         X : array-like of shape (n_samples, ...)
+            Inputs, as in :meth:`fit`.
         y : array-like of shape (n_samples,)
+            Class labels, as in :meth:`fit`.
         epochs : int or None, default=None
             None: ``max_epochs``.
         sample_weight : array-like of shape (n_samples,) or None, default=None
@@ -648,6 +694,7 @@ default=None
         Returns
         -------
         self : NetClassifier
+            The fitted net.
         """
         return self._fit(X, y, sample_weight, classes=None, epochs=epochs, fresh=False)
 
@@ -710,6 +757,7 @@ default=None
         method_name : str
             ``"on_train_begin"``, ``"on_epoch_begin"``, ``"on_batch_end"``, ...
         run : TrainingRun or None, default=None
+            The training run, handed to the net's own handler.
         **cb_kwargs
             The notification's arguments.
         """
@@ -738,7 +786,8 @@ default=None
 
         Returns
         -------
-        dataset_train, dataset_valid : FitDataset (``dataset_valid`` None without a split)
+        dataset_train, dataset_valid : FitDataset
+            The two parts; ``dataset_valid`` is None without a split.
         """
         data = split_input(self, X, y)
         if self.train_split is None:
@@ -765,12 +814,16 @@ default=None
         Parameters
         ----------
         dataset : torch Dataset
+            The data.
         training : bool, default=False
+            Whether the batches are for training.
         run : TrainingRun or None, default=None
+            The training run, whose generators order the training batches.
 
         Returns
         -------
         iterator : iterable of batches ``(X, target)``
+            The batches.
         """
         if not isinstance(dataset, FitDataset):
             if not training:
@@ -798,11 +851,14 @@ default=None
         iterator : iterable of batches or None
             None: nothing to do.
         training : bool
+            Whether the pass trains.
         prefix : {"train", "valid"}
+            Prefix of the history entries.
         step_fn : callable
             ``step_fn(batch, **fit_params) -> {"loss", "y_pred"}``: :meth:`train_step` or
             :meth:`validation_step`.
         run : TrainingRun or None, default=None
+            The training run; None (outside a run) steps batch by batch.
         **fit_params
             Passed to ``step_fn``.
         """
@@ -822,6 +878,16 @@ default=None
 
         ``train_step_capturable`` decides; when it is None, only NetClassifier's own
         steps are capturable.
+
+        Parameters
+        ----------
+        run : TrainingRun or None, default=None
+            The training run (unused here; subclasses may need it).
+
+        Returns
+        -------
+        capturable : bool
+            Whether the step may be captured.
         """
         cls = type(self)
         if cls.train_step_capturable is None:
@@ -846,6 +912,8 @@ default=None
             :class:`WeightedTarget` or a :class:`MixedTarget`).
         run : TrainingRun or None, default=None
             The training run; None (outside a run) sets the network's training mode.
+        **fit_params
+            Passed to :meth:`train_step_single`.
 
         Returns
         -------
@@ -874,6 +942,8 @@ default=None
             As in :meth:`train_step`.
         run : TrainingRun or None, default=None
             The training run (unused here; subclasses may need it).
+        **fit_params
+            Unused; skorch's signature.
 
         Returns
         -------
@@ -900,8 +970,11 @@ default=None
         Parameters
         ----------
         batch : tuple of (torch.Tensor, target)
+            As in :meth:`train_step`.
         run : TrainingRun or None, default=None
             The training run; None (outside a run) sets the network's evaluation mode.
+        **fit_params
+            Unused; skorch's signature.
 
         Returns
         -------
@@ -921,8 +994,25 @@ default=None
         A :class:`WeightedTarget` passes its weights to the criterion as
         ``sample_weight``; a :class:`MixedTarget` gives ``lam * L(z, y_a) + (1 - lam) *
         L(z, y_b)``. With ``loss_reduction="sum"`` the training loss is multiplied by the
-        batch size (the sum of the weights). ``criterion_kwargs`` go to the criterion (a
-        per-sample ``gamma``).
+        batch size (the sum of the weights).
+
+        Parameters
+        ----------
+        y_pred : torch.Tensor of shape (n_samples, n_classes)
+            The logits.
+        y_true : torch.Tensor, WeightedTarget or MixedTarget
+            The targets.
+        X : torch.Tensor, default=None
+            The inputs (unused here; skorch's signature).
+        training : bool, default=False
+            Whether the loss is a training step's.
+        **criterion_kwargs
+            Passed to the criterion (a per-sample ``gamma``).
+
+        Returns
+        -------
+        loss : torch.Tensor
+            The 0-dim loss.
         """
         if not isinstance(y_true, (torch.Tensor, MixedTarget, WeightedTarget)):
             y_true = to_tensor(y_true, device=self.device_)
@@ -934,7 +1024,18 @@ default=None
     # ------------------------------------------------------------------ inference
 
     def forward_logits(self, X):
-        """Return the float32 logits of a batch on the device (autocast as in training)."""
+        """Return the float32 logits of a batch on the device (autocast as in training).
+
+        Parameters
+        ----------
+        X : torch.Tensor
+            A batch of inputs on ``device_``.
+
+        Returns
+        -------
+        logits : torch.Tensor of shape (n_samples, n_classes)
+            The logits, float32.
+        """
         with autocast(autocast_dtype(self.precision, self.device_), self.device_):
             out = self.module_(X)
         if isinstance(out, tuple):
@@ -948,6 +1049,20 @@ default=None
         its parameters are another); token ids are checked as in :meth:`predict`. The
         other ``fit_params`` go to the network; ``run`` (which a step written for skorch
         passes on with its own ``fit_params``) does not.
+
+        Parameters
+        ----------
+        x : torch.Tensor, array-like or dict
+            A batch of inputs.
+        run : TrainingRun or None, default=None
+            The training run (not passed to the network).
+        **fit_params
+            Passed to the network.
+
+        Returns
+        -------
+        output : torch.Tensor
+            The network's output.
         """
         x = to_tensor(x, device=self.device_)
         if isinstance(x, torch.Tensor):
@@ -960,7 +1075,13 @@ default=None
         return self.module_(x, **fit_params)
 
     def inference_batch_size(self):
-        """Batch size of validation and prediction."""
+        """Return the batch size of validation and prediction.
+
+        Returns
+        -------
+        batch_size : int
+            ``iterator_valid__batch_size`` if positive, else ``batch_size``.
+        """
         size = self.get_params_for("iterator_valid").get("batch_size", self.batch_size)
         return size if size > 0 else self.batch_size
 
@@ -984,12 +1105,14 @@ default=None
         Parameters
         ----------
         X : array-like of shape (n_samples, ...) or torch Dataset
+            Inputs, as in :meth:`fit`.
             A torch Dataset (skorch's ``Dataset``, a ``Subset``) is batched by skorch's
             ``iterator_valid``; its targets are ignored.
 
         Returns
         -------
         proba : ndarray of shape (n_samples, n_classes), dtype float32
+            Columns follow ``classes_``.
         """
         logits = self._logits(X)
         with torch.inference_mode():
@@ -1002,10 +1125,12 @@ default=None
         Parameters
         ----------
         X : array-like of shape (n_samples, ...) or torch Dataset
+            Inputs, as in :meth:`fit`.
 
         Returns
         -------
         scores : ndarray of shape (n_samples, n_classes) or (n_samples,), dtype float32
+            The logits, or their difference for two classes.
         """
         logits = self._logits(X)
         if logits.shape[1] == 2:
@@ -1018,10 +1143,12 @@ default=None
         Parameters
         ----------
         X : array-like of shape (n_samples, ...) or torch Dataset
+            Inputs, as in :meth:`fit`.
 
         Returns
         -------
         y_pred : ndarray of shape (n_samples,)
+            Labels from ``classes_``.
         """
         index = self._logits(X).argmax(1).cpu().numpy()
         return self.classes_[index]

@@ -96,6 +96,7 @@ class Recipe:
         Returns
         -------
         factor : float
+            The multiplier of the base learning rate.
         """
         if self.cycle is not None:
             progress = (epoch * steps_per_epoch + step) / max(max_epochs * steps_per_epoch, 1)
@@ -114,6 +115,7 @@ class Recipe:
         Returns
         -------
         epochs : list of int
+            The 0-based epoch from which each decay applies.
         """
         return [max(round(m * max_epochs), 1) for m in self.milestones]
 

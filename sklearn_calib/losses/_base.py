@@ -78,8 +78,42 @@ class Loss(nn.Module):
                 return losses.mean()
             return losses.sum() / weight.sum().clamp_min(torch.finfo(losses.dtype).tiny)
 
+    def per_sample_loss(self, logits, target, **kwargs):
+        """Return the loss of each sample, before weighting and reduction.
+
+        Parameters
+        ----------
+        logits : torch.Tensor of shape (n_samples, n_classes)
+            Scores, in float32 or float64.
+        target : torch.Tensor of shape (n_samples,)
+            Integer class indices.
+        **kwargs
+            Per-call weight parameters, as :meth:`forward` takes them.
+
+        Returns
+        -------
+        losses : torch.Tensor of shape (n_samples,)
+            The loss of each sample.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not define per_sample_loss.")
+
     def batch_term(self, logits, target, sample_weight):
-        """Return a term of the whole batch added to each sample's loss, or None (here)."""
+        """Return a term of the whole batch added to each sample's loss, or None (here).
+
+        Parameters
+        ----------
+        logits : torch.Tensor of shape (n_samples, n_classes)
+            Scores, in float32 or float64.
+        target : torch.Tensor of shape (n_samples,)
+            Integer class indices.
+        sample_weight : torch.Tensor of shape (n_samples,) or None
+            The weights of the samples, as :meth:`forward` takes them.
+
+        Returns
+        -------
+        term : torch.Tensor of shape () or None
+            The term, None for none.
+        """
         return None
 
     def extra_repr(self):
@@ -132,7 +166,22 @@ class WeightedCrossEntropy(Loss):
         self.detach_weight = detach_weight
 
     def sample_weight(self, probs, target, **kwargs):
-        """Return the per-sample weights u(p), shape (n,), or None for u = 1."""
+        """Return the per-sample weights u(p), or None for u = 1.
+
+        Parameters
+        ----------
+        probs : torch.Tensor of shape (n_samples, n_classes)
+            The probabilities, detached when ``detach_weight`` is True.
+        target : torch.Tensor of shape (n_samples,)
+            Integer class indices.
+        **kwargs
+            Per-call parameters of ``weight_fn``.
+
+        Returns
+        -------
+        weight : torch.Tensor of shape (n_samples,) or None
+            The weight of each sample.
+        """
         if self.weight_fn is None:
             if kwargs:
                 raise TypeError(

@@ -14,7 +14,7 @@ import contextlib
 import torch
 
 from sklearn_calib._validation import check_n_bins, check_number
-from sklearn_calib.metrics._metrics import SECE_EPS
+from sklearn_calib.metrics._functions._sece import SECE_EPS
 
 #: What SECE smooths: the 0/1 correctness or the all-pairs soft accuracy.
 SECE_ACCURACIES = ("hard", "soft")
@@ -131,8 +131,10 @@ def soft_accuracy(probs, target, t_a):
     return torch.relu(2.0 - rank)
 
 
-def smooth_ece(probs, target, *, bandwidth=0.01, include_self=True, accuracy="hard", t_a=100.0):
-    """Smooth expected calibration error (SECE).
+def smooth_calibration_error(
+    probs, target, *, bandwidth=0.01, include_self=True, accuracy="hard", t_a=100.0
+):
+    """Smooth expected calibration error (SECE) in torch, differentiable.
 
     ``SACC_i = sum_j K(r_i, r_j) a_j / (sum_j K(r_i, r_j) + 1e-12)`` with the Gaussian kernel
     ``K(u, v) = exp(-(u - v)^2 / (2 h^2))``, and ``SECE = mean_i |SACC_i - r_i|``, where
@@ -204,7 +206,7 @@ def smooth_ece(probs, target, *, bandwidth=0.01, include_self=True, accuracy="ha
         return (smoothed - confidence).abs().mean()
 
 
-def differentiable_ece(probs, target, *, n_bins=15, t_a=100.0, t_b=0.01):
+def differentiable_calibration_error(probs, target, *, n_bins=15, t_a=100.0, t_b=0.01):
     """Differentiable ECE with soft bins and soft accuracy (DECE).
 
     Soft bin membership ``o_ik = softmax_k((r_i W_k + b_k) / t_b)`` with ``W = (1..M)`` and

@@ -17,8 +17,9 @@ The focal family is one mechanism (Lin et al. 2025): :class:`WeightedCrossEntrop
 gradient instead of being differentiated ("GRA"). The named losses only pick the weight and
 its defaults.
 
-The differentiable calibration measures :func:`smooth_ece` (SECE), :func:`differentiable_ece`
-(DECE) and :func:`mmce_weighted` take probabilities and are re-exported here.
+The differentiable calibration measures :func:`smooth_calibration_error` (SECE),
+:func:`differentiable_calibration_error` (DECE) and :func:`mmce_weighted` take
+probabilities and are re-exported here.
 """
 
 import inspect
@@ -90,7 +91,14 @@ class FocalLoss(GammaWeighted):
 class FocalLossGRA(FocalLoss):
     """Focal weight applied to the gradient ("focal_gra"); Wang et al.'s "focal loss".
 
-    Parameters are those of :class:`FocalLoss`, with ``detach_weight=True``.
+    Parameters
+    ----------
+    gamma : float, default=3.0
+        As in :class:`FocalLoss`.
+    detach_weight : bool, default=True
+        As in :class:`FocalLoss`; True applies the weight to the gradient only.
+    reduction : {"mean", "sum", "none"}, default="mean"
+        As in :class:`FocalLoss`.
 
     References
     ----------
@@ -111,7 +119,9 @@ class InverseFocalLoss(GammaWeighted):
     Parameters
     ----------
     gamma : float, default=3.0
+        Exponent of the weight ``(1 + p_y)^gamma``.
     detach_weight : bool, default=False
+        See :class:`WeightedCrossEntropy`.
     reduction : {"mean", "sum", "none"}, default="mean"
 
     References
@@ -136,6 +146,7 @@ class DualFocalLoss(GammaWeighted):
     gamma : float, default=5.0
         The value of Tao et al., also used by Lin et al.
     detach_weight : bool, default=False
+        See :class:`WeightedCrossEntropy`; True is :class:`DualFocalLossGRA`.
     reduction : {"mean", "sum", "none"}, default="mean"
 
     References
@@ -155,7 +166,14 @@ class DualFocalLoss(GammaWeighted):
 class DualFocalLossGRA(DualFocalLoss):
     """Dual focal weight applied to the gradient ("dual_focal_gra").
 
-    Parameters are those of :class:`DualFocalLoss`, with ``detach_weight=True``.
+    Parameters
+    ----------
+    gamma : float, default=5.0
+        As in :class:`DualFocalLoss`.
+    detach_weight : bool, default=True
+        As in :class:`DualFocalLoss`; True applies the weight to the gradient only.
+    reduction : {"mean", "sum", "none"}, default="mean"
+        As in :class:`DualFocalLoss`.
     """
 
     def __init__(self, gamma=5.0, detach_weight=True, reduction="mean"):
@@ -171,9 +189,13 @@ class FLSD53Loss(WeightedCrossEntropy):
     Parameters
     ----------
     gamma_below : float, default=5.0
+        Gamma of the samples with ``p_y < threshold``.
     gamma_above : float, default=3.0
+        Gamma of the others.
     threshold : float, default=0.2
+        Probability of the true class below which ``gamma_below`` applies.
     detach_weight : bool, default=False
+        See :class:`WeightedCrossEntropy`; True is :class:`FLSD53LossGRA`.
     reduction : {"mean", "sum", "none"}, default="mean"
 
     References
@@ -206,7 +228,18 @@ class FLSD53Loss(WeightedCrossEntropy):
 class FLSD53LossGRA(FLSD53Loss):
     """FLSD-53 weight applied to the gradient ("flsd53_gra").
 
-    Parameters are those of :class:`FLSD53Loss`, with ``detach_weight=True``.
+    Parameters
+    ----------
+    gamma_below : float, default=5.0
+        As in :class:`FLSD53Loss`.
+    gamma_above : float, default=3.0
+        As in :class:`FLSD53Loss`.
+    threshold : float, default=0.2
+        As in :class:`FLSD53Loss`.
+    detach_weight : bool, default=True
+        As in :class:`FLSD53Loss`; True applies the weight to the gradient only.
+    reduction : {"mean", "sum", "none"}, default="mean"
+        As in :class:`FLSD53Loss`.
     """
 
     def __init__(
@@ -256,7 +289,16 @@ class BSCELoss(GammaWeighted):
 class BSCELossGRA(BSCELoss):
     """Brier-score weight applied to the gradient, BSCE-GRA ("bsce_gra").
 
-    Parameters are those of :class:`BSCELoss`, with ``detach_weight=True``.
+    Parameters
+    ----------
+    beta : float, default=1.0
+        As in :class:`BSCELoss`.
+    gamma : float, default=1.0
+        As in :class:`BSCELoss`.
+    detach_weight : bool, default=True
+        As in :class:`BSCELoss`; True applies the weight to the gradient only.
+    reduction : {"mean", "sum", "none"}, default="mean"
+        As in :class:`BSCELoss`.
 
     References
     ----------
@@ -477,6 +519,7 @@ def resolve_loss(criterion):
     Returns
     -------
     criterion : type of torch.nn.Module or torch.nn.Module
+        The loss class, or the loss given.
     """
     if isinstance(criterion, str):
         try:
@@ -509,6 +552,7 @@ def get_loss(name, **params):
     Returns
     -------
     loss : torch.nn.Module
+        The loss, built with ``params``.
 
     Examples
     --------

@@ -268,6 +268,7 @@ def uncertainty_weights(y_true, y_prob, *, weight="focal", labels=None, **params
     Returns
     -------
     weights : ndarray of shape (n_samples,), float64
+        The weight of each sample.
 
     References
     ----------

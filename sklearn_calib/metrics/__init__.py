@@ -1,43 +1,47 @@
 """Calibration metrics computed with numpy, and the statistics of calibration.
 
-The metric functions (``_metrics``) bin with the library's one bin rule (``_binning``:
-``(lower, upper]`` on the bin edges, 0 in the first bin); the kernel-smoothed errors,
-SECE and smECE, are in ``_smooth``. The statistics of calibration: bootstrap intervals
-(``_bootstrap``, over the resampling plans of ``_resampling``), tests
-(``_hypothesis_tests``), the debiased and top-label errors (``_debiased``,
-``_top_label``), decompositions (``_decomposition``), the smooth reliability diagram
-(``_smooth_diagram``), the calibration report (``_calibration_report``) and calibration
-by group (``_groups``: per-group metrics, the worst group, the audit with corrected tests).
-:mod:`sklearn_calib.scoring` re-exports them with their scikit-learn scorers.
-:data:`REPORT_METRICS` is the one list of the metrics the main job's table shows
-(``_report``), and :func:`metric_values` computes them for one set of predictions.
+The package has six private parts, each importing only those before it: ``_core`` (the
+checks' shared pieces: the one bin rule, weights, blocks of rows, conventions, resampling
+plans, groups' rows, Poisson counts, the metric registry and the routing of Dask input),
+``_fused`` (the fused passes: numba kernels and their numpy twins), ``_functions`` (the
+metric functions and their kernels), ``_statistics`` (bootstrap intervals, tests,
+decompositions, groups and audit, the calibration report and the report table),
+``_streaming`` (``CalibrationAccumulator``: its sums and their metrics) and ``_dask``
+(every handler of Dask input). Each metric is declared once, in ``_catalogue``, and read
+from there by the report, the scorers, the accumulator and ``CalibrationScoring``.
+:mod:`sklearn_calib.scoring` re-exports the public names with their scikit-learn
+scorers. :data:`REPORT_METRICS` is the one list of the metrics the main job's table
+shows, and :func:`metric_values` computes them for one set of predictions.
 """
 
 import warnings
 
-from . import _dask_metrics, _dask_report  # noqa: F401  (they register the Dask handlers)
-from ._accumulator import CalibrationAccumulator
-from ._bootstrap import BootstrapInterval, calibration_error_ci
-from ._calibration_report import calibration_report
-from ._debiased import debiased_calibration_error
-from ._decomposition import calibration_decomposition, refinement_loss
-from ._groups import adjust_pvalues, calibration_audit, worst_group_calibration_error
-from ._hypothesis_tests import CalibrationTestResult, calibration_test
-from ._metrics import (
+from ._catalogue import REPORT_METRICS
+from ._functions._binned import (
     adaptive_calibration_error,
-    brier_score,
     classwise_calibration_error,
-    differentiable_calibration_error,
     expected_calibration_error,
     maximum_calibration_error,
-    negative_log_likelihood,
     reliability_diagram,
+)
+from ._functions._debiased import debiased_calibration_error
+from ._functions._scores import (
+    brier_score,
+    differentiable_calibration_error,
+    negative_log_likelihood,
     top_label_accuracy,
 )
-from ._report import REPORT_METRICS, ReportMetric, metric_values
-from ._smooth import smooth_calibration_error, smooth_ece
-from ._smooth_diagram import smooth_reliability_diagram
-from ._top_label import top_label_calibration_error
+from ._functions._sece import smooth_calibration_error
+from ._functions._smece import smooth_ece
+from ._functions._top_label import top_label_calibration_error
+from ._statistics._bootstrap import BootstrapInterval, calibration_error_ci
+from ._statistics._calibration_report import calibration_report
+from ._statistics._decomposition import calibration_decomposition, refinement_loss
+from ._statistics._groups import adjust_pvalues, calibration_audit, worst_group_calibration_error
+from ._statistics._hypothesis_tests import CalibrationTestResult, calibration_test
+from ._statistics._report import ReportMetric, metric_values
+from ._statistics._smooth_diagram import smooth_reliability_diagram
+from ._streaming._accumulator import CalibrationAccumulator
 
 __all__ = [
     "REPORT_METRICS",

@@ -97,6 +97,7 @@ def resolve_network(network):
     Returns
     -------
     network_class : type of torch.nn.Module
+        The network class.
     """
     if isinstance(network, str):
         try:

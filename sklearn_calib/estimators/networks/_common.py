@@ -46,6 +46,11 @@ class FeaturesHead(nn.Module):
 
     Subclasses build their layers and pass them to :meth:`_set_layers`; see the protocol in
     :mod:`sklearn_calib.estimators.networks`.
+
+    Parameters
+    ----------
+    *args, **kwargs
+        Passed to :class:`torch.nn.Module`.
     """
 
     input_dtype = torch.float32

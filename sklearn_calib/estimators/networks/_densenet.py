@@ -89,7 +89,17 @@ class DenseNet(FeaturesHead):
 
 
 class DenseNet121(DenseNet):
-    """DenseNet-121 (growth 32, CIFAR stem; 7.0M parameters for 10 classes)."""
+    """DenseNet-121 (growth 32, CIFAR stem; 7.0M parameters for 10 classes).
+
+    Parameters
+    ----------
+    input_shape : tuple of int
+        Shape of one image, ``(channels, height, width)``.
+    n_classes : int
+        Number of outputs (logits).
+    growth_rate : int, default=32
+        Channels each layer adds.
+    """
 
     def __init__(self, input_shape, n_classes, growth_rate=32):
         super().__init__(input_shape, n_classes, growth_rate=growth_rate)

@@ -132,28 +132,68 @@ class CifarResNet(FeaturesHead):
 
 
 class ResNet20(CifarResNet):
-    """CIFAR ResNet-20 (0.27M parameters); see :class:`CifarResNet`."""
+    """CIFAR ResNet-20 (0.27M parameters); see :class:`CifarResNet`.
+
+    Parameters
+    ----------
+    input_shape : tuple of int
+        Shape of one image, ``(channels, height, width)``.
+    n_classes : int
+        Number of outputs (logits).
+    shortcut : {"A", "B"}, default="A"
+        As in :class:`CifarResNet`.
+    """
 
     def __init__(self, input_shape, n_classes, shortcut="A"):
         super().__init__(input_shape, n_classes, depth=20, shortcut=shortcut)
 
 
 class ResNet32(CifarResNet):
-    """CIFAR ResNet-32 (0.46M parameters); see :class:`CifarResNet`."""
+    """CIFAR ResNet-32 (0.46M parameters); see :class:`CifarResNet`.
+
+    Parameters
+    ----------
+    input_shape : tuple of int
+        Shape of one image, ``(channels, height, width)``.
+    n_classes : int
+        Number of outputs (logits).
+    shortcut : {"A", "B"}, default="A"
+        As in :class:`CifarResNet`.
+    """
 
     def __init__(self, input_shape, n_classes, shortcut="A"):
         super().__init__(input_shape, n_classes, depth=32, shortcut=shortcut)
 
 
 class ResNet56(CifarResNet):
-    """CIFAR ResNet-56 (0.85M parameters); see :class:`CifarResNet`."""
+    """CIFAR ResNet-56 (0.85M parameters); see :class:`CifarResNet`.
+
+    Parameters
+    ----------
+    input_shape : tuple of int
+        Shape of one image, ``(channels, height, width)``.
+    n_classes : int
+        Number of outputs (logits).
+    shortcut : {"A", "B"}, default="A"
+        As in :class:`CifarResNet`.
+    """
 
     def __init__(self, input_shape, n_classes, shortcut="A"):
         super().__init__(input_shape, n_classes, depth=56, shortcut=shortcut)
 
 
 class ResNet110(CifarResNet):
-    """CIFAR ResNet-110 (1.7M parameters); see :class:`CifarResNet`."""
+    """CIFAR ResNet-110 (1.7M parameters); see :class:`CifarResNet`.
+
+    Parameters
+    ----------
+    input_shape : tuple of int
+        Shape of one image, ``(channels, height, width)``.
+    n_classes : int
+        Number of outputs (logits).
+    shortcut : {"A", "B"}, default="A"
+        As in :class:`CifarResNet`.
+    """
 
     def __init__(self, input_shape, n_classes, shortcut="A"):
         super().__init__(input_shape, n_classes, depth=110, shortcut=shortcut)
@@ -199,14 +239,30 @@ class ResNet(FeaturesHead):
 
 
 class ResNet18(ResNet):
-    """ResNet-18 with the CIFAR stem (11.2M parameters for 10 classes); see :class:`ResNet`."""
+    """ResNet-18 with the CIFAR stem (11.2M parameters for 10 classes); see :class:`ResNet`.
+
+    Parameters
+    ----------
+    input_shape : tuple of int
+        Shape of one image, ``(channels, height, width)``.
+    n_classes : int
+        Number of outputs (logits).
+    """
 
     def __init__(self, input_shape, n_classes):
         super().__init__(input_shape, n_classes, block="basic", layers=(2, 2, 2, 2))
 
 
 class ResNet50(ResNet):
-    """ResNet-50 with the CIFAR stem (23.5M parameters for 10 classes); see :class:`ResNet`."""
+    """ResNet-50 with the CIFAR stem (23.5M parameters for 10 classes); see :class:`ResNet`.
+
+    Parameters
+    ----------
+    input_shape : tuple of int
+        Shape of one image, ``(channels, height, width)``.
+    n_classes : int
+        Number of outputs (logits).
+    """
 
     def __init__(self, input_shape, n_classes):
         super().__init__(input_shape, n_classes, block="bottleneck", layers=(3, 4, 6, 3))

@@ -78,7 +78,17 @@ class WideResNet(FeaturesHead):
 
 
 class WRN26_10(WideResNet):
-    """WRN-26-10 (36.5M parameters for 10 classes); see :class:`WideResNet`."""
+    """WRN-26-10 (36.5M parameters for 10 classes); see :class:`WideResNet`.
+
+    Parameters
+    ----------
+    input_shape : tuple of int
+        Shape of one image, ``(channels, height, width)``.
+    n_classes : int
+        Number of outputs (logits).
+    dropout : float, default=0.0
+        Dropout probability before the second convolution of each block.
+    """
 
     def __init__(self, input_shape, n_classes, dropout=0.0):
         super().__init__(input_shape, n_classes, depth=26, width=10, dropout=dropout)

@@ -1,0 +1,2 @@
+"""``CalibrationAccumulator``: calibration metrics of a stream of batches from summed
+statistics in fixed memory."""
