@@ -155,13 +155,15 @@ BSCE_GRA_GRID = [bsce_gra(b, g) for b in BSCE_GRA_BETAS for g in BSCE_GRA_GAMMAS
 MIXUP = Method("Mixup α=1", "mukhoti2020", "ce", group="Mixup", mixup_alpha=1.0)
 
 
-def meta(label, regularizer, meta_loss):
+def meta(label, regularizer, meta_loss, lookahead="bohdal2021"):
     """A meta-learned method of the Meta-Regularization submission (``MetaNetClassifier``).
 
     The estimator picks its own loss (focal loss with a per-sample gamma for "gamma_net",
     cross-entropy for "l2") and holds out 10 % of the training data as its
     meta-validation part; ``train_split=None`` leaves it no second (history-only)
-    validation part, since the experiments do no model selection.
+    validation part, since the experiments do no model selection. The lookahead is
+    named in the specification even at its default, so that runs of a former default
+    lookahead (whose specifications did not name it) are never reused for it.
     """
     loss = "focal" if regularizer == "gamma_net" else "ce"
     return Method(
@@ -171,6 +173,7 @@ def meta(label, regularizer, meta_loss):
         group="meta",
         estimator="meta",
         estimator_params=(
+            ("lookahead", lookahead),
             ("meta_loss", meta_loss),
             ("regularizer", regularizer),
             ("train_split", None),
@@ -182,3 +185,6 @@ CE_DECE = meta("CE-DECE", "l2", "dece")
 CE_SECE = meta("CE-SECE", "l2", "sece")
 FLG_DECE = meta("FLγ-DECE", "gamma_net", "dece")
 FLG_SECE = meta("FLγ-SECE", "gamma_net", "sece")
+#: FLγ-SECE with the whole-network lookahead tuned on a positive control (an extra row of
+#: ``meta``, not one of the paper's methods).
+FLG_SECE_TUNED = meta("FLγ-SECE (network_tuned)", "gamma_net", "sece", "network_tuned")

@@ -93,16 +93,25 @@ def test_cpu_preset_end_to_end(cpu_sweep):
     assert all(0.0 <= float(row["hb_ece"]) <= 1.0 for row in focal)
     meta = read_csv(root / "out" / "meta" / "runs.csv")
     gamma_net = [row for row in meta if row["method"].startswith("FLγ")]
-    assert len(gamma_net) == 2 and all(row["hb_ece"] for row in meta)
+    assert len(gamma_net) == 3 and all(row["hb_ece"] for row in meta)
+    assert all(float(row["fit_cpu_seconds"]) > 0 for row in meta)
     for row in gamma_net:
         quantiles = [float(row[f"test_gamma_q{q}"]) for q in ("05", "25", "50", "75", "95")]
         assert quantiles == sorted(quantiles) and all(g > 0 for g in quantiles)
         assert float(row["test_gamma_std"]) >= 0 and float(row["gamma_mean_last"]) > 0
     assert not any(row["gamma_mean_last"] for row in meta if not row["method"].startswith("FLγ"))
     epochs = read_csv(root / "out" / "meta" / "gamma.csv")
+    tuned = "FLγ-SECE (network_tuned)"
     assert [(row["method"], row["epoch"]) for row in epochs] == [
-        (label, epoch) for label in ("FLγ-DECE", "FLγ-SECE") for epoch in ("1", "2")
+        (label, epoch) for label in ("FLγ-DECE", "FLγ-SECE", tuned) for epoch in ("1", "2")
     ]
+    # The tuned lookahead is a row of Table 1, with its CPU seconds in the notes, and
+    # no claim's number.
+    text = (root / "out" / "meta" / "report.md").read_text()
+    results, claims = text.split("## Agreement with the paper")
+    assert f"| {tuned} | " in results and f"{tuned} " in claims.split("## Notes")[1]
+    assert tuned not in claims.split("## Notes")[0]
+    assert "CPU seconds of a fit (mean over seeds" in text
 
 
 @pytest.mark.slow

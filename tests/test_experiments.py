@@ -1,5 +1,6 @@
 """Tests of the experiments package ``benchmarks`` (python -m benchmarks)."""
 
+import copy
 import io
 import json
 
@@ -11,7 +12,7 @@ from scipy.special import softmax
 import benchmarks._runner as runner
 import sklearn_calib
 from benchmarks.__main__ import EXIT_INCOMPLETE, main, plan
-from benchmarks._methods import BSCE_GRA, FLG_SECE, bsce_gra, regularizer_methods
+from benchmarks._methods import BSCE_GRA, FLG_SECE, FLG_SECE_TUNED, bsce_gra, regularizer_methods
 from benchmarks._posthoc import ece_temperature, learned_epochs
 from benchmarks._presets import GRID_MUKHOTI2020, make_config
 from benchmarks._report import Report, read_csv
@@ -300,6 +301,13 @@ def test_meta_learned_run_records_gamma(one_thread):
     config = make_config("quick", "digits", epochs=2, train_size=300)
     spec = make_spec(config, FLG_SECE, 0)
     assert spec["estimator"]["params"]["train_split"] is None
+    # The lookahead is named, so runs of a former default (unnamed) get other keys.
+    assert spec["estimator"]["params"]["lookahead"] == "bohdal2021"
+    former = copy.deepcopy(spec)
+    del former["estimator"]["params"]["lookahead"]
+    assert run_key(former) != run_key(spec)
+    tuned = make_spec(config, FLG_SECE_TUNED, 0)["estimator"]["params"]
+    assert tuned == {**spec["estimator"]["params"], "lookahead": "network_tuned"}
     arrays, history, meta = train_run(spec, device="cpu")
     assert meta["epochs"] == 2 and len(history["gamma_mean"]) == 2
     assert all(g > 0 for g in history["gamma_mean"]) and len(history["meta_loss"]) == 2
