@@ -508,7 +508,11 @@ def test_models_saved_by_an_earlier_version_load_and_predict_alike(name, how):
 
 
 #: Calibrators added after the files of version 0.1.0 were written.
-CALIBRATORS_AFTER_0_1_0 = {"BiasCorrectedTemperatureScaling", "MulticalibrationBoosting"}
+CALIBRATORS_AFTER_0_1_0 = {
+    "BiasCorrectedTemperatureScaling",
+    "MulticalibrationBoosting",
+    "VennAbersCalibrator",
+}
 
 
 @pytest.mark.parametrize("how", ["pickle", "skops"])

@@ -526,6 +526,7 @@ default="predictions"
         Returns
         -------
         proba : ndarray of shape (n_samples, n_classes)
+            The probabilities under the target priors.
         """
         return self.predict_proba(scores)
 

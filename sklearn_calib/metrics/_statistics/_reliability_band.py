@@ -258,7 +258,11 @@ def calibration_equivalence_test(
         The largest distance from the diagonal to certify, in (0, 1].
     confidence_level : float, default=0.95
         Confidence of the band (one minus the test's level).
-    pos_label, labels, decimals
+    pos_label : int, float, bool or str, default=None
+        See :func:`reliability_band`.
+    labels : array-like of shape (n_classes,), default=None
+        See :func:`reliability_band`.
+    decimals : int or None, default=2
         See :func:`reliability_band`.
 
     Returns
