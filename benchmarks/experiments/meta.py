@@ -186,8 +186,9 @@ class Meta(Experiment):
             "parameter, 20 times the learning rate on the gradient of the mean loss, meta "
             "batches of 512), a variant of ours tuned on a positive control with noisy "
             'labels (benchmarks/RESULTS.md, "γ-Net positive control"); it is not the '
-            "paper's method and no claim uses it. Both lookaheads on held-out seeds in this "
-            'regime: benchmarks/RESULTS.md, "γ-Net controls with the faithful lookahead".',
+            "paper's method and no claim uses it. Both lookaheads on seeds that tuned "
+            "nothing, in a positive and a negative control and in this regime: "
+            'benchmarks/RESULTS.md, "γ-Net controls on held-out seeds".',
             "γ statistics (runs.csv): `gamma_mean_first`/`gamma_std_first` and "
             "`gamma_mean_last`/`gamma_std_last` on the meta-validation part after the first "
             "and the last epoch; `test_gamma_mean`, `test_gamma_std` and the quantiles "
