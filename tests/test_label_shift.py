@@ -117,6 +117,44 @@ def test_squarem_reaches_the_maximum_where_plain_em_stalls():
         assert np.log(proba @ (other / pi)).mean() <= loglik[0] + 1e-12
 
 
+def test_curvature_is_minus_the_derivative_of_the_gradient():
+    rng = np.random.default_rng(8)
+    proba = softmax(rng.normal(size=(500, 4)), axis=1)
+    pi = np.array([0.1, 0.2, 0.3, 0.4])
+    prior = np.array([[0.4, 0.3, 0.2, 0.1]])
+    sums = RowSums(proba, pi)
+    step = 1e-6 * rng.normal(size=(1, 4))
+    change = sums(prior + step, np.arange(1))[0] - sums(prior - step, np.arange(1))[0]
+    np.testing.assert_allclose(change[0] / 2, -sums.curvature(prior[0]) @ step[0], rtol=1e-6)
+
+
+def test_newton_steps_reach_the_squarem_maximum_in_fewer_passes():
+    rng = np.random.default_rng(4)
+    proba = softmax(0.3 * rng.normal(size=(3000, 5)), axis=1)
+    pi = np.full(5, 0.2)
+    sums = RowSums(proba, pi)
+    squarem = maximise_likelihood(sums, pi[None, :], max_iter=10000, tol=1e-12)
+    newton = maximise_likelihood(
+        sums, pi[None, :], max_iter=10000, tol=1e-12, curvature=sums.curvature
+    )
+    np.testing.assert_allclose(newton[0], squarem[0], atol=1e-10)
+    assert newton[2][0] <= 1e-12 and newton[3][0] >= squarem[3][0] - 1e-14
+    assert newton[1] <= 6 < squarem[1]
+
+
+def test_newton_steps_hold_an_absent_class_at_zero():
+    # The rows of the boundary test above: the maximum has q_2 = 0, which EM only
+    # approaches (its steps multiply q_2 by g_2 < 1) and the active set reaches.
+    target = np.array([[0.7, 0.2, 0.1], [0.2, 0.7, 0.1]] * 50)
+    pi = np.full(3, 1 / 3)
+    sums = RowSums(target, pi)
+    prior, n_iter, gap, _ = maximise_likelihood(
+        sums, pi[None, :], max_iter=100, tol=1e-12, curvature=sums.curvature
+    )
+    np.testing.assert_array_equal(prior[0], [0.5, 0.5, 0.0])
+    assert gap[0] <= 1e-12 and n_iter <= 3
+
+
 def test_em_warns_when_it_does_not_converge():
     scores, y = gaussian_scores([0.5, 0.5], 500, seed=5, scale=0.3)
     target, _ = gaussian_scores([0.9, 0.1], 500, seed=6, scale=0.3)
@@ -417,6 +455,8 @@ def test_many_rows_start_from_a_subsample_and_reach_the_same_maximum():
     pi = adapter.source_prior_
     full, *_ = maximise_likelihood(RowSums(proba, pi), pi[None, :], max_iter=10000, tol=1e-12)
     np.testing.assert_allclose(in_memory, full[0], atol=1e-5)
+    # Newton steps with the subsample's curvature: a few passes over the rows
+    assert adapter.converged_ and adapter.n_iter_ <= 10
     lazy = da.from_array(target, chunks=(20000, 4))
     np.testing.assert_allclose(adapter.adapt(lazy).target_prior_, in_memory, atol=1e-9)
 

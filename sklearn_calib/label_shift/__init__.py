@@ -10,12 +10,14 @@ probabilities; :class:`LabelShiftClassifier` does the same around a classifier, 
 features.
 
 EM maximises the target likelihood ``mean_i log sum_k p_k(x_i) q_k / pi_k`` over the
-priors ``q`` (Saerens et al. 2002), with SQUAREM steps (Varadhan and Roland 2008). The
+priors ``q`` (Saerens et al. 2002), with Newton steps on the likelihood's curvature and
+SQUAREM steps (Varadhan and Roland 2008) where a Newton step would lower it. The
 likelihood is concave, and its gradient ``g`` gives the bound ``max_k g_k - 1`` on how far
 the current value lies below the maximum (``sum_k q_k g_k = 1``): EM stops when this bound
 is at most ``tol`` nats per row. Each step is one pass over the target rows (two products
-of the probabilities with a vector; the Dask E-step is a map-reduce over row chunks);
-more than 65,536 rows start from the optimum of an evenly spaced subsample of 16,384.
+of the probabilities with a vector, block by block; the Dask E-step is a map-reduce over
+row chunks). More than 65,536 rows start from the optimum of an evenly spaced subsample
+of 16,384 and take Newton steps with the subsample's curvature: a few passes over all rows.
 """
 
 from ._adapter import LabelShiftAdapter

@@ -57,9 +57,9 @@ class LabelShiftAdapter(TransformerMixin, BaseEstimator):
 
     Estimators of the target priors (``method``):
 
-    - ``"em"``: maximum likelihood by EM (Saerens et al. 2002), accelerated by SQUAREM,
-      stopped when the mean log-likelihood is provably within ``tol`` of its maximum (see
-      :mod:`sklearn_calib.label_shift`). It needs calibrated probabilities, with a bias
+    - ``"em"``: maximum likelihood by EM (Saerens et al. 2002), accelerated by Newton
+      steps (SQUAREM where they fail), stopped when the mean log-likelihood is provably
+      within ``tol`` of its maximum (see :mod:`sklearn_calib.label_shift`). It needs calibrated probabilities, with a bias
       per class: Alexandari et al. (2020) found EM with bias-corrected temperature scaling
       (the default calibrator) hard to beat, and EM without calibration, or with
       temperature scaling alone, worse.

@@ -44,13 +44,21 @@ def evenly_spaced(n_samples, size):
     return np.linspace(0, n_samples - 1, size).astype(np.intp)
 
 
-def em_priors(sums, start, *, max_iter, tol, subsample=None):
-    """EM from ``start`` (rows: replicates); from the optimum of ``subsample`` (row sums of
-    an evenly spaced subsample), moved a little towards ``start``, when given."""
+def em_priors(sums, start, *, max_iter, tol, subsample=None, curvature=None):
+    """EM from ``start`` (rows: replicates) with Newton steps of ``curvature`` (a matrix,
+    a callable or None: see :func:`~._em.maximise_likelihood`). Given ``subsample`` (row
+    sums of an evenly spaced subsample), EM starts from its optimum (found with Newton
+    steps of the subsample's own curvature), moved a little towards ``start``, and takes
+    Newton steps with the subsample's curvature there."""
     if subsample is not None:
-        optimum, *_ = maximise_likelihood(subsample, start, max_iter=max_iter, tol=tol)
+        optimum, *_ = maximise_likelihood(
+            subsample, start, max_iter=max_iter, tol=tol, curvature=subsample.curvature
+        )
         start = away_from_zero(optimum, start)
-    prior, n_iter, gap, loglik = maximise_likelihood(sums, start, max_iter=max_iter, tol=tol)
+        curvature = subsample.curvature(start.mean(axis=0))
+    prior, n_iter, gap, loglik = maximise_likelihood(
+        sums, start, max_iter=max_iter, tol=tol, curvature=curvature
+    )
     return Estimation(prior, n_iter, gap, loglik)
 
 
@@ -102,15 +110,23 @@ def estimate_priors(method, proba, source, *, counts=None, start=None, options):
     n_replicates = 1 if counts is None else counts.shape[0]
     if start is None:
         start = np.repeat(source.prior[None, :], n_replicates, axis=0)
-    subsample = None
     n_samples = proba.shape[0]
-    if counts is None and n_samples > 4 * SUBSAMPLE_ROWS:
-        rows = evenly_spaced(n_samples, SUBSAMPLE_ROWS)
-        subsample = RowSums(proba[rows], source.prior)
+    sample = proba
+    if n_samples > SUBSAMPLE_ROWS:
+        sample = proba[evenly_spaced(n_samples, SUBSAMPLE_ROWS)]
+    sample = RowSums(sample, source.prior)
+    subsample, curvature = None, None
+    if counts is not None:
+        curvature = sample.curvature(start.mean(axis=0))
+    elif n_samples > 4 * SUBSAMPLE_ROWS:
+        subsample = sample
+    else:
+        curvature = sample.curvature
     return em_priors(
         RowSums(proba, source.prior, counts),
         start,
         max_iter=options["max_iter"],
         tol=options["tol"],
         subsample=subsample,
+        curvature=curvature,
     )
