@@ -59,10 +59,10 @@ class LabelShiftAdapter(TransformerMixin, BaseEstimator):
 
     - ``"em"``: maximum likelihood by EM (Saerens et al. 2002), accelerated by Newton
       steps (SQUAREM where they fail), stopped when the mean log-likelihood is provably
-      within ``tol`` of its maximum (see :mod:`sklearn_calib.label_shift`). It needs calibrated probabilities, with a bias
-      per class: Alexandari et al. (2020) found EM with bias-corrected temperature scaling
-      (the default calibrator) hard to beat, and EM without calibration, or with
-      temperature scaling alone, worse.
+      within ``tol`` of its maximum (see :mod:`sklearn_calib.label_shift`). It needs
+      calibrated probabilities, with a bias per class: Alexandari et al. (2020) found EM
+      with bias-corrected temperature scaling (the default calibrator) hard to beat, and
+      EM without calibration, or with temperature scaling alone, worse.
     - ``"bbse"``: black-box shift estimation (Lipton et al. 2018), which solves
       ``C w = mu`` for the class weights ``w = q / pi``, with ``C`` the source's joint
       confusion matrix of (hard or soft) predictions and classes and ``mu`` the target's
