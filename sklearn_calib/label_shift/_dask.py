@@ -12,7 +12,13 @@ import numpy as np
 
 from .._dask_chunks import ChunkedRows
 from ._em import RowSums
-from ._estimate import SUBSAMPLE_ROWS, confusion_priors, em_priors, evenly_spaced
+from ._estimate import (
+    SUBSAMPLE_ROWS,
+    confusion_priors,
+    em_priors,
+    evenly_spaced,
+    subsample_start,
+)
 from ._uncertainty import likelihood_ratio_test, prediction_count_test
 
 _NAMES = ("y", "target_scores", "sample_weight")
@@ -78,17 +84,13 @@ def adapt_dask(adapter, scores):
     source = adapter._source
     n_classes = adapter.n_classes_
     if adapter.method == "em":
-        subsample = None
+        options = {"max_iter": adapter.max_iter, "tol": adapter.tol}
+        start = source.prior[None, :]
         if rows.n_samples > 4 * SUBSAMPLE_ROWS:
             _, sample, _ = rows.rows(evenly_spaced(rows.n_samples, SUBSAMPLE_ROWS))
             subsample = RowSums(_chunk_proba(adapter, sample), source.prior)
-        estimation = em_priors(
-            _DaskSums(adapter, rows),
-            source.prior[None, :],
-            max_iter=adapter.max_iter,
-            tol=adapter.tol,
-            subsample=subsample,
-        )
+            start = subsample_start(subsample, start, **options)
+        estimation = em_priors(_DaskSums(adapter, rows), start, **options)
         test = likelihood_ratio_test(estimation.loglik[0], rows.n_samples, n_classes)
         return estimation, test
     sums = rows.reduce(_prediction_sums, adapter)

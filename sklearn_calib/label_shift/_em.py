@@ -17,11 +17,11 @@ passes over the rows:
   point as on the simplex, where ``g_k = 1``) under the quadratic model with the curvature
   ``C = mean_i a_i a_i^T``, ``a_ik = p_k(x_i) / (pi_k d(x_i))`` (minus the Hessian of
   ``l``), with the classes the step would make negative held at 0 (an active set). The
-  curvature is computed at every step (exact Newton, quadratic convergence) or once, on an
-  evenly spaced subsample of the rows (a chord method: linear convergence whose rate is the
-  subsample's relative error of the curvature). A step that lowers the likelihood is
-  replaced by a SQUAREM iteration, so the likelihood never decreases; a curvature computed
-  once is then dropped for SQUAREM (it does not describe these rows).
+  curvature is computed at every step, from all rows (Newton's method, quadratic
+  convergence) or from a sample of them (linear convergence, at a rate set by the sample's
+  error of the curvature). A step that lowers the likelihood is replaced by a SQUAREM
+  iteration, so the likelihood never decreases; the next step is Newton's again (EM's
+  multiplicative steps cannot bring back a class held at 0, Newton's can).
 - SQUAREM (Varadhan and Roland 2008, scheme S3) otherwise: it extrapolates two EM steps,
   ``q - 2 a r + a^2 v`` with ``r`` the first step, ``v`` the change between the two and
   ``a = -|r| / |v|`` (at most -1), halves the extrapolation towards the second EM step
@@ -118,14 +118,61 @@ class RowSums:
         -------
         ndarray of shape (n_classes, n_classes)
         """
+        return SampledCurvature(self.proba, None, self.source_prior)(prior)
+
+    def length_squared_sample(self, prior, size, rng):
+        """A :class:`SampledCurvature` of ``size`` rows drawn with probabilities
+        proportional to ``|a_i|^2`` at ``prior`` (one pass): length-squared sampling
+        (Frieze, Kannan and Vempala 2004), which draws the rows that carry the curvature,
+        such as those of a class rare in the target, more often."""
         ratio = prior / self.source_prior
-        n_samples, n_classes = self.proba.shape
-        result = np.zeros((n_classes, n_classes))
+        n_samples = self.proba.shape[0]
+        norms = np.empty(n_samples)
         for start in range(0, n_samples, self.block):
             rows = self.proba[start : start + self.block]
             scaled = rows / np.maximum(rows @ ratio, _TINY)[:, None]
-            result += scaled.T @ scaled
-        return result / (n_samples * np.outer(self.source_prior, self.source_prior))
+            norms[start : start + self.block] = (scaled / self.source_prior) ** 2 @ np.ones(
+                rows.shape[1]
+            )
+        chance = norms / norms.sum()
+        drawn = rng.choice(n_samples, size=size, p=chance)
+        weights = 1.0 / (size * n_samples * chance[drawn])
+        return SampledCurvature(self.proba[drawn], weights, self.source_prior)
+
+
+class SampledCurvature:
+    """``C = mean_i a_i a_i^T`` estimated from weighted rows.
+
+    Parameters
+    ----------
+    rows : ndarray of shape (n_rows, n_classes)
+        Calibrated source posteriors of target rows.
+    weights : ndarray of shape (n_rows,) or None
+        Each row's weight in the mean (they sum to 1 in expectation); None: ``1 / n_rows``.
+    source_prior : ndarray of shape (n_classes,)
+    """
+
+    def __init__(self, rows, weights, source_prior):
+        self.rows = rows
+        self.weights = np.full(rows.shape[0], 1.0 / rows.shape[0]) if weights is None else weights
+        self.source_prior = source_prior
+        self.block = max(1, _CACHE_ELEMENTS // max(1, rows.shape[1]))
+
+    def __call__(self, prior):
+        """The curvature at the priors ``prior`` (shape (n_classes,)).
+
+        Returns
+        -------
+        ndarray of shape (n_classes, n_classes)
+        """
+        ratio = prior / self.source_prior
+        n_rows, n_classes = self.rows.shape
+        result = np.zeros((n_classes, n_classes))
+        for start in range(0, n_rows, self.block):
+            rows = self.rows[start : start + self.block]
+            scaled = rows / np.maximum(rows @ ratio, _TINY)[:, None]
+            result += scaled.T @ (scaled * self.weights[start : start + self.block, None])
+        return result / np.outer(self.source_prior, self.source_prior)
 
 
 def _log(values):
@@ -197,9 +244,8 @@ def _squarem_iteration(sums, prior, gradient, active):
 
 def _newton_iteration(sums, prior, gradient, current, active, curvature):
     """A Newton step for every replicate; a SQUAREM iteration instead where it lowers the
-    likelihood. Returns the points, their gradients and likelihoods, the passes made and
-    whether a step was replaced."""
-    matrix = curvature(prior.mean(axis=0)) if callable(curvature) else curvature
+    likelihood. Returns the points, their gradients and likelihoods, and the passes made."""
+    matrix = curvature(prior.mean(axis=0))
     point = _em_step(prior, gradient)
     for row in range(prior.shape[0]):
         newton = _newton_point(prior[row], gradient[row], matrix)
@@ -208,10 +254,10 @@ def _newton_iteration(sums, prior, gradient, current, active, curvature):
     new_gradient, new_loglik = sums(point, active)
     worse = new_loglik < current - _ROUNDING * np.maximum(1.0, np.abs(current))
     if not worse.any():
-        return point, new_gradient, new_loglik, 1, False
+        return point, new_gradient, new_loglik, 1
     redo = _squarem_iteration(sums, prior[worse], gradient[worse], active[worse])
     point[worse], new_gradient[worse], new_loglik[worse] = redo[:3]
-    return point, new_gradient, new_loglik, 1 + redo[3], True
+    return point, new_gradient, new_loglik, 1 + redo[3]
 
 
 def maximise_likelihood(sums, start, *, max_iter, tol, curvature=None):
@@ -229,9 +275,10 @@ def maximise_likelihood(sums, start, *, max_iter, tol, curvature=None):
         Largest number of passes over the rows (evaluations of ``sums``).
     tol : float
         A replicate stops when its gap ``max_k g_k - 1`` is at most ``tol``.
-    curvature : ndarray of shape (n_classes, n_classes), callable or None, default=None
-        Newton steps with this curvature, or with ``curvature(prior)`` computed at each
-        step (at the replicates' mean prior); None: SQUAREM.
+    curvature : callable or None, default=None
+        Newton steps with the curvature ``curvature(prior)`` (an ndarray of shape
+        (n_classes, n_classes)) at the replicates' mean prior, computed at each step;
+        None: SQUAREM.
 
     Returns
     -------
@@ -262,10 +309,8 @@ def maximise_likelihood(sums, start, *, max_iter, tol, curvature=None):
                 sums, prior[active], gradient, active
             )
         else:
-            point, gradient, current, passes, replaced = _newton_iteration(
+            point, gradient, current, passes = _newton_iteration(
                 sums, prior[active], gradient, current, active, curvature
             )
-            if replaced and not callable(curvature):
-                curvature = None
         prior[active] = point
         n_iter += passes

@@ -44,22 +44,24 @@ def evenly_spaced(n_samples, size):
     return np.linspace(0, n_samples - 1, size).astype(np.intp)
 
 
-def em_priors(sums, start, *, max_iter, tol, subsample=None, curvature=None):
-    """EM from ``start`` (rows: replicates) with Newton steps of ``curvature`` (a matrix,
-    a callable or None: see :func:`~._em.maximise_likelihood`). Given ``subsample`` (row
-    sums of an evenly spaced subsample), EM starts from its optimum (found with Newton
-    steps of the subsample's own curvature), moved a little towards ``start``, and takes
-    Newton steps with the subsample's curvature there."""
-    if subsample is not None:
-        optimum, *_ = maximise_likelihood(
-            subsample, start, max_iter=max_iter, tol=tol, curvature=subsample.curvature
-        )
-        start = away_from_zero(optimum, start)
-        curvature = subsample.curvature(start.mean(axis=0))
-    prior, n_iter, gap, loglik = maximise_likelihood(
-        sums, start, max_iter=max_iter, tol=tol, curvature=curvature
+def subsample_start(subsample, start, *, max_iter, tol):
+    """EM's start over many rows: the optimum of ``subsample`` (row sums of an evenly
+    spaced subsample, found with Newton steps of its own curvature), moved a little
+    towards ``start``."""
+    optimum, *_ = maximise_likelihood(
+        subsample, start, max_iter=max_iter, tol=tol, curvature=subsample.curvature
     )
-    return Estimation(prior, n_iter, gap, loglik)
+    return away_from_zero(optimum, start)
+
+
+def em_priors(sums, start, *, max_iter, tol, curvature=None, extra_passes=0):
+    """EM from ``start`` (rows: replicates) with Newton steps of ``curvature`` (see
+    :func:`~._em.maximise_likelihood`); ``extra_passes`` (made before) count in
+    ``n_iter``."""
+    prior, n_iter, gap, loglik = maximise_likelihood(
+        sums, start, max_iter=max_iter - extra_passes, tol=tol, curvature=curvature
+    )
+    return Estimation(prior, n_iter + extra_passes, gap, loglik)
 
 
 def mean_predictions(proba, counts, confusion):
@@ -110,23 +112,17 @@ def estimate_priors(method, proba, source, *, counts=None, start=None, options):
     n_replicates = 1 if counts is None else counts.shape[0]
     if start is None:
         start = np.repeat(source.prior[None, :], n_replicates, axis=0)
+    sums = RowSums(proba, source.prior, counts)
+    options = {"max_iter": options["max_iter"], "tol": options["tol"]}
     n_samples = proba.shape[0]
-    sample = proba
-    if n_samples > SUBSAMPLE_ROWS:
-        sample = proba[evenly_spaced(n_samples, SUBSAMPLE_ROWS)]
-    sample = RowSums(sample, source.prior)
-    subsample, curvature = None, None
-    if counts is not None:
-        curvature = sample.curvature(start.mean(axis=0))
-    elif n_samples > 4 * SUBSAMPLE_ROWS:
-        subsample = sample
-    else:
-        curvature = sample.curvature
-    return em_priors(
-        RowSums(proba, source.prior, counts),
-        start,
-        max_iter=options["max_iter"],
-        tol=options["tol"],
-        subsample=subsample,
-        curvature=curvature,
-    )
+    if counts is None and n_samples > SUBSAMPLE_ROWS:
+        if n_samples > 4 * SUBSAMPLE_ROWS:
+            subsample = RowSums(proba[evenly_spaced(n_samples, SUBSAMPLE_ROWS)], source.prior)
+            start = subsample_start(subsample, start, **options)
+        rng = np.random.default_rng(0)
+        curvature = sums.length_squared_sample(start[0], SUBSAMPLE_ROWS, rng)
+        return em_priors(sums, start, curvature=curvature, extra_passes=1, **options)
+    if counts is None:
+        return em_priors(sums, start, curvature=sums.curvature, **options)
+    rows = proba[evenly_spaced(n_samples, min(n_samples, SUBSAMPLE_ROWS))]
+    return em_priors(sums, start, curvature=RowSums(rows, source.prior).curvature, **options)
