@@ -385,7 +385,7 @@ def test_calibrators_reject_bad_input_and_stay_fitted(fitted_calibrator, name, i
     assert_unchanged(calibrator, scores, expected)
 
 
-@pytest.mark.parametrize("name", CALIBRATORS)
+@pytest.mark.parametrize("name", CALIBRATORS + LABEL_SHIFT_ADAPTERS)
 def test_binary_calibrators_reject_two_columns_after_one_dimensional_fit(name):
     calibrator = tiny(name).fit(LOGITS[:, 0], LOGIT_LABELS % 2)
     expected = calibrator.predict_proba(LOGITS[:, 1])
@@ -632,7 +632,7 @@ def test_metrics_take_uint64_labels_beyond_int64(metric):
                 np.testing.assert_array_equal(got[key], expected[key])
 
 
-@pytest.mark.parametrize("name", CALIBRATORS)
+@pytest.mark.parametrize("name", CALIBRATORS + LABEL_SHIFT_ADAPTERS)
 def test_calibrators_take_uint64_labels_beyond_int64(fitted_calibrator, name):
     expected, _ = fitted_calibrator(name, "logits")
     calibrator = tiny(name).fit(LOGITS, HUGE_LABELS[LOGIT_LABELS])
@@ -645,6 +645,15 @@ def test_classifiers_take_uint64_labels_beyond_int64(fitted_classifier):
     expected = fitted_classifier
     model = clone(expected).fit(X, HUGE_LABELS[Y])
     np.testing.assert_array_equal(model.classes_, HUGE_LABELS)
+    np.testing.assert_array_equal(model.predict_proba(X), expected.predict_proba(X))
+    np.testing.assert_array_equal(model.predict(X), HUGE_LABELS[expected.predict(X)])
+
+
+def test_label_shift_classifiers_take_uint64_labels_beyond_int64(adapted_classifier):
+    expected = adapted_classifier[0]
+    model = clone(expected).fit(X, HUGE_LABELS[Y]).adapt(X_TARGET)
+    np.testing.assert_array_equal(model.classes_, HUGE_LABELS)
+    np.testing.assert_array_equal(model.target_prior_, expected.target_prior_)
     np.testing.assert_array_equal(model.predict_proba(X), expected.predict_proba(X))
     np.testing.assert_array_equal(model.predict(X), HUGE_LABELS[expected.predict(X)])
 

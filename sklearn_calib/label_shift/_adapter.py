@@ -17,6 +17,7 @@ from .._validation import (
     check_class_labels,
     check_probabilities,
     check_sample_weight,
+    check_two_classes,
     encode_labels,
     resolve_classes,
 )
@@ -285,11 +286,8 @@ default="predictions"
             del self.n_features_in_
         check_class_labels(y)
         sample_weight = check_sample_weight(sample_weight, scores.shape[0])
-        if classes is None and np.unique(y).shape[0] < 2:
-            raise ValueError(
-                f"Expected `y` to hold at least 2 classes, got 1 class ({y[0]!r}); pass "
-                "`classes=` to fit on data that holds one class of several."
-            )
+        if classes is None:
+            check_two_classes(y, sample_weight)
         n_classes = 2 if scores.ndim == 1 else scores.shape[1]
         self.classes_ = resolve_classes(y, classes, n_classes, names=("y", "classes", "scores"))
         self.n_classes_ = n_classes
@@ -490,8 +488,8 @@ default="predictions"
             )
         if scores.ndim != self._scores_ndim:
             raise ValueError(
-                f"{type(self).__name__} was fitted on {self._scores_ndim}-D scores, got "
-                f"`{name}` of shape {scores.shape}."
+                f"{type(self).__name__} was fitted on 1-D binary scores, got `{name}` of "
+                f"shape {scores.shape}."
             )
         return scores
 
