@@ -351,6 +351,25 @@ WEIGHT_CASES = {
 }
 
 
+def assert_rejects(estimator, scores, kind, case):
+    """Fit an estimator of scores on bad data (``kind="fit"``) or weights, or predict with
+    it on bad scores, and check that it raises naming the problem."""
+    bad, match = case
+    if kind == "fit":
+        assert_raises_naming(lambda: estimator.fit(*bad), match)
+    elif kind == "weights":
+        assert_raises_naming(lambda: estimator.fit(scores, LOGIT_LABELS, sample_weight=bad), match)
+    else:
+        for method in (estimator.predict_proba, estimator.predict, estimator.transform):
+            assert_raises_naming(lambda: method(bad), match)  # noqa: B023
+
+
+def assert_same_attributes(estimator, attributes):
+    """The estimator holds the same attributes, the same objects, as before."""
+    assert vars(estimator).keys() == attributes.keys()
+    assert all(vars(estimator)[key] is value for key, value in attributes.items())
+
+
 def calibrator_cases(input):
     cases = {f"fit_{name}": ("fit", case) for name, case in calibrator_fit_cases(input).items()}
     cases.update({f"fit_{name}": ("weights", case) for name, case in WEIGHT_CASES.items()})
@@ -372,16 +391,8 @@ def test_calibrators_reject_bad_input_and_stay_fitted(fitted_calibrator, name, i
     scores = LOGITS if input == "logits" else PROBA
     calibrator, expected = fitted_calibrator(name, input)
     attributes = dict(vars(calibrator))
-    kind, (bad, match) = calibrator_cases(input)[case]
-    if kind == "fit":
-        assert_raises_naming(lambda: calibrator.fit(*bad), match)
-    elif kind == "weights":
-        assert_raises_naming(lambda: calibrator.fit(scores, LOGIT_LABELS, sample_weight=bad), match)
-    else:
-        for method in (calibrator.predict_proba, calibrator.predict, calibrator.transform):
-            assert_raises_naming(lambda: method(bad), match)  # noqa: B023
-    assert vars(calibrator).keys() == attributes.keys()
-    assert all(vars(calibrator)[key] is value for key, value in attributes.items())
+    assert_rejects(calibrator, scores, *calibrator_cases(input)[case])
+    assert_same_attributes(calibrator, attributes)
     assert_unchanged(calibrator, scores, expected)
 
 
@@ -511,11 +522,10 @@ def adapt_cases(scores):
 
 
 def adapter_cases(input):
+    """The calibrators' cases, and bad target scores (those predict rejects) to adapt."""
     scores = LOGITS if input == "logits" else PROBA
-    cases = {f"fit_{name}": ("fit", case) for name, case in calibrator_fit_cases(input).items()}
-    cases.update({f"fit_{name}": ("weights", case) for name, case in WEIGHT_CASES.items()})
+    cases = calibrator_cases(input)
     for name, (bad, match) in calibrator_predict_cases(input).items():
-        cases[f"predict_{name}"] = ("predict", (bad, match))
         cases[f"adapt_{name}"] = ("adapt", (dict(target_scores=bad), match))
     cases.update({f"adapt_{name}": ("adapt", case) for name, case in adapt_cases(scores).items()})
     return cases
@@ -551,20 +561,13 @@ def test_label_shift_adapters_reject_bad_input(adapted_adapter, name, input, cas
     assert not np.array_equal(expected, calibrated)  # the adaptation changes them
     attributes = dict(vars(adapter))
     kind, (bad, match) = adapter_cases(input)[case]
-    if kind == "fit":
-        assert_raises_naming(lambda: adapter.fit(*bad), match)
-    elif kind == "weights":
-        assert_raises_naming(lambda: adapter.fit(scores, LOGIT_LABELS, sample_weight=bad), match)
-    elif kind == "predict":
-        for method in (adapter.predict_proba, adapter.predict, adapter.transform):
-            assert_raises_naming(lambda: method(bad), match)  # noqa: B023
-    else:
+    if kind == "adapt":
         assert_raises_naming(lambda: adapter.adapt(**bad), match)
         assert not hasattr(adapter, "target_prior_")  # no priors of the earlier target
         np.testing.assert_array_equal(adapter.predict_proba(scores), calibrated)
         return
-    assert vars(adapter).keys() == attributes.keys()
-    assert all(vars(adapter)[key] is value for key, value in attributes.items())
+    assert_rejects(adapter, scores, kind, (bad, match))
+    assert_same_attributes(adapter, attributes)
     np.testing.assert_array_equal(adapter.predict_proba(scores), expected)
 
 
