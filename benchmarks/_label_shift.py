@@ -55,6 +55,11 @@ SIZES = (500, 2000)
 FLOOR = 1e-12
 #: The MSE of the class weights is shown times this factor.
 MSE_SCALE = 1000.0
+#: What each trial measures of each adapter.
+METRICS = ("mse weights", "delta accuracy", "prior L1")
+#: Every trial's rows, compressed; ``runs.csv`` holds their means per network, setting and
+#: method.
+TRIALS_FILE = "trials.csv.gz"
 CIFAR = "CIFAR-10, Alexandari et al.'s network"
 FASHION_MNIST = "Fashion-MNIST, MLP (512, 512)"
 #: The cpu regime's MLP and recipe (``benchmarks/_presets.py``, family ``wang2021``).
@@ -171,10 +176,6 @@ def _setting_label(alpha, n):
     return f"α = {alpha:g}, n = {n}"
 
 
-def _setting_label(alpha, n):
-    return f"α = {alpha:g}, n = {n}"
-
-
 def _check_label(source, setting):
     return f"{source}, {_setting_label(*setting)}"
 
@@ -261,12 +262,36 @@ def _estimates(rows, trials):
     values = {}
     for row in rows:
         key = (row["network"], (row["alpha"], row["n"]))
-        for metric in ("mse weights", "delta accuracy", "prior L1"):
+        for metric in METRICS:
             values.setdefault(key, {}).setdefault((row["method"], metric), []).append(row[metric])
     return {
         key: {name: over_seeds(_check_label(*key), series) for name, series in by_method.items()}
         for key, by_method in values.items()
     }
+
+
+def setting_means(rows):
+    """One row per network, setting and method: the number of trials, the mean of each
+    metric over them and the number of targets where EM stopped before its tolerance."""
+    groups = {}
+    for row in rows:
+        key = (row["network"], row["alpha"], row["n"], row["method"])
+        groups.setdefault(key, []).append(row)
+    return [
+        {
+            "network": network,
+            "alpha": alpha,
+            "n": n,
+            "method": method,
+            "trials": len(group),
+            **{
+                f"mean {metric}": float(np.mean([row[metric] for row in group]))
+                for metric in METRICS
+            },
+            "not converged": sum(not row["converged"] for row in group),
+        }
+        for (network, alpha, n, method), group in groups.items()
+    ]
 
 
 def _stalled_note(rows):
@@ -285,7 +310,8 @@ def _stalled_note(rows):
 
 
 def write_report(data_folder, out, trials=100, command="", fashion_mnist=None):
-    """Run every trial, write ``runs.csv`` and ``report.md``; return the report's path.
+    """Run every trial, write ``report.md``, ``runs.csv`` (the means of each network, setting
+    and method) and ``trials.csv.gz`` (every trial's rows); return the report's path.
 
     ``fashion_mnist`` holds the keyword arguments of :func:`fashion_mnist_outputs` (None
     leaves that network out).
@@ -305,7 +331,8 @@ def write_report(data_folder, out, trials=100, command="", fashion_mnist=None):
                 rows.append({"network": source, **row})
     estimates = _estimates(rows, trials)
     report = Report(out, "Label-shift adaptation on network outputs")
-    report.csv(rows)
+    report.csv(setting_means(rows))
+    report.csv(rows, name=TRIALS_FILE)
     headers = [
         "method",
         "MSE weights ×1000",

@@ -7,6 +7,8 @@ folder.
 """
 
 import csv
+import gzip
+import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,10 +54,19 @@ def markdown_table(headers, rows):
     return "\n".join(lines)
 
 
+def _open_text(path, mode):
+    """Open a CSV file as text; a name ending in ``.gz`` is gzip-compressed, without a time
+    stamp (the same rows give the same bytes)."""
+    if Path(path).suffix == ".gz":
+        return io.TextIOWrapper(gzip.GzipFile(path, mode + "b", mtime=0), "utf-8", newline="")
+    return open(path, mode, newline="")
+
+
 def write_csv(path, rows):
-    """Write dict rows (columns: the union of keys, in first-seen order)."""
+    """Write dict rows (columns: the union of keys, in first-seen order); gzip-compressed
+    when ``path`` ends in ``.gz``."""
     columns = list(dict.fromkeys(key for row in rows for key in row))
-    with open(path, "w", newline="") as file:
+    with _open_text(path, "w") as file:
         writer = csv.DictWriter(file, fieldnames=columns, lineterminator="\n")
         writer.writeheader()
         for row in rows:
@@ -70,7 +81,7 @@ def _csv_value(value):
 
 def read_csv(path):
     """Rows of a CSV written by :func:`write_csv`, as dicts of strings."""
-    with open(path, newline="") as file:
+    with _open_text(path, "r") as file:
         return list(csv.DictReader(file))
 
 

@@ -335,6 +335,32 @@ def check_class_labels(y, name="y"):
     check_classification_targets(y)
 
 
+def check_two_classes(y, sample_weight=None):
+    """Raise a ValueError when every label of ``y`` of positive weight is the same.
+
+    The labels of rows of zero weight name classes, but do not make a class present.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_samples,)
+        Checked labels (:func:`check_class_labels`).
+    sample_weight : ndarray of shape (n_samples,) or None, default=None
+        Checked weights (:func:`check_sample_weight`).
+    """
+    among = ""
+    if sample_weight is not None and not (sample_weight > 0).all():
+        y, among = y[sample_weight > 0], " among the samples of positive weight"
+    if y.dtype.kind in "biuf":
+        single = y.min() == y.max()
+    else:
+        single = len(np.unique(y)) < 2
+    if single:
+        raise ValueError(
+            f"Expected `y` to hold at least 2 classes{among}, got 1 class ({y[0]!r}); pass "
+            "`classes=` to calibrate on a set that holds one class of several."
+        )
+
+
 def _label_kind(label_type):
     """Return "string", "number" or the type itself: labels of one kind can be ordered."""
     if issubclass(label_type, str):

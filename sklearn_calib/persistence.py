@@ -21,7 +21,10 @@ it must be trusted too. The list holds exactly:
   :class:`~sklearn_calib.estimators.NetClassifier`,
   :class:`~sklearn_calib.estimators.MetaNetClassifier`,
   :class:`~sklearn_calib.estimators.Recipe`, :class:`~sklearn_calib.estimators.Lookahead`,
-  and the network, loss and optimiser classes
+  the label-shift estimators of :mod:`sklearn_calib.label_shift` with what an adapted one
+  holds (the source's summary of priors and confusion matrix, the test of "no shift" and
+  the priors' :class:`~sklearn_calib.metrics.BootstrapInterval` objects, all numbers and
+  arrays), and the network, loss and optimiser classes
   (:data:`~sklearn_calib.estimators.networks.NETWORKS`,
   :data:`~sklearn_calib.losses.LOSSES`, ``torch.optim`` SGD, Adam, AdamW) that a net's
   parameters may name. A net's state stores the network, loss, optimiser (and
@@ -69,11 +72,13 @@ from skorch.dataset import Dataset, ValidSplit
 from skorch.utils import check_indexing, to_numpy
 from torch.utils.data import DataLoader
 
-from . import calibrators
+from . import calibrators, label_shift
 from .estimators import Lookahead, MetaNetClassifier, NetClassifier, Recipe
 from .estimators._recipes import OPTIMIZERS
 from .estimators.networks import NETWORKS
+from .label_shift._source import SourceSummary
 from .losses import LOSSES
+from .metrics import BootstrapInterval
 
 __all__ = ["dump", "load", "trusted_types", "untrusted_types"]
 
@@ -118,11 +123,13 @@ def _skops_io():
 def trusted_types():
     """Return the names of the types skops may load for a sklearn_calib model.
 
-    They are sklearn_calib's estimators and calibrators, the network, loss, recipe,
-    lookahead and optimiser classes a net's parameters may name, and the dependency types
-    and functions listed in :mod:`sklearn_calib.persistence` (``torch.device``, skorch's
-    default dataset and iterator classes, its validation split and settings-only
-    callbacks). scikit-learn's estimators and numpy arrays are trusted by skops itself.
+    They are sklearn_calib's estimators, calibrators and label-shift estimators (with the
+    source summary, test result and bootstrap intervals an adapted one holds), the network,
+    loss, recipe, lookahead and optimiser classes a net's parameters may name, and the
+    dependency types and functions listed in :mod:`sklearn_calib.persistence`
+    (``torch.device``, skorch's default dataset and iterator classes, its validation split
+    and settings-only callbacks). scikit-learn's estimators and numpy arrays are trusted by
+    skops itself.
 
     Returns
     -------
@@ -135,9 +142,11 @@ def trusted_types():
     >>> "sklearn_calib.estimators._net.NetClassifier" in trusted_types()
     True
     """
-    public = (getattr(calibrators, name) for name in calibrators.__all__)
+    public = [getattr(part, name) for part in (calibrators, label_shift) for name in part.__all__]
     classes = [
         *(obj for obj in public if isinstance(obj, type)),
+        SourceSummary,
+        BootstrapInterval,
         MetaNetClassifier,
         NetClassifier,
         Recipe,

@@ -92,6 +92,13 @@ ESTIMATORS = _discover()
 #: ``adapt`` to a target.
 LABEL_SHIFT = [name for name, cls in ESTIMATORS.items() if hasattr(cls, "adapt")]
 
+#: The label-shift adapters of scores (``input=`` says what the scores are) and those
+#: around a classifier, fitted on features.
+LABEL_SHIFT_ADAPTERS = [
+    name for name in LABEL_SHIFT if "input" in inspect.signature(ESTIMATORS[name]).parameters
+]
+LABEL_SHIFT_CLASSIFIERS = [name for name in LABEL_SHIFT if name not in LABEL_SHIFT_ADAPTERS]
+
 #: The post-hoc calibrators: fitted on scores, ``input=`` says what the scores are.
 CALIBRATORS = [
     name

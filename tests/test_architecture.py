@@ -35,7 +35,7 @@ ALLOWED = {
     "estimators": {"losses", "metrics", "_validation"},
     "evaluation": {"calibrators", "metrics", "_validation"},
     "label_shift": {"calibrators", "metrics", "_validation", "_dask_chunks"},
-    "persistence": {"calibrators", "estimators", "losses", "metrics", "_validation"},
+    "persistence": {"calibrators", "estimators", "label_shift", "losses", "metrics", "_validation"},
     "main": {
         "calibrators",
         "datasets",

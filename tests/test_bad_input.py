@@ -3,7 +3,9 @@
 Each call with NaN, inf, a wrong shape, a wrong dtype (strings, object arrays), empty
 input, a single class, labels unseen at fit, a different number of classes at predict
 time or negative sample weights raises a ValueError or TypeError whose message names the
-problem, and a fitted estimator predicts afterwards exactly as before.
+problem, and a fitted estimator predicts afterwards exactly as before. The label-shift
+estimators' ``adapt`` rejects the same bad target input (and target labels), and leaves
+them unadapted: their probabilities are the calibrated ones again.
 
 The estimators are those of the registry shared by the walks over every estimator
 (``tests/estimator_registry.py``), so a public estimator added later joins the walk; the
@@ -24,7 +26,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn_calib import scoring
 from sklearn_calib.calibrators import CalibratedClassifier, HistogramBinning, TemperatureScaling
 
-from estimator_registry import CALIBRATORS, tiny
+from estimator_registry import CALIBRATORS, LABEL_SHIFT_ADAPTERS, LABEL_SHIFT_CLASSIFIERS, tiny
 from estimator_registry import META_CLASSIFIERS as META_NAMES
 from estimator_registry import NET_CLASSIFIERS as NET_NAMES
 
@@ -349,6 +351,25 @@ WEIGHT_CASES = {
 }
 
 
+def assert_rejects(estimator, scores, kind, case):
+    """Fit an estimator of scores on bad data (``kind="fit"``) or weights, or predict with
+    it on bad scores, and check that it raises naming the problem."""
+    bad, match = case
+    if kind == "fit":
+        assert_raises_naming(lambda: estimator.fit(*bad), match)
+    elif kind == "weights":
+        assert_raises_naming(lambda: estimator.fit(scores, LOGIT_LABELS, sample_weight=bad), match)
+    else:
+        for method in (estimator.predict_proba, estimator.predict, estimator.transform):
+            assert_raises_naming(lambda: method(bad), match)  # noqa: B023
+
+
+def assert_same_attributes(estimator, attributes):
+    """The estimator holds the same attributes, the same objects, as before."""
+    assert vars(estimator).keys() == attributes.keys()
+    assert all(vars(estimator)[key] is value for key, value in attributes.items())
+
+
 def calibrator_cases(input):
     cases = {f"fit_{name}": ("fit", case) for name, case in calibrator_fit_cases(input).items()}
     cases.update({f"fit_{name}": ("weights", case) for name, case in WEIGHT_CASES.items()})
@@ -370,20 +391,12 @@ def test_calibrators_reject_bad_input_and_stay_fitted(fitted_calibrator, name, i
     scores = LOGITS if input == "logits" else PROBA
     calibrator, expected = fitted_calibrator(name, input)
     attributes = dict(vars(calibrator))
-    kind, (bad, match) = calibrator_cases(input)[case]
-    if kind == "fit":
-        assert_raises_naming(lambda: calibrator.fit(*bad), match)
-    elif kind == "weights":
-        assert_raises_naming(lambda: calibrator.fit(scores, LOGIT_LABELS, sample_weight=bad), match)
-    else:
-        for method in (calibrator.predict_proba, calibrator.predict, calibrator.transform):
-            assert_raises_naming(lambda: method(bad), match)  # noqa: B023
-    assert vars(calibrator).keys() == attributes.keys()
-    assert all(vars(calibrator)[key] is value for key, value in attributes.items())
+    assert_rejects(calibrator, scores, *calibrator_cases(input)[case])
+    assert_same_attributes(calibrator, attributes)
     assert_unchanged(calibrator, scores, expected)
 
 
-@pytest.mark.parametrize("name", CALIBRATORS)
+@pytest.mark.parametrize("name", CALIBRATORS + LABEL_SHIFT_ADAPTERS)
 def test_binary_calibrators_reject_two_columns_after_one_dimensional_fit(name):
     calibrator = tiny(name).fit(LOGITS[:, 0], LOGIT_LABELS % 2)
     expected = calibrator.predict_proba(LOGITS[:, 1])
@@ -488,6 +501,122 @@ def test_meta_classifiers_reject_negative_weights_and_unknown_labels(factory):
     np.testing.assert_array_equal(model.predict_proba(X), expected)
 
 
+# ----------------------------------------------------------------- label-shift adaptation
+
+#: Target rows of shifted priors (class 2 left out), of the walk's scores and features.
+TARGET_ROWS = np.flatnonzero(LOGIT_LABELS != 2)
+X_TARGET = X[Y != 2]
+
+
+def adapt_cases(scores):
+    """Bad target input to ``adapt`` (beside the bad input ``predict_proba`` rejects)."""
+    return {
+        "labels": (dict(target_scores=scores, y=LOGIT_LABELS), r"got labels `y`"),
+        "neither": ({}, r"got neither"),
+        "both": (dict(target_scores=scores, target_prior=[0.5, 0.5, 0.0]), r"got both"),
+        "three_d": (dict(target_scores=scores[:, :, None]), r"dim|shape"),
+        "prior_of_other_length": (dict(target_prior=[0.5, 0.5]), r"one prior per class \(3\)"),
+        "nan_prior": (dict(target_prior=[np.nan, 0.5, 0.5]), r"finite"),
+        "prior_not_summing_to_one": (dict(target_prior=[0.5, 0.5, 0.5]), r"sum to 1"),
+    }
+
+
+def adapter_cases(input):
+    """The calibrators' cases, and bad target scores (those predict rejects) to adapt."""
+    scores = LOGITS if input == "logits" else PROBA
+    cases = calibrator_cases(input)
+    for name, (bad, match) in calibrator_predict_cases(input).items():
+        cases[f"adapt_{name}"] = ("adapt", (dict(target_scores=bad), match))
+    cases.update({f"adapt_{name}": ("adapt", case) for name, case in adapt_cases(scores).items()})
+    return cases
+
+
+@pytest.fixture(scope="module")
+def adapted_adapter():
+    """Return a function of an adapter's name and input: a copy of the adapter fitted and
+    adapted on that input, and its adapted and its calibrated probabilities."""
+    fitted = {}
+
+    def get(name, input):
+        if (name, input) not in fitted:
+            scores = LOGITS if input == "logits" else PROBA
+            adapter = tiny(name, input=input).fit(scores, LOGIT_LABELS)
+            calibrated = adapter.predict_proba(scores)
+            adapter.adapt(scores[TARGET_ROWS])
+            fitted[name, input] = adapter, adapter.predict_proba(scores), calibrated
+        adapter, proba, calibrated = fitted[name, input]
+        return copy.deepcopy(adapter), proba.copy(), calibrated.copy()
+
+    return get
+
+
+@pytest.mark.parametrize(
+    "input, case",
+    [(input, case) for input in ("logits", "probabilities") for case in adapter_cases(input)],
+)
+@pytest.mark.parametrize("name", LABEL_SHIFT_ADAPTERS)
+def test_label_shift_adapters_reject_bad_input(adapted_adapter, name, input, case):
+    scores = LOGITS if input == "logits" else PROBA
+    adapter, expected, calibrated = adapted_adapter(name, input)
+    assert not np.array_equal(expected, calibrated)  # the adaptation changes them
+    attributes = dict(vars(adapter))
+    kind, (bad, match) = adapter_cases(input)[case]
+    if kind == "adapt":
+        assert_raises_naming(lambda: adapter.adapt(**bad), match)
+        assert not hasattr(adapter, "target_prior_")  # no priors of the earlier target
+        np.testing.assert_array_equal(adapter.predict_proba(scores), calibrated)
+        return
+    assert_rejects(adapter, scores, kind, (bad, match))
+    assert_same_attributes(adapter, attributes)
+    np.testing.assert_array_equal(adapter.predict_proba(scores), expected)
+
+
+def label_shift_classifier_cases():
+    cases = {f"fit_{name}": ("fit", case) for name, case in classifier_fit_cases().items()}
+    cases["fit_negative_weights"] = ("weights", (-np.ones(len(Y)), NEGATIVE))
+    cases["fit_nan_weights"] = ("weights", (with_value(np.ones(len(Y)), np.nan, 0), NAN))
+    for name, (bad, match) in classifier_predict_cases().items():
+        cases[f"predict_{name}"] = ("predict", (bad, match))
+        cases[f"adapt_{name}"] = ("adapt", (dict(X_target=bad), match))
+    cases["adapt_labels"] = ("adapt", (dict(X_target=X_TARGET, y=Y[Y != 2]), r"got labels `y`"))
+    cases["adapt_neither"] = ("adapt", ({}, r"got neither"))
+    cases["adapt_prior_of_other_length"] = (
+        "adapt",
+        (dict(target_prior=[0.5, 0.5]), r"one prior per class \(3\)"),
+    )
+    return cases
+
+
+@pytest.fixture(scope="module", params=LABEL_SHIFT_CLASSIFIERS)
+def adapted_classifier(request):
+    """A label-shift classifier of 3 folds fitted and adapted, its adapted and its
+    calibrated probabilities."""
+    model = tiny(request.param, cv=3).fit(X, Y)
+    calibrated = model.predict_proba(X)
+    return model.adapt(X_TARGET), model.predict_proba(X), calibrated
+
+
+@pytest.mark.parametrize("case", label_shift_classifier_cases(), ids=str)
+def test_label_shift_classifiers_reject_bad_input(adapted_classifier, case):
+    model, expected, calibrated = copy.deepcopy(adapted_classifier)
+    kind, (bad, match) = label_shift_classifier_cases()[case]
+    if kind == "fit":
+        assert_raises_naming(lambda: model.fit(*bad), match)
+    elif kind == "weights":
+        assert_raises_naming(lambda: model.fit(X, Y, sample_weight=bad), match)
+    elif kind == "predict":
+        for method in (model.predict_proba, model.predict):
+            assert_raises_naming(lambda: method(bad), match)  # noqa: B023
+    else:
+        assert_raises_naming(lambda: model.adapt(**bad), match)
+        assert not hasattr(model, "target_prior_")
+        assert not any(hasattr(adapter, "target_prior_") for adapter in model.adapters_)
+        np.testing.assert_array_equal(model.predict_proba(X), calibrated)
+        return
+    np.testing.assert_array_equal(model.target_prior_, adapted_classifier[0].target_prior_)
+    np.testing.assert_array_equal(model.predict_proba(X), expected)
+
+
 # ----------------------------------------------------------------- extreme labels
 
 #: uint64 labels at and beyond 2**63 cannot be cast to int64.
@@ -506,7 +635,7 @@ def test_metrics_take_uint64_labels_beyond_int64(metric):
                 np.testing.assert_array_equal(got[key], expected[key])
 
 
-@pytest.mark.parametrize("name", CALIBRATORS)
+@pytest.mark.parametrize("name", CALIBRATORS + LABEL_SHIFT_ADAPTERS)
 def test_calibrators_take_uint64_labels_beyond_int64(fitted_calibrator, name):
     expected, _ = fitted_calibrator(name, "logits")
     calibrator = tiny(name).fit(LOGITS, HUGE_LABELS[LOGIT_LABELS])
@@ -519,6 +648,15 @@ def test_classifiers_take_uint64_labels_beyond_int64(fitted_classifier):
     expected = fitted_classifier
     model = clone(expected).fit(X, HUGE_LABELS[Y])
     np.testing.assert_array_equal(model.classes_, HUGE_LABELS)
+    np.testing.assert_array_equal(model.predict_proba(X), expected.predict_proba(X))
+    np.testing.assert_array_equal(model.predict(X), HUGE_LABELS[expected.predict(X)])
+
+
+def test_label_shift_classifiers_take_uint64_labels_beyond_int64(adapted_classifier):
+    expected = adapted_classifier[0]
+    model = clone(expected).fit(X, HUGE_LABELS[Y]).adapt(X_TARGET)
+    np.testing.assert_array_equal(model.classes_, HUGE_LABELS)
+    np.testing.assert_array_equal(model.target_prior_, expected.target_prior_)
     np.testing.assert_array_equal(model.predict_proba(X), expected.predict_proba(X))
     np.testing.assert_array_equal(model.predict(X), HUGE_LABELS[expected.predict(X)])
 

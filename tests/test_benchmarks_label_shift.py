@@ -1,6 +1,5 @@
 """The label-shift report end to end, on small synthetic outputs in the demo's format."""
 
-import csv
 import gzip
 import io
 import json
@@ -11,7 +10,8 @@ import pytest
 
 from benchmarks import _label_shift
 from benchmarks.__main__ import main
-from benchmarks._label_shift import METHODS, draw_target, load_demo
+from benchmarks._label_shift import METHODS, METRICS, draw_target, load_demo
+from benchmarks._report import read_csv, write_csv
 
 
 def _write_demo(folder, n=600, k=3, seed=0, published=None):
@@ -72,12 +72,26 @@ def test_report_end_to_end(tmp_path):
     )
     assert status == 0
     assert stream.getvalue() == f"wrote {out / 'report.md'}\n"
-    with open(out / "runs.csv") as handle:
-        rows = list(csv.DictReader(handle))
+    rows = read_csv(out / "trials.csv.gz")
     assert len(rows) == 3 * 4 * len(METHODS)
     assert {row["method"] for row in rows} == set(METHODS)
     values = np.array([float(row["mse weights"]) for row in rows])
     assert np.isfinite(values).all() and (values >= 0).all()
+    # runs.csv: one row per setting and method, the means of the trials' rows
+    means = read_csv(out / "runs.csv")
+    assert len(means) == 4 * len(METHODS)
+    for mean in means:
+        same = [
+            row
+            for row in rows
+            if all(row[key] == mean[key] for key in ("network", "alpha", "n", "method"))
+        ]
+        assert int(mean["trials"]) == len(same) == 3
+        for metric in METRICS:
+            expected = np.mean([float(row[metric]) for row in same])
+            assert float(mean[f"mean {metric}"]) == pytest.approx(expected, rel=1e-6)
+        stalled = sum(row["converged"] == "False" for row in same)
+        assert int(mean["not converged"]) == stalled
     text = (out / "report.md").read_text()
     assert text.count("**CIFAR-10, Alexandari et al.'s network, α = ") == 4
     assert "left out of this run (`--epochs 0`)" in text
@@ -123,9 +137,26 @@ def test_report_trains_the_fashion_mnist_network(tmp_path, monkeypatch):
     assert text.count("**Fashion-MNIST, MLP (512, 512), α = ") == 4
     assert "trained for 3 epochs on the first 1,000 training images" in text
     assert "scored on the 2,000 test images" in text
-    with open(out / "runs.csv") as handle:
-        networks = [row["network"] for row in csv.DictReader(handle)]
+    networks = [row["network"] for row in read_csv(out / "trials.csv.gz")]
     assert networks.count(_label_shift.FASHION_MNIST) == 2 * 4 * len(METHODS)
     # one check per network and setting in each claim
     agreement = text.split("## Agreement with the paper")[1]
     assert agreement.count("Fashion-MNIST, MLP (512, 512), α = 0.1, n = 500:") == 3
+
+
+def test_compressed_csv_round_trips_and_is_the_same_for_the_same_rows(tmp_path):
+    rows = [{"network": "a, b", "alpha": 0.1, "trial": 0, "converged": True}] * 3
+    first, second = tmp_path / "first" / "rows.csv.gz", tmp_path / "second" / "rows.csv.gz"
+    for path in (first, second):
+        path.parent.mkdir()
+        write_csv(path, rows)
+    assert first.read_bytes() == second.read_bytes()
+    assert first.read_bytes()[4:8] == bytes(4)  # gzip's time stamp (RFC 1952) left at 0
+    assert gzip.decompress(first.read_bytes()).decode().splitlines()[:2] == [
+        "network,alpha,trial,converged",
+        '"a, b",0.1,0,True',
+    ]
+    assert (
+        read_csv(first)
+        == [{"network": "a, b", "alpha": "0.1", "trial": "0", "converged": "True"}] * 3
+    )

@@ -36,7 +36,7 @@ from sklearn_calib.metrics._core._binning import assign_bins, quantile_bin_edges
 from sklearn_calib.scoring import expected_calibration_error, reliability_diagram
 
 from estimator_registry import CALIBRATORS as CALIBRATOR_NAMES
-from estimator_registry import tiny
+from estimator_registry import LABEL_SHIFT_ADAPTERS, tiny
 
 #: Every calibrator of the registry, and the forms with other code paths.
 ALL_CALIBRATORS = [tiny(name) for name in CALIBRATOR_NAMES] + [
@@ -49,6 +49,11 @@ ALL_CALIBRATORS = [tiny(name) for name in CALIBRATOR_NAMES] + [
     VennAbersCalibrator(multi_class="one_vs_one"),
 ]
 IDS = [repr(c) for c in ALL_CALIBRATORS]
+
+#: Every estimator of scores: the calibrators and the label-shift adapters (which calibrate
+#: before they adapt), for the walks of what they share (fitting, checking scores).
+SCORE_ESTIMATORS = ALL_CALIBRATORS + [tiny(name) for name in LABEL_SHIFT_ADAPTERS]
+SCORE_IDS = [repr(c) for c in SCORE_ESTIMATORS]
 
 
 def overconfident_logits(n_samples, n_classes, scale=3.0, seed=0, dtype=np.float64):
@@ -756,7 +761,7 @@ def test_platt_pickles():
 # ------------------------------------------------------------------ common behaviour
 
 
-@pytest.mark.parametrize("calibrator", ALL_CALIBRATORS, ids=IDS)
+@pytest.mark.parametrize("calibrator", SCORE_ESTIMATORS, ids=SCORE_IDS)
 @pytest.mark.parametrize("kind", ["logits", "probabilities", "binary"])
 def test_rows_are_finite_and_sum_to_one(calibrator, kind):
     logits, y = overconfident_logits(200, 4, seed=20)
@@ -776,7 +781,7 @@ def test_rows_are_finite_and_sum_to_one(calibrator, kind):
     np.testing.assert_array_equal(fitted.predict(test), fitted.classes_[out.argmax(axis=1)])
 
 
-@pytest.mark.parametrize("calibrator", ALL_CALIBRATORS, ids=IDS)
+@pytest.mark.parametrize("calibrator", SCORE_ESTIMATORS, ids=SCORE_IDS)
 def test_fit_returns_self_keeps_params_and_reads_memmaps(calibrator):
     """scikit-learn's fit-returns-self, overwrite-params and read-only-memmap checks.
 
@@ -796,7 +801,7 @@ def test_fit_returns_self_keeps_params_and_reads_memmaps(calibrator):
     )
 
 
-@pytest.mark.parametrize("calibrator", ALL_CALIBRATORS, ids=IDS)
+@pytest.mark.parametrize("calibrator", SCORE_ESTIMATORS, ids=SCORE_IDS)
 def test_scores_of_any_numeric_dtype(calibrator):
     """scikit-learn's check_estimators_dtypes with the classes of its labels named.
 
@@ -859,7 +864,7 @@ def test_one_dimensional_scores_are_read_as_two_columns():
     )
 
 
-@pytest.mark.parametrize("calibrator", ALL_CALIBRATORS, ids=IDS)
+@pytest.mark.parametrize("calibrator", SCORE_ESTIMATORS, ids=SCORE_IDS)
 def test_refit_on_one_dimensional_scores_drops_n_features_in(calibrator):
     logits, y = overconfident_logits(150, 3, seed=30)
     binary_logits, binary_y = overconfident_logits(150, 2, seed=31)
@@ -954,7 +959,7 @@ def _fit_cases():
     }
 
 
-@pytest.mark.parametrize("calibrator", ALL_CALIBRATORS, ids=IDS)
+@pytest.mark.parametrize("calibrator", SCORE_ESTIMATORS, ids=SCORE_IDS)
 @pytest.mark.parametrize("case", list(_fit_cases()))
 def test_bad_fit_input_raises_and_leaves_a_fitted_calibrator_unchanged(calibrator, case):
     scores, y, weight, kind, match = _fit_cases()[case]
@@ -970,7 +975,7 @@ def test_bad_fit_input_raises_and_leaves_a_fitted_calibrator_unchanged(calibrato
     np.testing.assert_array_equal(fitted.predict_proba(good), before)
 
 
-@pytest.mark.parametrize("calibrator", ALL_CALIBRATORS, ids=IDS)
+@pytest.mark.parametrize("calibrator", SCORE_ESTIMATORS, ids=SCORE_IDS)
 def test_bad_transform_input_raises(calibrator):
     logits, y = overconfident_logits(80, 3, seed=28)
     fitted = clone(calibrator).fit(logits, y)
@@ -1039,7 +1044,7 @@ def _huge(logits, magnitude, dtype):
     return (logits / np.abs(logits).max() * magnitude).astype(dtype)
 
 
-@pytest.mark.parametrize("calibrator", ALL_CALIBRATORS, ids=IDS)
+@pytest.mark.parametrize("calibrator", SCORE_ESTIMATORS, ids=SCORE_IDS)
 @pytest.mark.parametrize(
     "magnitude, dtype", [(2e38, np.float32), (1e100, np.float64), (1.7e308, np.float64)]
 )

@@ -29,9 +29,10 @@ from sklearn_calib.calibrators import (
     VennAbersCalibrator,
 )
 from sklearn_calib.estimators import Lookahead, MetaNetClassifier, NetClassifier
+from sklearn_calib.label_shift import LabelShiftAdapter
 
 from estimator_registry import CALIBRATORS as CALIBRATOR_NAMES
-from estimator_registry import tiny
+from estimator_registry import LABEL_SHIFT, tiny
 
 skops_io = pytest.importorskip("skops.io")
 from skops.io.exceptions import UntrustedTypesFoundException  # noqa: E402
@@ -96,6 +97,64 @@ def test_calibrators_round_trip(calibrator, how, tmp_path):
     assert type(loaded) is type(fitted)
     assert loaded.get_params() == fitted.get_params() or how != "skops"
     np.testing.assert_array_equal(loaded.predict_proba(logits), fitted.predict_proba(logits))
+
+
+#: The label-shift estimators of the registry with bootstrap intervals, so that an adapted
+#: one holds every kind of attribute adapt sets; the adapter also keeps its source rows.
+ADAPTED = {
+    "LabelShiftAdapter": {"n_resamples": 20, "resample_source": True, "random_state": 0},
+    "LabelShiftClassifier": {"adapter": LabelShiftAdapter(n_resamples=20, random_state=0)},
+}
+
+
+def shifted_scores():
+    """Labelled source scores (even classes) and target scores of shifted priors."""
+    rng = np.random.default_rng(0)
+    y = np.arange(300) % 3
+    target_y = rng.choice(3, size=300, p=[0.6, 0.3, 0.1])
+    source, target = (2 * np.eye(3)[labels] + rng.normal(size=(300, 3)) for labels in (y, target_y))
+    return source, y, target
+
+
+def adapted(name):
+    """The label-shift estimator ``name`` fitted on the source and adapted to the target."""
+    source, y, target = shifted_scores()
+    return tiny(name, **ADAPTED[name]).fit(source, y).adapt(target)
+
+
+def adapters(model):
+    """The adapters of a label-shift estimator: its own, or itself."""
+    return getattr(model, "adapters_", [model])
+
+
+def assert_same_intervals(ours, theirs):
+    """Bootstrap intervals (dicts holding their replicates) equal entry by entry."""
+    assert len(ours) == len(theirs)
+    for one, other in zip(ours, theirs, strict=True):
+        assert one.keys() == other.keys()
+        for key in one:
+            np.testing.assert_array_equal(one[key], other[key], err_msg=key)
+
+
+@pytest.mark.parametrize("how", HOW)
+@pytest.mark.parametrize("name", LABEL_SHIFT)
+def test_adapted_label_shift_estimators_round_trip(name, how, tmp_path):
+    _, _, target = shifted_scores()
+    fitted = adapted(name)
+    loaded = round_trip(fitted, how, tmp_path)
+    assert type(loaded) is type(fitted)
+    np.testing.assert_array_equal(loaded.target_prior_, fitted.target_prior_)
+    np.testing.assert_array_equal(loaded.predict_proba(target), fitted.predict_proba(target))
+    np.testing.assert_array_equal(loaded.predict(target), fitted.predict(target))
+    for ours, theirs in zip(adapters(loaded), adapters(fitted), strict=True):
+        assert_same_intervals(ours.target_prior_intervals_, theirs.target_prior_intervals_)
+        assert ours.shift_test_ == theirs.shift_test_
+        np.testing.assert_array_equal(ours.weights_, theirs.weights_)
+    # what the adapters keep of the source came along: adapting again gives the same
+    loaded.adapt(target)
+    np.testing.assert_array_equal(loaded.target_prior_, fitted.target_prior_)
+    for ours, theirs in zip(adapters(loaded), adapters(fitted), strict=True):
+        assert_same_intervals(ours.target_prior_intervals_, theirs.target_prior_intervals_)
 
 
 @pytest.mark.parametrize("how", HOW)
@@ -232,6 +291,7 @@ def test_every_model_of_the_library_loads_without_trusting_more(digits, tmp_path
     rng = np.random.default_rng(0)
     logits, y = rng.normal(size=(200, 4)), rng.integers(0, 4, 200)
     models = {type(c).__name__: clone(c).fit(logits, y) for c in CALIBRATORS}
+    models.update({name: adapted(name) for name in LABEL_SHIFT})
     models["NetClassifier"] = small_net(max_epochs=1).fit(X_train, y_train)
     models["MetaNetClassifier"] = small_net(
         cls=MetaNetClassifier, max_epochs=1, lookahead=Lookahead("network", meta_batch_size=32)

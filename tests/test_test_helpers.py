@@ -14,6 +14,8 @@ from estimator_registry import (
     CALIBRATORS,
     ESTIMATORS,
     LABEL_SHIFT,
+    LABEL_SHIFT_ADAPTERS,
+    LABEL_SHIFT_CLASSIFIERS,
     META_CLASSIFIERS,
     NET_CLASSIFIERS,
     TINY,
@@ -42,6 +44,10 @@ def test_every_estimator_is_in_exactly_one_walk():
     assert META_CLASSIFIERS == ["CalibratedClassifier"]
     assert NET_CLASSIFIERS == ["MetaNetClassifier", "NetClassifier"]
     assert LABEL_SHIFT == ["LabelShiftAdapter", "LabelShiftClassifier"]
+    assert (LABEL_SHIFT_ADAPTERS, LABEL_SHIFT_CLASSIFIERS) == (
+        ["LabelShiftAdapter"],
+        ["LabelShiftClassifier"],
+    )
 
 
 def test_tiny_instances_are_new_and_take_overrides():

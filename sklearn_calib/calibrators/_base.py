@@ -33,6 +33,7 @@ from .._validation import (
     check_class_labels,
     check_probabilities,
     check_sample_weight,
+    check_two_classes,
     encode_labels,
     resolve_classes,
 )
@@ -189,25 +190,6 @@ def renormalize(proba):
     total[zero] = proba.shape[1]
     proba /= total
     return proba
-
-
-def _check_two_classes(y, sample_weight):
-    """Raise a ValueError when every label of ``y`` of positive weight is the same.
-
-    The labels of rows of zero weight name classes, but do not make a class present.
-    """
-    among = ""
-    if sample_weight is not None and not (sample_weight > 0).all():
-        y, among = y[sample_weight > 0], " among the samples of positive weight"
-    if y.dtype.kind in "biuf":
-        single = y.min() == y.max()
-    else:
-        single = len(np.unique(y)) < 2
-    if single:
-        raise ValueError(
-            f"Expected `y` to hold at least 2 classes{among}, got 1 class ({y[0]!r}); pass "
-            "`classes=` to calibrate on a set that holds one class of several."
-        )
 
 
 class BaseCalibrator(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
@@ -395,7 +377,7 @@ class BaseCalibrator(TransformerMixin, BaseEstimator, metaclass=ABCMeta):
         n_classes = 2 if scores.ndim == 1 else scores.shape[1]
         sample_weight = check_sample_weight(sample_weight, scores.shape[0])
         if classes is None:
-            _check_two_classes(y, sample_weight)
+            check_two_classes(y, sample_weight)
         classes = resolve_classes(y, classes, n_classes, names=("y", "classes", "scores"))
         two_dimensional = self._as_two_dimensional(scores)
         self._scores_ndim = scores.ndim

@@ -16,7 +16,7 @@ from sklearn.base import clone
 
 from .._dask_chunks import ChunkedRows
 from .._deprecation import parameter
-from .._validation import check_class_labels, resolve_classes
+from .._validation import check_class_labels, check_two_classes, resolve_classes
 from ..metrics._core._binning import assign_bins, uniform_bin_edges
 from ._base import evenly_spaced_rows
 from ._temperature_solver import (
@@ -40,11 +40,8 @@ class _DaskFitData(ChunkedRows):
         n_classes = 2 if self.scores.ndim == 1 else self.scores.shape[1]
         present = self.distinct_labels()
         check_class_labels(present)
-        if classes is None and present.shape[0] < 2:
-            raise ValueError(
-                f"Expected `y` to hold at least 2 classes, got 1 class ({present[0]!r}); pass "
-                "`classes=` to calibrate on a set that holds one class of several."
-            )
+        if classes is None:
+            check_two_classes(present)
         self.classes = resolve_classes(
             present, classes, n_classes, names=("y", "classes", "scores")
         )

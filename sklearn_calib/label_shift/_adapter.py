@@ -1,5 +1,6 @@
 """``LabelShiftAdapter``: calibrated probabilities re-weighted to the class priors of a target."""
 
+import contextlib
 import numbers
 import warnings
 
@@ -16,6 +17,7 @@ from .._validation import (
     check_class_labels,
     check_probabilities,
     check_sample_weight,
+    check_two_classes,
     encode_labels,
     resolve_classes,
 )
@@ -42,6 +44,19 @@ _ADAPTED = (
     "target_prior_intervals_",
     "shift_test_",
 )
+
+
+@contextlib.contextmanager
+def unchanged_on_failure(estimator):
+    """Put the estimator's attributes back as they were if the block raises (so that a
+    fit refused for its input leaves the fitted, and adapted, estimator as it was)."""
+    saved = dict(estimator.__dict__)
+    try:
+        yield
+    except BaseException:
+        estimator.__dict__.clear()
+        estimator.__dict__.update(saved)
+        raise
 
 
 class LabelShiftAdapter(TransformerMixin, BaseEstimator):
@@ -247,10 +262,14 @@ default="predictions"
         -------
         self : object
             The fitted adapter, not adapted yet (its probabilities are the calibrated
-            ones).
+            ones). A fit that raises leaves the adapter as it was.
         """
-        for name in _ADAPTED:
-            self.__dict__.pop(name, None)
+        with unchanged_on_failure(self):
+            self._fit(scores, y, sample_weight, classes)
+        return self
+
+    def _fit(self, scores, y, sample_weight, classes):
+        self._forget_target()
         with np.errstate(over="ignore", invalid="ignore"):
             scores, y = validate_data(
                 self, scores, y, ensure_2d=False, dtype=[np.float64, np.float32]
@@ -267,11 +286,8 @@ default="predictions"
             del self.n_features_in_
         check_class_labels(y)
         sample_weight = check_sample_weight(sample_weight, scores.shape[0])
-        if classes is None and np.unique(y).shape[0] < 2:
-            raise ValueError(
-                f"Expected `y` to hold at least 2 classes, got 1 class ({y[0]!r}); pass "
-                "`classes=` to fit on data that holds one class of several."
-            )
+        if classes is None:
+            check_two_classes(y, sample_weight)
         n_classes = 2 if scores.ndim == 1 else scores.shape[1]
         self.classes_ = resolve_classes(y, classes, n_classes, names=("y", "classes", "scores"))
         self.n_classes_ = n_classes
@@ -282,7 +298,11 @@ default="predictions"
         self.source_prior_ = self._source.prior.copy()
         keep = self.resample_source and self.n_resamples > 0
         self._source_data = (scores, y_index, sample_weight) if keep else None
-        return self
+
+    def _forget_target(self):
+        """Drop what :meth:`adapt` set: the probabilities are the calibrated ones again."""
+        for name in _ADAPTED:
+            self.__dict__.pop(name, None)
 
     def _fit_calibrator(self, scores, y_index, sample_weight):
         """A clone of the calibrator fitted on source scores (None for passthrough)."""
@@ -326,9 +346,11 @@ default="predictions"
         Returns
         -------
         self : object
-            The adapter, whose ``predict_proba`` now answers for the target.
+            The adapter, whose ``predict_proba`` now answers for the target. An adapt
+            that raises leaves the adapter unadapted (no priors of an earlier target).
         """
         check_is_fitted(self)
+        self._forget_target()
         if y is not None:
             raise ValueError(
                 "adapt estimates the target priors from unlabelled scores, got labels `y`; "
@@ -341,8 +363,6 @@ default="predictions"
                 "`target_prior` (known target priors), got "
                 + ("both." if target_prior is not None else "neither.")
             )
-        for name in _ADAPTED:
-            self.__dict__.pop(name, None)
         if target_prior is not None:
             prior = check_prior(target_prior, "target_prior", self.n_classes_, allow_zero=True)
             check_adaptable(self._source, self.classes_, prior)
@@ -468,8 +488,8 @@ default="predictions"
             )
         if scores.ndim != self._scores_ndim:
             raise ValueError(
-                f"{type(self).__name__} was fitted on {self._scores_ndim}-D scores, got "
-                f"`{name}` of shape {scores.shape}."
+                f"{type(self).__name__} was fitted on 1-D binary scores, got `{name}` of "
+                f"shape {scores.shape}."
             )
         return scores
 

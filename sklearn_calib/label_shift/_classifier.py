@@ -10,7 +10,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._dask_chunks import uses_dask
 from ..calibrators import CalibratedClassifier, classifier_scores
-from ._adapter import LabelShiftAdapter
+from ._adapter import LabelShiftAdapter, unchanged_on_failure
 
 
 class LabelShiftClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
@@ -117,8 +117,13 @@ class LabelShiftClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         Returns
         -------
         self : object
-            The fitted classifier.
+            The fitted classifier. A fit that raises leaves the classifier as it was.
         """
+        with unchanged_on_failure(self):
+            self._fit(X, y, sample_weight)
+        return self
+
+    def _fit(self, X, y, sample_weight):
         self.__dict__.pop("target_prior_", None)
         adapter = LabelShiftAdapter() if self.adapter is None else self.adapter
         calibrated = CalibratedClassifier(
@@ -136,7 +141,6 @@ class LabelShiftClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                 setattr(self, name, getattr(calibrated, name))
             elif name in vars(self):
                 delattr(self, name)
-        return self
 
     def adapt(self, X_target=None, y=None, *, target_prior=None):
         """Estimate the target priors from unlabelled target features, or take known ones.
@@ -153,12 +157,20 @@ class LabelShiftClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         Returns
         -------
         self : object
-            The classifier, adapted to the target priors.
+            The classifier, adapted to the target priors. An adapt that raises leaves
+            it unadapted (no priors of an earlier target), as the adapter's does.
         """
         check_is_fitted(self)
-        for estimator, adapter in zip(self.estimators_, self.adapters_, strict=True):
-            scores = None if X_target is None else _scores(estimator, adapter, X_target)
-            adapter.adapt(scores, y, target_prior=target_prior)
+        self.__dict__.pop("target_prior_", None)
+        try:
+            for estimator, adapter in zip(self.estimators_, self.adapters_, strict=True):
+                scores = None if X_target is None else _scores(estimator, adapter, X_target)
+                adapter.adapt(scores, y, target_prior=target_prior)
+        except BaseException:
+            for adapter in self.adapters_:
+                if isinstance(adapter, LabelShiftAdapter):
+                    adapter._forget_target()
+            raise
         self.target_prior_ = np.mean([adapter.target_prior_ for adapter in self.adapters_], axis=0)
         return self
 
