@@ -544,7 +544,9 @@ def test_the_guard_keeps_the_scores_of_a_group_the_corrections_make_worse():
     given = expit(test_scores)
     proba = {}
     for guard in (False, True):
-        mcb = MulticalibrationBoosting(min_samples_leaf=500, guard_groups=guard, random_state=0)
+        mcb = MulticalibrationBoosting(
+            min_samples_leaf=500, group_offsets=False, guard_groups=guard, random_state=0
+        )
         mcb.fit(scores, y, groups=groups)
         proba[guard] = mcb.predict_proba(test_scores, groups=test_groups)[:, 1]
     assert mcb.guarded_groups_ == [(0, 1)]

@@ -124,6 +124,14 @@ class _Link:
         return proba
 
 
+def _offset_change(offsets, fixed):
+    """The change group ``offsets`` make to the margins of rows with codes ``fixed``."""
+    change = 0.0
+    for j, feature_offsets in enumerate(offsets):
+        change = change + feature_offsets[fixed[:, j]]
+    return change
+
+
 class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
     """Multicalibration by gradient-boosted corrections of the scores within groups.
 
@@ -301,7 +309,7 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
     [0.2, -0.19]
     >>> mcb = MulticalibrationBoosting(random_state=0).fit(log_odds, y, groups=group)
     >>> gaps(mcb.predict_proba(log_odds, groups=group)[:, 1])
-    [0.0, -0.0]
+    [-0.0, 0.0]
     """
 
     _parameter_constraints: dict = {
@@ -436,13 +444,13 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
         margins = self.scaling_[0] * given + self.scaling_[1]
         weight = np.ones(n_samples) if sample_weight is None else sample_weight
         fixed = self._fixed_codes(codes, top, n_samples)
-        self.offsets_ = None
-        if self.group_offsets:
-            self.offsets_ = self._fit_offsets(link, margins, targets, weight, fixed)
-            margins = margins + self._offset_change(fixed)
         n_rounds, held = parameter(self, "max_iter"), None
         if self.early_stopping or self.guard_groups:
             n_rounds, held = self._held_out_rounds(link, margins, targets, weight, fixed, y_index)
+        self.offsets_ = None
+        if self.group_offsets:
+            self.offsets_ = self._fit_offsets(link, margins, targets, weight, fixed)
+            margins = margins + _offset_change(self.offsets_, fixed)
         self.trees_ = self._boost(link, margins, targets, weight, fixed, n_rounds)
         self.n_iter_ = len(self.trees_)
         self.guarded_, self.guarded_groups_ = None, None
@@ -484,13 +492,6 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
             if largest < OFFSET_TOL:
                 break
         return offsets
-
-    def _offset_change(self, fixed):
-        """The change the group offsets make to the margins of rows with codes ``fixed``."""
-        change = 0.0
-        for j, offsets in enumerate(self.offsets_):
-            change = change + offsets[fixed[:, j]]
-        return change
 
     def _guarded_groups(self):
         """The guarded cells as ``(feature, value)`` pairs (see ``guarded_groups_``)."""
@@ -581,6 +582,13 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
         folds = self._folds(y_index, margins.shape[0])
         fit_margins = [margins[train].copy() for train, _ in folds]
         held_margins = [margins[held].copy() for _, held in folds]
+        if self.group_offsets:  # each fold's own, so that its held-out rows stay unseen
+            for fold, (train, held) in enumerate(folds):
+                offsets = self._fit_offsets(
+                    link, fit_margins[fold], targets[train], weight[train], fixed[train]
+                )
+                fit_margins[fold] += _offset_change(offsets, fixed[train])
+                held_margins[fold] += _offset_change(offsets, fixed[held])
         held_weight = np.concatenate([weight[held] for _, held in folds])
         if held_weight.sum() <= 0 or any(weight[train].sum() <= 0 for train, _ in folds):
             raise ValueError(
@@ -669,7 +677,7 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
         margins = self.scaling_[0] * margins + self.scaling_[1]
         fixed = self._fixed_codes(codes, top, scores.shape[0])
         if self.offsets_ is not None:
-            margins = margins + self._offset_change(fixed)
+            margins = margins + _offset_change(self.offsets_, fixed)
         for trees in self.trees_:
             margins += self._apply_round(link, margins, fixed, trees)
         proba = link.output(margins, logits, top)
