@@ -544,9 +544,7 @@ def test_the_guard_keeps_the_scores_of_a_group_the_corrections_make_worse():
     given = expit(test_scores)
     proba = {}
     for guard in (False, True):
-        mcb = MulticalibrationBoosting(
-            min_samples_leaf=500, group_offsets=False, guard_groups=guard, random_state=0
-        )
+        mcb = MulticalibrationBoosting(min_samples_leaf=500, guard_groups=guard, random_state=0)
         mcb.fit(scores, y, groups=groups)
         proba[guard] = mcb.predict_proba(test_scores, groups=test_groups)[:, 1]
     assert mcb.guarded_groups_ == [(0, 1)]
@@ -629,7 +627,9 @@ def small_shifted_groups(n=2000, seed=0):
 
 def test_group_offsets_solve_the_penalised_likelihood_of_each_category():
     log_odds, groups, y = small_shifted_groups()
-    mcb = MulticalibrationBoosting(early_stopping=False, max_iter=1, random_state=0)
+    mcb = MulticalibrationBoosting(
+        group_offsets=True, early_stopping=False, max_iter=1, random_state=0
+    )
     mcb.fit(log_odds, y, groups=groups)
     offsets = mcb.offsets_[0][:, 0]
     a, b = mcb.scaling_
@@ -644,11 +644,11 @@ def test_group_offsets_solve_the_penalised_likelihood_of_each_category():
 
 def test_group_offsets_are_zero_for_numeric_features():
     scores, features, y = weighted_problem()
-    mcb = MulticalibrationBoosting(random_state=0).fit(scores, y, groups=features)
+    mcb = MulticalibrationBoosting(group_offsets=True, random_state=0)
+    mcb.fit(scores, y, groups=features)
     assert np.any(mcb.offsets_[0] != 0.0)
     assert np.all(mcb.offsets_[1] == 0.0)
-    without = MulticalibrationBoosting(group_offsets=False, random_state=0)
-    assert without.fit(scores, y, groups=features).offsets_ is None
+    assert MulticalibrationBoosting(random_state=0).fit(scores, y, groups=features).offsets_ is None
 
 
 def test_group_offsets_lower_the_held_out_log_loss_of_a_small_calibration_set():
