@@ -33,8 +33,8 @@ scored on the test rows: log loss; the worst group's ECE (positive class, 15 bin
 :func:`sklearn_calib.metrics.calibration_audit`, groups of at least 10 test rows); the
 groups whose Kolmogorov-Smirnov test rejects calibration after Holm's correction (level
 0.05); the fit's CPU time. Calibrators: the uncalibrated scores, temperature scaling,
-:class:`MulticalibrationBoosting` (defaults, ``random_state`` = split; and with
-``guard_groups=True``) and
+:class:`MulticalibrationBoosting` (``guard_groups=False``, and the default
+``guard_groups=True``; ``random_state`` = split) and
 ``mcgrad.methods.MCGrad`` (defaults, ``random_state`` = split) when the ``mcgrad``
 package is installed (the ``bench`` extra).
 
@@ -113,7 +113,7 @@ def calibrators():
         "uncalibrated": None,
         "temperature": lambda split: TemperatureScaling(input="probabilities"),
         "multicalibration": lambda split: MulticalibrationBoosting(
-            input="probabilities", random_state=split
+            input="probabilities", guard_groups=False, random_state=split
         ),
         "multicalibration_guarded": lambda split: MulticalibrationBoosting(
             input="probabilities", guard_groups=True, random_state=split

@@ -217,14 +217,15 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
         leaves are, until no offset moves (each early-stopping fold fits its own). It
         helps groups whose level is off on small calibration sets; the trees, starting
         from the offsets, may then stop before they fix a group's slope.
-    guard_groups : bool, default=False
+    guard_groups : bool, default=True
         Keep the scores as given in every group whose held-out rows (those of early
         stopping, over ``max_iter`` rounds without it) have no lower log loss with the
         corrections: the rows of a category of a categorical group feature, of a quarter
         of a numeric one's range (equal mass), of a predicted class in the top-label mode,
         or all the rows. A row in any such group keeps its scores, and so do the rows of a
         category unseen in fit. It trades some of the corrections' gain for never making
-        a group worse than doing nothing, where the held-out rows can tell.
+        a group worse than doing nothing, where the held-out rows can tell; ``False``
+        keeps every correction.
     random_state : int, RandomState instance or None, default=None
         Seed of the held-out split.
     multiclass, max_rounds, validation, n_rounds_no_change : deprecated
@@ -390,7 +391,7 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
         n_iter_no_change=10,
         tol=1e-7,
         group_offsets=False,
-        guard_groups=False,
+        guard_groups=True,
         random_state=None,
         multiclass=DEPRECATED,
         max_rounds=DEPRECATED,
