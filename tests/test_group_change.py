@@ -23,6 +23,19 @@ def calibrated_groups(n=4000, seed=0):
     return y, p, groups
 
 
+def audit_against(y, after, groups, reference):
+    """The audit of ``after`` against ``reference`` (positive class, 200 replicates)."""
+    return calibration_audit(
+        y,
+        after,
+        groups,
+        convention="positive_class",
+        n_resamples=200,
+        random_state=0,
+        y_prob_reference=reference,
+    )
+
+
 def test_paired_change_test_is_a_t_test_per_group_with_holm():
     changes = {
         "a": [0.02, 0.03, 0.025, 0.028, 0.022],
@@ -66,15 +79,7 @@ def test_paired_change_test_names_bad_input(changes, options, message):
 def test_the_audit_names_the_one_group_made_worse():
     y, p, groups = calibrated_groups()
     after = np.where(groups == "y", np.clip(p + 0.15, 0.0, 0.99), p)
-    audit = calibration_audit(
-        y,
-        after,
-        groups,
-        convention="positive_class",
-        n_resamples=200,
-        random_state=0,
-        y_prob_reference=p,
-    )
+    audit = audit_against(y, after, groups, p)
     assert audit.made_worse == ["y"]
     table = audit.table
     assert table["group"] == ["x", "y", "z"]
@@ -103,15 +108,7 @@ def test_the_audit_names_no_group_when_the_calibration_helps_or_is_noise():
     given = np.clip(p - 0.1, 0.01, 0.99)  # every group's scores too low
     # the calibration puts them back, up to a little noise
     after = np.clip(p + rng.normal(0.0, 0.005, p.shape[0]), 0.01, 0.99)
-    audit = calibration_audit(
-        y,
-        after,
-        groups,
-        convention="positive_class",
-        n_resamples=200,
-        random_state=0,
-        y_prob_reference=given,
-    )
+    audit = audit_against(y, after, groups, given)
     assert audit.made_worse == []
     assert np.all(audit.table["ece_change"] < 0)
     assert np.all(audit.table["log_loss_change"] < 0)
