@@ -71,7 +71,9 @@ CALIBRATORS = [tiny(name) for name in CALIBRATOR_NAMES] + [
     HistogramBinning(strategy="quantile", multi_class="classwise"),
     ScalingBinning(multi_class="classwise"),
     EnsembleTemperatureScaling(loss="nll"),
-    MulticalibrationBoosting(multi_class="top_label", linear_leaves=False, early_stopping=False),
+    MulticalibrationBoosting(
+        multi_class="top_label", linear_leaves=False, early_stopping=False, guard_groups=False
+    ),
     VennAbersCalibrator(multi_class="one_vs_one"),
 ]
 

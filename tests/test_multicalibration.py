@@ -260,7 +260,13 @@ def test_weights_count_as_repeated_rows(linear_leaves):
     scores, features, y = weighted_problem()
     weight = np.random.default_rng(1).integers(0, 4, len(y))
     repeated = np.repeat(np.arange(len(y)), weight)
-    options = {"early_stopping": False, "max_iter": 20, "linear_leaves": linear_leaves}
+    # the guard's held-out folds split a row's copies, which its weight cannot
+    options = {
+        "early_stopping": False,
+        "guard_groups": False,
+        "max_iter": 20,
+        "linear_leaves": linear_leaves,
+    }
     weighted = MulticalibrationBoosting(**options).fit(
         scores, y, sample_weight=weight, groups=features
     )
@@ -608,4 +614,73 @@ def test_check_estimator_passes_with_the_guard():
             "check_readonly_memmap_input": "more classes than score columns",
             "check_estimators_dtypes": "ambiguous labels",
         },
+    )
+
+
+# --------------------------------------------------------------------- the group offsets
+
+
+def small_shifted_groups(n=2000, seed=0):
+    """Scores whose log-odds are off by a different amount in each of four groups, one
+    of them small: a calibration set of the size where shrunken tree steps stop early."""
+    rng = np.random.default_rng(seed)
+    log_odds = rng.normal(-0.5, 1.0, n)
+    groups = rng.choice(4, n, p=[0.15, 0.35, 0.38, 0.12])
+    shift = np.array([0.3, -0.15, 0.1, -0.6])[groups]
+    y = (rng.random(n) < expit(log_odds + shift)).astype(int)
+    return log_odds, groups, y
+
+
+def test_group_offsets_solve_the_penalised_likelihood_of_each_category():
+    log_odds, groups, y = small_shifted_groups()
+    mcb = MulticalibrationBoosting(
+        group_offsets=True, early_stopping=False, max_iter=1, random_state=0
+    )
+    mcb.fit(log_odds, y, groups=groups)
+    offsets = mcb.offsets_[0][:, 0]
+    a, b = mcb.scaling_
+    proba = expit(a * log_odds + b + offsets[groups])
+    # stationarity: each category's gradient balances its penalty
+    gradient = np.bincount(groups, proba - y, minlength=5)
+    np.testing.assert_allclose(gradient + mcb.l2_regularization * offsets, 0.0, atol=1e-5)
+    # the extra bin of unseen categories has no rows and no offset
+    assert offsets[4] == 0.0
+    assert np.sign(offsets[:4]).tolist() == [1.0, -1.0, 1.0, -1.0]
+
+
+def test_group_offsets_are_zero_for_numeric_features():
+    scores, features, y = weighted_problem()
+    mcb = MulticalibrationBoosting(group_offsets=True, random_state=0)
+    mcb.fit(scores, y, groups=features)
+    assert np.any(mcb.offsets_[0] != 0.0)
+    assert np.all(mcb.offsets_[1] == 0.0)
+    assert MulticalibrationBoosting(random_state=0).fit(scores, y, groups=features).offsets_ is None
+
+
+def test_group_offsets_lower_the_held_out_log_loss_of_a_small_calibration_set():
+    gains = []
+    for seed in range(4):
+        log_odds, groups, y = small_shifted_groups(4000, seed)
+        fit, test = slice(0, 2000), slice(2000, None)
+        losses = []
+        for group_offsets in (True, False):
+            mcb = MulticalibrationBoosting(group_offsets=group_offsets, random_state=seed)
+            mcb.fit(log_odds[fit], y[fit], groups=groups[fit])
+            proba = mcb.predict_proba(log_odds[test], groups=groups[test])
+            losses.append(negative_log_likelihood(y[test], proba))
+        gains.append(losses[1] - losses[0])
+    assert np.mean(gains) > 0
+
+
+def test_a_model_saved_before_the_group_offsets_loads_and_predicts_alike():
+    log_odds, groups, y = small_shifted_groups(800)
+    mcb = MulticalibrationBoosting(group_offsets=False, random_state=0)
+    mcb.fit(log_odds, y, groups=groups)
+    state = dict(mcb.__getstate__())
+    del state["group_offsets"], state["offsets_"]
+    earlier = MulticalibrationBoosting.__new__(MulticalibrationBoosting)
+    earlier.__setstate__(state)
+    assert earlier.get_params()["group_offsets"] is False
+    np.testing.assert_array_equal(
+        earlier.predict_proba(log_odds, groups=groups), mcb.predict_proba(log_odds, groups=groups)
     )

@@ -33,8 +33,8 @@ scored on the test rows: log loss; the worst group's ECE (positive class, 15 bin
 :func:`sklearn_calib.metrics.calibration_audit`, groups of at least 10 test rows); the
 groups whose Kolmogorov-Smirnov test rejects calibration after Holm's correction (level
 0.05); the fit's CPU time. Calibrators: the uncalibrated scores, temperature scaling,
-:class:`MulticalibrationBoosting` (defaults, ``random_state`` = split; and with
-``guard_groups=True``) and
+:class:`MulticalibrationBoosting` (``guard_groups=False``, and the default
+``guard_groups=True``; ``random_state`` = split) and
 ``mcgrad.methods.MCGrad`` (defaults, ``random_state`` = split) when the ``mcgrad``
 package is installed (the ``bench`` extra).
 
@@ -42,7 +42,8 @@ Each difference against MCGrad is paired over splits: the mean of the per-split
 differences with its 95 % t interval; the verdict of a setting is a win (interval below
 0), a loss (above 0) or a tie. A group is made worse by a calibrator when its per-split
 ECE (or log loss) minus the uncalibrated scores' has a paired t test's p-value, Holm
-adjusted over the setting's groups, at most 0.05 with a positive mean.
+adjusted over the setting's groups, at most 0.05 with a positive mean
+(:func:`sklearn_calib.metrics.paired_change_test`).
 
 Run ``OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/scripts/compare_multicalibration.py
 --jobs 2`` from the repository root (about 20 minutes on 2 busy cores); ``--quick --splits
@@ -73,7 +74,11 @@ from sklearn.preprocessing import StandardScaler
 
 from sklearn_calib.calibrators import MulticalibrationBoosting, TemperatureScaling
 from sklearn_calib.datasets import load_fashion_mnist, make_miscalibrated_groups
-from sklearn_calib.metrics import adjust_pvalues, calibration_audit, negative_log_likelihood
+from sklearn_calib.metrics import (
+    calibration_audit,
+    negative_log_likelihood,
+    paired_change_test,
+)
 
 try:
     import pandas as pd
@@ -108,7 +113,7 @@ def calibrators():
         "uncalibrated": None,
         "temperature": lambda split: TemperatureScaling(input="probabilities"),
         "multicalibration": lambda split: MulticalibrationBoosting(
-            input="probabilities", random_state=split
+            input="probabilities", guard_groups=False, random_state=split
         ),
         "multicalibration_guarded": lambda split: MulticalibrationBoosting(
             input="probabilities", guard_groups=True, random_state=split
@@ -397,30 +402,25 @@ def verdict(low, high):
 
 def worse_groups(group_rows, setting, name, column):
     """Groups whose ``column`` is significantly above the uncalibrated scores' (paired over
-    splits, a t test per group, Holm over the setting's groups)."""
+    splits: :func:`sklearn_calib.metrics.paired_change_test`, Holm over the setting's
+    groups), with their mean number of test rows and mean change."""
     by_group = {}
     for row in group_rows:
         if row["setting"] == setting and row["calibrator"] in (name, "uncalibrated"):
             splits = by_group.setdefault(row["group"], {})
             splits.setdefault(row["split"], {})[row["calibrator"]] = row
-    tested, pvalues, means = [], [], []
+    changes, sizes = {}, {}
     for group, splits in by_group.items():
         pairs = [pair for pair in splits.values() if len(pair) == 2]
-        differences = np.array(
-            [pair[name][column] - pair["uncalibrated"][column] for pair in pairs]
-        )
-        if len(differences) < 2 or np.all(differences == differences[0]):
-            continue
-        tested.append((group, int(np.mean([pair[name]["n_test"] for pair in pairs]))))
-        pvalues.append(stats.ttest_1samp(differences, 0.0).pvalue)
-        means.append(differences.mean())
-    if not tested:
-        return []
-    adjusted = adjust_pvalues(np.array(pvalues), method="holm")
+        changes[group] = [pair[name][column] - pair["uncalibrated"][column] for pair in pairs]
+        sizes[group] = int(np.mean([pair[name]["n_test"] for pair in pairs])) if pairs else 0
+    result = paired_change_test(changes, alpha=LEVEL, correction="holm")
     return [
-        (group, n_test, mean)
-        for (group, n_test), p, mean in zip(tested, adjusted, means, strict=True)
-        if p <= LEVEL and mean > 0
+        (group, sizes[group], change)
+        for group, change, worse in zip(
+            result.table["group"], result.table["change"], result.table["worse"], strict=True
+        )
+        if worse
     ]
 
 

@@ -26,6 +26,10 @@ _LOG_ODDS_EPS = 1e-12
 AUTO_FOLDS = 5
 AUTO_HOLDOUT_ROWS = 10000
 AUTO_FRACTION = 0.2
+#: The group offsets' Newton steps stop when no offset moves by more than this, or after
+#: ``OFFSET_ITERATIONS`` sweeps.
+OFFSET_TOL = 1e-6
+OFFSET_ITERATIONS = 50
 _VALIDATION = [
     StrOptions({"auto"}),
     Interval(numbers.Real, 0, 1, closed="neither"),
@@ -120,6 +124,14 @@ class _Link:
         return proba
 
 
+def _offset_change(offsets, fixed):
+    """The change group ``offsets`` make to the margins of rows with codes ``fixed``."""
+    change = 0.0
+    for j, feature_offsets in enumerate(offsets):
+        change = change + feature_offsets[fixed[:, j]]
+    return change
+
+
 class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
     """Multicalibration by gradient-boosted corrections of the scores within groups.
 
@@ -133,7 +145,11 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
     whose log loss no tree can lower is calibrated on every cell a tree can carve (a
     group, a score range, their intersections): this is how gradient boosting reaches
     multicalibration (Tax et al. 2026, MCGrad), an alternative to the iterative patching
-    of Hébert-Johnson et al. (2018). Early stopping on held-out rows of the fit data
+    of Hébert-Johnson et al. (2018). With ``group_offsets``, each category of a
+    categorical group feature first gets its own offset of the log-odds, fitted to
+    convergence: a group whose level is off is corrected whole, not through shrunken
+    tree steps that early stopping may cut short on a small calibration set. Early
+    stopping on held-out rows of the fit data
     (``validation_fraction``) picks the number of rounds before groups too small to support a
     correction are overfitted; the trees are then refitted on all the rows. With
     ``guard_groups``, a group whose held-out rows the corrections do not help keeps its
@@ -194,14 +210,22 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
         Stop when the held-out loss has not improved by ``tol`` for this many rounds.
     tol : float, default=1e-7
         Least improvement of the held-out loss that counts.
-    guard_groups : bool, default=False
+    group_offsets : bool, default=False
+        Fit one offset of the log-odds per category of each categorical group feature
+        (and per predicted class in the top-label mode) after the global map, before the
+        trees: Newton steps on the log loss, penalised by ``l2_regularization`` as the
+        leaves are, until no offset moves (each early-stopping fold fits its own). It
+        helps groups whose level is off on small calibration sets; the trees, starting
+        from the offsets, may then stop before they fix a group's slope.
+    guard_groups : bool, default=True
         Keep the scores as given in every group whose held-out rows (those of early
         stopping, over ``max_iter`` rounds without it) have no lower log loss with the
         corrections: the rows of a category of a categorical group feature, of a quarter
         of a numeric one's range (equal mass), of a predicted class in the top-label mode,
         or all the rows. A row in any such group keeps its scores, and so do the rows of a
         category unseen in fit. It trades some of the corrections' gain for never making
-        a group worse than doing nothing, where the held-out rows can tell.
+        a group worse than doing nothing, where the held-out rows can tell; ``False``
+        keeps every correction.
     random_state : int, RandomState instance or None, default=None
         Seed of the held-out split.
     multiclass, max_rounds, validation, n_rounds_no_change : deprecated
@@ -216,6 +240,11 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
     ----------
     scaling_ : tuple of float
         ``(a, b)`` of the global map ``a F + b`` of the margins fitted first.
+    offsets_ : list of ndarray or None
+        With ``group_offsets``, per feature other than the score (the group features,
+        then the predicted class in the top-label mode), the offset of each of its bins
+        and column of margins, of shape (n_bins, n_columns): zeros for a numeric feature
+        and for unseen categories; None without ``group_offsets``.
     n_iter_ : int
         Boosting rounds kept (0: the global map
         alone).
@@ -301,6 +330,7 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
         "validation_fraction": _VALIDATION,
         "n_iter_no_change": [Interval(numbers.Integral, 1, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "group_offsets": ["boolean"],
         "guard_groups": ["boolean"],
         "random_state": ["random_state"],
         "multiclass": [
@@ -360,7 +390,8 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
         validation_fraction="auto",
         n_iter_no_change=10,
         tol=1e-7,
-        guard_groups=False,
+        group_offsets=False,
+        guard_groups=True,
         random_state=None,
         multiclass=DEPRECATED,
         max_rounds=DEPRECATED,
@@ -381,12 +412,20 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
         self.tol = tol
+        self.group_offsets = group_offsets
         self.guard_groups = guard_groups
         self.random_state = random_state
         self.multiclass = multiclass
         self.max_rounds = max_rounds
         self.validation = validation
         self.n_rounds_no_change = n_rounds_no_change
+
+    def __setstate__(self, state):
+        """Restore a saved state; one saved before the group offsets fits without them."""
+        defaults = {"group_offsets": False}
+        if "scaling_" in state:
+            defaults["offsets_"] = None
+        super().__setstate__({**defaults, **state})
 
     def _mode(self):
         return "binary" if self.n_classes_ == 2 else parameter(self, "multi_class")
@@ -411,6 +450,10 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
         n_rounds, held = parameter(self, "max_iter"), None
         if self.early_stopping or self.guard_groups:
             n_rounds, held = self._held_out_rounds(link, margins, targets, weight, fixed, y_index)
+        self.offsets_ = None
+        if self.group_offsets:
+            self.offsets_ = self._fit_offsets(link, margins, targets, weight, fixed)
+            margins = margins + _offset_change(self.offsets_, fixed)
         self.trees_ = self._boost(link, margins, targets, weight, fixed, n_rounds)
         self.n_iter_ = len(self.trees_)
         self.guarded_, self.guarded_groups_ = None, None
@@ -425,6 +468,33 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
                 weight[rows],
             )
             self.guarded_groups_ = self._guarded_groups()
+
+    def _fit_offsets(self, link, margins, targets, weight, fixed):
+        """Each categorical feature's offset per bin and column: penalised Newton steps
+        on the log loss, one feature after another, until no offset moves."""
+        n_bins, categorical = self._fixed_layout()
+        offsets = [np.zeros((size, margins.shape[1])) for size in n_bins]
+        margins = margins.copy()
+        for _ in range(OFFSET_ITERATIONS):
+            largest = 0.0
+            for j in np.flatnonzero(categorical):
+                proba = link.probabilities(margins)
+                step = np.empty_like(offsets[j])
+                for k in range(margins.shape[1]):
+                    gradient = weight * (proba[:, k] - targets[:, k])
+                    hessian = weight * proba[:, k] * (1.0 - proba[:, k])
+                    penalised = np.bincount(fixed[:, j], gradient, minlength=n_bins[j])
+                    penalised += self.l2_regularization * offsets[j][:, k]
+                    step[:, k] = -penalised / (
+                        np.bincount(fixed[:, j], hessian, minlength=n_bins[j])
+                        + self.l2_regularization
+                    )
+                offsets[j] += step
+                margins += step[fixed[:, j]]
+                largest = max(largest, float(np.abs(step).max(initial=0.0)))
+            if largest < OFFSET_TOL:
+                break
+        return offsets
 
     def _guarded_groups(self):
         """The guarded cells as ``(feature, value)`` pairs (see ``guarded_groups_``)."""
@@ -515,6 +585,13 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
         folds = self._folds(y_index, margins.shape[0])
         fit_margins = [margins[train].copy() for train, _ in folds]
         held_margins = [margins[held].copy() for _, held in folds]
+        if self.group_offsets:  # each fold's own, so that its held-out rows stay unseen
+            for fold, (train, held) in enumerate(folds):
+                offsets = self._fit_offsets(
+                    link, fit_margins[fold], targets[train], weight[train], fixed[train]
+                )
+                fit_margins[fold] += _offset_change(offsets, fixed[train])
+                held_margins[fold] += _offset_change(offsets, fixed[held])
         held_weight = np.concatenate([weight[held] for _, held in folds])
         if held_weight.sum() <= 0 or any(weight[train].sum() <= 0 for train, _ in folds):
             raise ValueError(
@@ -602,6 +679,8 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
         margins, top = link.start(logits)
         margins = self.scaling_[0] * margins + self.scaling_[1]
         fixed = self._fixed_codes(codes, top, scores.shape[0])
+        if self.offsets_ is not None:
+            margins = margins + _offset_change(self.offsets_, fixed)
         for trees in self.trees_:
             margins += self._apply_round(link, margins, fixed, trees)
         proba = link.output(margins, logits, top)

@@ -38,8 +38,10 @@ from ._functions._top_label import top_label_calibration_error
 from ._statistics._bootstrap import BootstrapInterval, calibration_error_ci
 from ._statistics._calibration_report import calibration_report
 from ._statistics._decomposition import calibration_decomposition, refinement_loss
-from ._statistics._groups import adjust_pvalues, calibration_audit, worst_group_calibration_error
+from ._statistics._group_change import paired_change_test
+from ._statistics._groups import calibration_audit, worst_group_calibration_error
 from ._statistics._hypothesis_tests import CalibrationTestResult, calibration_test
+from ._statistics._multiple_testing import adjust_pvalues
 from ._statistics._reliability_band import calibration_equivalence_test, reliability_band
 from ._statistics._report import ReportMetric, metric_values
 from ._statistics._smooth_diagram import smooth_reliability_diagram
@@ -67,6 +69,7 @@ __all__ = [
     "maximum_calibration_error",
     "metric_values",
     "negative_log_likelihood",
+    "paired_change_test",
     "refinement_loss",
     "reliability_band",
     "reliability_diagram",

@@ -15,7 +15,7 @@ from scipy.optimize import brentq
 from scipy.stats import norm
 from sklearn.utils import Bunch, check_random_state
 
-from ..._validation import check_n_bins, check_option, check_pvalues
+from ..._validation import check_n_bins, check_option
 from .._core._binning import assign_bins, uniform_bin_edges
 from .._core._group_rows import GroupedPredictions, metric_by_group
 from .._core._registry import KERNELS
@@ -26,10 +26,11 @@ from .._functions._debiased import debiased_calibration_error
 from .._functions._predictions import check_predictions
 from .._functions._smece import _smooth_ece, smooth_ece
 from ._bootstrap import CI_METHODS, bootstrap_interval
+from ._group_change import change_columns, group_changes
 from ._hypothesis_tests import _METHODS as TESTS
 from ._hypothesis_tests import _brownian_max_sf, _brownian_range_sf, _calibration_test
+from ._multiple_testing import CORRECTIONS, adjust_pvalues
 
-CORRECTIONS = ("holm", "fdr_bh")
 #: The errors of the audit: key, label, metric, whether it takes ``n_bins``.
 AUDIT_ERRORS = (
     ("ece", "ECE", expected_calibration_error, True),
@@ -132,56 +133,6 @@ def _kernel(metric):
         )
 
     return compute
-
-
-def adjust_pvalues(pvalues, method="holm"):
-    """P-values adjusted for testing several hypotheses at once.
-
-    With the ``m`` p-values sorted, ``p_(1) <= ... <= p_(m)``:
-
-    - ``"holm"`` (Holm 1979, step-down; controls the family-wise error rate):
-      ``p~_(i) = max_{j <= i} min(1, (m - j + 1) p_(j))``;
-    - ``"fdr_bh"`` (Benjamini and Hochberg 1995, step-up; controls the false discovery
-      rate for independent or positively dependent tests):
-      ``p~_(i) = min_{j >= i} min(1, m p_(j) / j)``.
-
-    A hypothesis is rejected at level ``alpha`` when its adjusted p-value is at most
-    ``alpha``; these are the adjusted p-values of statsmodels' ``multipletests``.
-
-    Parameters
-    ----------
-    pvalues : array-like of shape (m,)
-        Raw p-values in [0, 1] (NaN is refused: a test without a p-value cannot be
-        counted in ``m``).
-    method : {"holm", "fdr_bh"}, default="holm"
-        The correction.
-
-    Returns
-    -------
-    adjusted : ndarray of shape (m,)
-        In the order of ``pvalues``.
-
-    References
-    ----------
-    .. [1] S. Holm, "A Simple Sequentially Rejective Multiple Test Procedure",
-       Scandinavian Journal of Statistics 6(2), 1979.
-    .. [2] Y. Benjamini and Y. Hochberg, "Controlling the False Discovery Rate: A
-       Practical and Powerful Approach to Multiple Testing", Journal of the Royal
-       Statistical Society B 57(1), 1995.
-    """
-    check_option(method, "correction", CORRECTIONS)
-    pvalues = check_pvalues(pvalues)
-    m = pvalues.shape[0]
-    order = np.argsort(pvalues, kind="stable")
-    ranked = pvalues[order]
-    rank = np.arange(1, m + 1)
-    if method == "holm":
-        adjusted = np.maximum.accumulate(np.minimum(1.0, (m - rank + 1) * ranked))
-    else:
-        adjusted = np.minimum.accumulate(np.minimum(1.0, m * ranked / rank)[::-1])[::-1]
-    result = np.empty(m)
-    result[order] = adjusted
-    return result
 
 
 def _critical_value(test, level):
@@ -292,6 +243,7 @@ def calibration_audit(
     random_state=None,
     labels=None,
     sample_weight=None,
+    y_prob_reference=None,
 ):
     """Audit calibration group by group: errors, corrected tests, the worst group.
 
@@ -366,6 +318,14 @@ def calibration_audit(
         The class of each column of ``y_prob``.
     sample_weight : array-like of shape (n_samples,), default=None
         Sample weights.
+    y_prob_reference : array-like of the shape of ``y_prob``, default=None
+        Probabilities of the same rows before calibration (the scores a calibrator was
+        given): the audit then names the groups the calibration made worse. Each
+        group's log-loss change is tested by a paired t test over its rows, its ECE
+        change by a paired bootstrap of its rows (``n_resamples`` replicates, two-sided
+        p-value); the p-values of each metric are corrected over the groups
+        (``correction``), and a group is made worse when a corrected p-value is at most
+        ``alpha`` with a positive change (:func:`paired_change_test`).
 
     Returns
     -------
@@ -381,7 +341,11 @@ def calibration_audit(
         ``worst_group`` (the label with the largest ECE), ``worst_ece``,
         ``worst_ece_null_high``, ``n_miscalibrated``,
         ``skipped`` (dict of label to size) and the settings ``test``, ``correction``,
-        ``alpha``, ``power``, ``confidence_level``, ``convention``, ``n_bins``.
+        ``alpha``, ``power``, ``confidence_level``, ``convention``, ``n_bins``; and
+        ``made_worse``, the labels of the groups made worse (None without
+        ``y_prob_reference``), whose table then has, for ``ece`` and ``log_loss``,
+        ``<name>_reference`` (the reference's value), ``<name>_change`` (calibrated
+        minus reference), ``<name>_change_pvalue_adjusted`` and ``<name>_worse``.
 
     See Also
     --------
@@ -441,11 +405,29 @@ def calibration_audit(
     (['a', 'b'], array([ True,  True]))
     >>> audit.table["detectable"].round(3)
     array([0.035, 0.035])
+
+    Against the scores before a calibration that lowered group "b"'s scores further:
+    the audit names the group it made worse.
+
+    >>> worse = np.where(groups == "b", p - 0.1, p)
+    >>> audit = calibration_audit(y, worse, groups, convention="positive_class",
+    ...                           n_resamples=200, random_state=0, y_prob_reference=p)
+    >>> audit.made_worse
+    ['b']
     """
     data = check_predictions(y_true, y_prob, labels=labels, sample_weight=sample_weight)
+    reference = None
+    if y_prob_reference is not None:
+        try:
+            reference = check_predictions(
+                y_true, y_prob_reference, labels=labels, sample_weight=sample_weight
+            )
+        except ValueError as exc:
+            raise ValueError(f"Bad `y_prob_reference` (checked as `y_prob`): {exc}") from exc
     return _calibration_audit(
         data,
         groups,
+        reference=reference,
         n_bins=n_bins,
         convention=convention,
         test=test,
@@ -475,8 +457,10 @@ def _calibration_audit(
     n_resamples=1000,
     ci_method="percentile",
     random_state=None,
+    reference=None,
 ):
-    """:func:`calibration_audit` of checked predictions (:class:`Predictions`)."""
+    """:func:`calibration_audit` of checked predictions (:class:`Predictions`), with the
+    changes from the ``reference`` predictions of the same rows when given."""
     n_bins = check_n_bins(n_bins)
     convention = resolve_convention(convention, data.n_classes, by_group=True)
     check_option(test, "test", TESTS)
@@ -558,6 +542,19 @@ def _calibration_audit(
     table["ece_null_high"], worst_null = calibrated_ece_quantiles(
         scores, weights, n_bins, n_resamples, confidence_level, rng
     )
+    made_worse = None
+    if reference is not None:
+        changes = group_changes(
+            grouped,
+            audited,
+            reference,
+            n_bins=n_bins,
+            convention=convention,
+            n_resamples=n_resamples,
+            rng=rng,
+        )
+        columns, made_worse = change_columns(*changes, alpha=alpha, correction=correction)
+        table.update(columns)
     worst = int(np.argmax(table["ece"]))
     return Bunch(
         table=table,
@@ -573,6 +570,7 @@ def _calibration_audit(
         confidence_level=confidence_level,
         convention=convention,
         n_bins=n_bins,
+        made_worse=made_worse,
     )
 
 
@@ -616,6 +614,9 @@ def format_audit(audit, digits=4):
     ]
     if audit.skipped:
         lines.append(f"not audited (too few samples): {audit.skipped}")
+    if audit.get("made_worse") is not None:
+        named = ", ".join(str(group) for group in audit.made_worse) or "none"
+        lines.append(f"made worse than the reference (ECE or log loss): {named}")
     lines += [
         f"({k}) {', '.join(cells)}: {explanation}."
         for k, (explanation, cells) in enumerate(notes.items(), start=1)
