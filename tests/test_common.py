@@ -61,8 +61,16 @@ def test_net_classifier_estimator_checks(estimator, check):
 
 
 def _tiny_meta_net():
-    """A MetaNetClassifier (gamma-Net, SECE) as small as the NetClassifier of the checks."""
-    return tiny("MetaNetClassifier", module__hidden_units=(16,), lr=0.1, max_epochs=12)
+    """A MetaNetClassifier (gamma-Net, SECE) as small as the NetClassifier of the checks,
+    trained on one full batch per epoch."""
+    return tiny(
+        "MetaNetClassifier",
+        module__hidden_units=(16,),
+        lr=0.1,
+        max_epochs=12,
+        batch_size=512,
+        verbose=0,
+    )
 
 
 @parametrize_with_checks([_tiny_meta_net()], expected_failed_checks=_net_expected_failures)
