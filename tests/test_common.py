@@ -23,17 +23,12 @@ from estimator_registry import META_CLASSIFIERS, tiny
 # --------------------------------------------------------------------- NetClassifier
 
 
-def _tiny_net():
-    """A NetClassifier trained long enough to pass the checks' accuracy floors, on 2 CPU
-    cores in seconds: one full batch per epoch (the checks' data sets have at most 300
+def _checked_net(name, max_epochs):
+    """The network ``name`` trained long enough to pass the checks' accuracy floors, on 2
+    CPU cores in seconds: one full batch per epoch (the checks' data sets have at most 300
     rows), no printed log."""
     return tiny(
-        "NetClassifier",
-        module__hidden_units=(16,),
-        lr=0.1,
-        max_epochs=20,
-        batch_size=512,
-        verbose=0,
+        name, module__hidden_units=(16,), lr=0.1, max_epochs=max_epochs, batch_size=512, verbose=0
     )
 
 
@@ -52,7 +47,9 @@ def _net_expected_failures(estimator):
     }
 
 
-@parametrize_with_checks([_tiny_net()], expected_failed_checks=_net_expected_failures)
+@parametrize_with_checks(
+    [_checked_net("NetClassifier", 20)], expected_failed_checks=_net_expected_failures
+)
 @pytest.mark.slow
 def test_net_classifier_estimator_checks(estimator, check):
     check(estimator)
@@ -61,20 +58,9 @@ def test_net_classifier_estimator_checks(estimator, check):
 # ----------------------------------------------------------------- MetaNetClassifier
 
 
-def _tiny_meta_net():
-    """A MetaNetClassifier (gamma-Net, SECE) as small as the NetClassifier of the checks,
-    trained on one full batch per epoch."""
-    return tiny(
-        "MetaNetClassifier",
-        module__hidden_units=(16,),
-        lr=0.1,
-        max_epochs=12,
-        batch_size=512,
-        verbose=0,
-    )
-
-
-@parametrize_with_checks([_tiny_meta_net()], expected_failed_checks=_net_expected_failures)
+@parametrize_with_checks(
+    [_checked_net("MetaNetClassifier", 12)], expected_failed_checks=_net_expected_failures
+)
 @pytest.mark.slow
 def test_meta_net_classifier_estimator_checks(estimator, check):
     check(estimator)
