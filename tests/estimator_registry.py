@@ -26,7 +26,7 @@ TINY = {
     "BetaCalibration": {},
     "BiasCorrectedTemperatureScaling": {},
     "CalibratedClassifier": {"estimator": LogisticRegression(), "random_state": 0},
-    "CalibratorSelector": {"cv": 3},
+    "CalibratorSelector": {"cv": 2},
     "DirichletCalibration": {
         "cv": 2,
         "l2_regularization_off_diagonal_grid": (1e-3, 1e-1),

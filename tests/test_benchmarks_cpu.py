@@ -131,7 +131,7 @@ def test_reports_regenerate_identically_from_the_store(cpu_sweep):
         assert filecmp.cmp(first / path, root / "out" / path, shallow=False), path
 
 
-def test_estimate_is_epochs_times_measured_batches(one_thread_digits):
+def test_estimate_is_epochs_times_measured_batches(one_thread_digits, monkeypatch):
     config = one_thread_digits
     runs_by_name, tasks = plan([EXPERIMENTS["focal"]], config)
     spec = tasks[0].spec
@@ -144,8 +144,15 @@ def test_estimate_is_epochs_times_measured_batches(one_thread_digits):
     assert cost.run_seconds(longer) - cost.run_seconds(spec) == pytest.approx(
         2 * spec["training"]["epochs"] * per_epoch
     )
+    # The estimator measures each kind of run once: it gets the step measured above (the
+    # tasks are of one kind) rather than a second measurement of the same step.
+    measured = []
+    monkeypatch.setattr(
+        "benchmarks._runner.measure", lambda spec, **kw: measured.append(spec) or cost
+    )
     estimator = Estimator(prior_epoch=1000.0)
     assert estimator.measure(tasks, device="cpu") == []
+    assert measured == [spec]
     assert estimator.total(tasks) < len(tasks) * 1000.0  # the measured step, not the prior
     assert estimator.analysis_seconds(runs_by_name) > 0
 
