@@ -228,12 +228,14 @@ def test_the_api_reference_leaves_the_internals_out():
     assert exported & INTERNALS == set()
 
 
+@pytest.mark.slow
 def test_the_version_page_says_what_the_version_is(built_docs):
     page = _text((built_docs / "api" / "generated" / "sklearn_calib.__version__.html").read_text())
     assert "The version of sklearn_calib installed" in page
     assert "str(object" not in page and "encoding" not in page
 
 
+@pytest.mark.slow
 def test_the_changes_are_a_page_of_the_site(built_docs):
     page = _text((built_docs / "changes.html").read_text())
     version = importlib.import_module("sklearn_calib").__version__
