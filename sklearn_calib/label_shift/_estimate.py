@@ -124,5 +124,4 @@ def estimate_priors(method, proba, source, *, counts=None, start=None, options):
         return em_priors(sums, start, curvature=curvature, extra_passes=1, **options)
     if counts is None:
         return em_priors(sums, start, curvature=sums.curvature, **options)
-    rows = proba[evenly_spaced(n_samples, min(n_samples, SUBSAMPLE_ROWS))]
-    return em_priors(sums, start, curvature=RowSums(rows, source.prior).curvature, **options)
+    return em_priors(sums, start, **options)
