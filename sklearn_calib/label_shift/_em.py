@@ -16,7 +16,7 @@ passes over the rows:
 - Newton steps, when a curvature is given: the maximum of ``l(q) - sum_k q_k`` (the same
   point as on the simplex, where ``g_k = 1``) under the quadratic model with the curvature
   ``C = mean_i a_i a_i^T``, ``a_ik = p_k(x_i) / (pi_k d(x_i))`` (minus the Hessian of
-  ``l``), with the classes the step would make negative held at 0 (an active set). The
+  ``l``), over priors that are not negative (an active set: non-negative least squares). The
   curvature is computed at every step, from all rows (Newton's method, quadratic
   convergence) or from a sample of them (linear convergence, at a rate set by the sample's
   error of the curvature). A step that lowers the likelihood is replaced by a SQUAREM
@@ -35,6 +35,8 @@ are fitted together, one prior per replicate.
 
 import numpy as np
 import torch
+from scipy.linalg import solve_triangular
+from scipy.optimize import nnls
 
 #: Largest number of halvings of a SQUAREM extrapolation that leaves the simplex.
 _HALVINGS = 30
@@ -205,24 +207,21 @@ def _extrapolate(prior, first, second):
 
 
 def _newton_point(prior, gradient, curvature):
-    """The maximum of the quadratic model of ``l(q) - sum_k q_k`` around ``prior`` (one
-    replicate), classes it would make negative held at 0; None when none is left."""
+    """The maximum over ``q >= 0`` of the quadratic model of ``l(q) - sum_k q_k`` around
+    ``prior`` (one replicate); None when it is 0.
+
+    With ``C = L L^T``, the model's maximum over ``q >= 0`` is the non-negative least
+    squares solution of ``L^T q = L^{-1} (g - 1 + C prior)`` (Lawson and Hanson's active
+    set, :func:`scipy.optimize.nnls`): a class is held at 0 exactly when the model's
+    gradient there is not positive, so a class at 0 that the rows call for comes back.
+    """
     n_classes = prior.shape[0]
     ridged = curvature + _RIDGE * np.max(np.diag(curvature)) * np.eye(n_classes)
-    free = np.ones(n_classes, dtype=bool)
-    for _ in range(n_classes):
-        step = np.where(free, 0.0, -prior)
-        rhs = gradient[free] - 1.0 - ridged[np.ix_(free, ~free)] @ step[~free]
-        step[free] = np.linalg.solve(ridged[np.ix_(free, free)], rhs)
-        point = prior + step
-        negative = free & (point <= 0)
-        if not negative.any():
-            break
-        free &= ~negative
-        if not free.any():
-            return None
-    point = np.maximum(point, 0.0)
-    return point / point.sum()
+    lower = np.linalg.cholesky(ridged)
+    target = solve_triangular(lower, gradient - 1.0 + ridged @ prior, lower=True)
+    point, _ = nnls(lower.T, target)
+    total = point.sum()
+    return point / total if total > 0 else None
 
 
 def _squarem_iteration(sums, prior, gradient, active):
