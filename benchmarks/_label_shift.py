@@ -17,6 +17,7 @@ setting drawn together for all methods, so differences are paired
 
 import gzip
 import json
+import os
 import time
 import warnings
 from pathlib import Path
@@ -360,7 +361,7 @@ def write_report(data_folder, out, trials=100, command="", fashion_mnist=None):
             f"- {FASHION_MNIST}: `NetClassifier` with the cpu regime's MLP and recipe "
             f"(`wang2021`, lr 0.1, batch 512, seed 0), trained for {fashion_mnist['epochs']} "
             f"epochs on the first {fashion_mnist['n_train']:,} training images "
-            f"({training / 60:.1f} min on the loaded CPU), scored on the "
+            f"({training / 60:.1f} min of wall time on this machine), scored on the "
             f"{len(sources[FASHION_MNIST][1]):,} test images; accuracy "
             f"{accuracy[FASHION_MNIST]:.1f} %."
         )
@@ -384,7 +385,7 @@ def write_report(data_folder, out, trials=100, command="", fashion_mnist=None):
             "- Intervals: mean over the trials ± t · SE from 400 resamples of the trials (all "
             "methods of a network and setting drawn together: differences are paired; "
             'benchmarks/EXPERIMENTS.md, "How sure the numbers are").',
-            f"- Time: {elapsed / 60:.1f} min on a loaded 2-core CPU.",
+            f"- Time: {elapsed / 60:.1f} min of wall time on {os.cpu_count()} CPUs.",
             f"- Command: `{command}`",
         ]
     )
