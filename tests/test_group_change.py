@@ -145,3 +145,20 @@ def test_the_audit_refuses_a_reference_of_other_rows():
     y, p, groups = calibrated_groups(n=300)
     with pytest.raises(ValueError, match="Bad `y_prob_reference`.*has 299"):
         calibration_audit(y, p, groups, y_prob_reference=p[:-1])
+
+
+def test_the_audit_refuses_a_reference_of_other_classes():
+    y, p, groups = calibrated_groups(n=300)
+    three = np.column_stack([1 - p, p / 2, p / 2])
+    with pytest.raises(
+        ValueError, match="`y_prob_reference` with the 2 classes of `y_prob`, got 3"
+    ):
+        calibration_audit(y, p, groups, convention="top_label", y_prob_reference=three)
+    # the same two classes as one positive-class column or two columns are one reference
+    two = calibration_audit(
+        y, p, groups, n_resamples=50, random_state=0, y_prob_reference=np.column_stack([1 - p, p])
+    )
+    one = calibration_audit(y, p, groups, n_resamples=50, random_state=0, y_prob_reference=p)
+    np.testing.assert_allclose(
+        two.table["log_loss_change"], one.table["log_loss_change"], atol=1e-12
+    )

@@ -424,6 +424,11 @@ def calibration_audit(
             )
         except ValueError as exc:
             raise ValueError(f"Bad `y_prob_reference` (checked as `y_prob`): {exc}") from exc
+        if reference.n_classes != data.n_classes:
+            raise ValueError(
+                f"Expected `y_prob_reference` with the {data.n_classes} classes of `y_prob`, "
+                f"got {reference.n_classes}."
+            )
     return _calibration_audit(
         data,
         groups,
