@@ -17,7 +17,10 @@ the current value lies below the maximum (``sum_k q_k g_k = 1``): EM stops when 
 is at most ``tol`` nats per row. Each step is one pass over the target rows (two products
 of the probabilities with a vector, block by block; the Dask E-step is a map-reduce over
 row chunks). More than 65,536 rows start from the optimum of an evenly spaced subsample
-of 16,384 and take Newton steps with the subsample's curvature: a few passes over all rows.
+of 16,384; more than 16,384 take Newton steps with the curvature of 16,384 rows drawn with
+probabilities proportional to their share of it (length-squared sampling, one more pass):
+a few passes over all rows. Dask target scores start from the subsample's optimum too and
+continue with SQUAREM.
 """
 
 from ._adapter import LabelShiftAdapter

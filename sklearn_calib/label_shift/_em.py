@@ -133,9 +133,7 @@ class RowSums:
         for start in range(0, n_samples, self.block):
             rows = self.proba[start : start + self.block]
             scaled = rows / np.maximum(rows @ ratio, _TINY)[:, None]
-            norms[start : start + self.block] = (scaled / self.source_prior) ** 2 @ np.ones(
-                rows.shape[1]
-            )
+            norms[start : start + self.block] = ((scaled / self.source_prior) ** 2).sum(axis=1)
         chance = norms / norms.sum()
         drawn = rng.choice(n_samples, size=size, p=chance)
         weights = 1.0 / (size * n_samples * chance[drawn])

@@ -72,7 +72,7 @@ def paired_change_test(changes, *, alpha=0.05, correction="holm"):
     pvalues = np.ones(len(groups))
     tested = np.array([_varies(array) for array in arrays], dtype=bool)
     for i in np.flatnonzero(tested):
-        pvalues[i] = stats.ttest_1samp(arrays[i], 0.0).pvalue
+        pvalues[i] = _t_pvalue(arrays[i], None)
     return _result(
         groups, [array.size for array in arrays], means, pvalues, tested, alpha, correction
     )
