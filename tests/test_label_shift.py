@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scipy.special import softmax
+from sklearn.base import BaseEstimator
 from sklearn.datasets import make_classification
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.frozen import FrozenEstimator
@@ -586,3 +587,48 @@ def test_classifier_with_a_net_and_dask_features():
     lazy = da.from_array(X_target.astype(np.float32), chunks=(500, 8))
     np.testing.assert_allclose(clf.adapt(lazy).target_prior_, expected, atol=1e-6)
     assert expected[0] > 0.6
+
+
+class GivenPriorAdapter(BaseEstimator):
+    """An adapter of another class: softmax probabilities re-weighted to given priors,
+    whose ``adapt`` sets its attributes before it checks the priors."""
+
+    def __init__(self, input="logits"):
+        self.input = input
+
+    def fit(self, scores, y, sample_weight=None):
+        self.source_prior_ = np.bincount(y) / len(y)
+        return self
+
+    def adapt(self, target_scores=None, y=None, *, target_prior=None):
+        self.target_prior_ = np.asarray(target_prior, dtype=float)
+        self.weights_ = self.target_prior_ / self.source_prior_
+        if self.target_prior_.min() < 0:
+            raise ValueError(f"Expected non-negative priors, got {target_prior}.")
+        return self
+
+    def predict_proba(self, scores):
+        proba = softmax(scores, axis=1)
+        if hasattr(self, "target_prior_"):
+            proba *= self.weights_
+        return proba / proba.sum(axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize(
+    "adapter", [LabelShiftAdapter(n_resamples=0), GivenPriorAdapter()], ids=["ours", "other"]
+)
+def test_classifier_failed_adapt_leaves_every_adapter_unadapted(adapter):
+    X, y, X_target, _ = shifted_classification(4)
+    clf = LabelShiftClassifier(LogisticRegression(), adapter=adapter, cv=2).fit(X, y)
+    unadapted = clf.predict_proba(X_target)
+    fitted = [vars(a).copy() for a in clf.adapters_]
+    clf.adapt(target_prior=[0.6, 0.3, 0.1])
+    assert not np.allclose(clf.predict_proba(X_target), unadapted)
+    with pytest.raises(ValueError, match="non-negative"):
+        clf.adapt(target_prior=[1.1, 0.1, -0.2])
+    assert not hasattr(clf, "target_prior_")
+    for one, before in zip(clf.adapters_, fitted, strict=True):
+        assert vars(one).keys() == before.keys()
+        for name, value in before.items():
+            assert vars(one)[name] is value, name
+    np.testing.assert_array_equal(clf.predict_proba(X_target), unadapted)

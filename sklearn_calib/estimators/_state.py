@@ -15,6 +15,8 @@ import numpy as np
 import torch
 from skorch.history import History
 
+from .._rollback import restored_on_failure
+
 #: Marker key of an encoded tensor whose dtype numpy lacks (bfloat16): its bits as int16.
 _BITS_KEY = "__torch_bits__"
 
@@ -151,15 +153,13 @@ def transaction(net):
     ------
     components : ComponentsCopy
     """
-    saved = dict(net.__dict__)
     components = ComponentsCopy(net)
     history = net.__dict__.get("history_")
     rows = list(history) if history is not None else None
     try:
-        yield components
+        with restored_on_failure(net):
+            yield components
     except BaseException:
-        net.__dict__.clear()
-        net.__dict__.update(saved)
         components.restore()
         if history is not None:
             history[:] = rows

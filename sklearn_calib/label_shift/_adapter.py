@@ -1,6 +1,5 @@
 """``LabelShiftAdapter``: calibrated probabilities re-weighted to the class priors of a target."""
 
-import contextlib
 import numbers
 import warnings
 
@@ -13,6 +12,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._dask_chunks import uses_dask
+from .._rollback import restored_on_failure
 from .._validation import (
     check_class_labels,
     check_probabilities,
@@ -44,19 +44,6 @@ _ADAPTED = (
     "target_prior_intervals_",
     "shift_test_",
 )
-
-
-@contextlib.contextmanager
-def unchanged_on_failure(estimator):
-    """Put the estimator's attributes back as they were if the block raises (so that a
-    fit refused for its input leaves the fitted, and adapted, estimator as it was)."""
-    saved = dict(estimator.__dict__)
-    try:
-        yield
-    except BaseException:
-        estimator.__dict__.clear()
-        estimator.__dict__.update(saved)
-        raise
 
 
 class LabelShiftAdapter(TransformerMixin, BaseEstimator):
@@ -264,7 +251,7 @@ default="predictions"
             The fitted adapter, not adapted yet (its probabilities are the calibrated
             ones). A fit that raises leaves the adapter as it was.
         """
-        with unchanged_on_failure(self):
+        with restored_on_failure(self):
             self._fit(scores, y, sample_weight, classes)
         return self
 

@@ -9,8 +9,9 @@ from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.validation import check_is_fitted
 
 from .._dask_chunks import uses_dask
+from .._rollback import restored_on_failure
 from ..calibrators import CalibratedClassifier, classifier_scores
-from ._adapter import LabelShiftAdapter, unchanged_on_failure
+from ._adapter import LabelShiftAdapter
 
 
 class LabelShiftClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
@@ -37,9 +38,12 @@ class LabelShiftClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         Any scikit-learn classifier with ``decision_function`` or ``predict_proba`` (a
         ``NetClassifier``, a ``Pipeline``), whose scores the adapter takes (see
         :func:`sklearn_calib.calibrators.classifier_scores`).
-    adapter : LabelShiftAdapter, default=None
+    adapter : LabelShiftAdapter or estimator, default=None
         The adapter (cloned; its ``input`` is set from the classifier's scores); None
-        means ``LabelShiftAdapter()``. Its parameters are ``adapter__*`` in a grid search.
+        means ``LabelShiftAdapter()``. Any estimator with ``fit(scores, y,
+        sample_weight)``, ``adapt`` (the signature of :meth:`LabelShiftAdapter.adapt`,
+        setting ``target_prior_``) and ``predict_proba(scores)`` will do. Its parameters
+        are ``adapter__*`` in a grid search.
     cv : float, int, cross-validation generator or iterable, default=0.1
         The share of ``X`` held out (stratified) for the adapter, or folds (an int for
         stratified folds); ignored for a ``FrozenEstimator``.
@@ -119,7 +123,7 @@ class LabelShiftClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         self : object
             The fitted classifier. A fit that raises leaves the classifier as it was.
         """
-        with unchanged_on_failure(self):
+        with restored_on_failure(self):
             self._fit(X, y, sample_weight)
         return self
 
@@ -135,6 +139,7 @@ class LabelShiftClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         ).fit(X, y, sample_weight=sample_weight)
         self.estimators_ = calibrated.estimators_
         self.adapters_ = calibrated.calibrators_
+        self._fitted_attributes = [tuple(vars(adapter)) for adapter in self.adapters_]
         self.classes_ = calibrated.classes_
         for name in ("n_features_in_", "feature_names_in_"):
             if hasattr(calibrated, name):
@@ -158,21 +163,27 @@ class LabelShiftClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         -------
         self : object
             The classifier, adapted to the target priors. An adapt that raises leaves
-            it unadapted (no priors of an earlier target), as the adapter's does.
+            it unadapted (no priors of an earlier target), as the adapter's does: every
+            adapter has the attributes of its ``fit`` back, none of an ``adapt``.
         """
         check_is_fitted(self)
         self.__dict__.pop("target_prior_", None)
         try:
-            for estimator, adapter in zip(self.estimators_, self.adapters_, strict=True):
-                scores = None if X_target is None else _scores(estimator, adapter, X_target)
-                adapter.adapt(scores, y, target_prior=target_prior)
+            with restored_on_failure(*self.adapters_):
+                for estimator, adapter in zip(self.estimators_, self.adapters_, strict=True):
+                    scores = None if X_target is None else _scores(estimator, adapter, X_target)
+                    adapter.adapt(scores, y, target_prior=target_prior)
         except BaseException:
-            for adapter in self.adapters_:
-                if isinstance(adapter, LabelShiftAdapter):
-                    adapter._forget_target()
+            self._forget_target()
             raise
         self.target_prior_ = np.mean([adapter.target_prior_ for adapter in self.adapters_], axis=0)
         return self
+
+    def _forget_target(self):
+        """Drop from every adapter the attributes that an ``adapt`` added after ``fit``."""
+        for adapter, fitted in zip(self.adapters_, self._fitted_attributes, strict=True):
+            for name in set(vars(adapter)).difference(fitted):
+                delattr(adapter, name)
 
     def predict_proba(self, X):
         """Return the probabilities under the target priors (the calibrated ones before
