@@ -1,9 +1,10 @@
 """Label-shift adaptation against Alexandari et al. (2020): ``python -m benchmarks label-shift``.
 
-The data are the softmax outputs of two networks on 10,000 unshifted images each: the
+The data are the softmax outputs of three networks on 10,000 unshifted images each: the
 CIFAR-10 network of Alexandari, Kundaje and Shrikumar's demo
-(``../shared/data/label_shift/``), and the cpu regime's MLP trained here on 10,000
-Fashion-MNIST training images (scored on the 10,000 test images). Trial t permutes the
+(``../shared/data/label_shift/``), and two networks trained here on the first 10,000
+Fashion-MNIST training images (scored on the 10,000 test images): the cpu regime's MLP
+and the CNN of the quick preset's Fashion-MNIST runs (:data:`NETWORKS`). Trial t permutes the
 rows with seed t and splits them into a calibration half (labelled source data: every
 adapter is fitted there) and a pool half. For each setting (Dirichlet concentration α,
 target size n), the trial draws target priors from Dirichlet(α, ..., α), the class counts
@@ -20,6 +21,7 @@ import json
 import os
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -62,15 +64,60 @@ METRICS = ("mse weights", "delta accuracy", "prior L1")
 #: method.
 TRIALS_FILE = "trials.csv.gz"
 CIFAR = "CIFAR-10, Alexandari et al.'s network"
-FASHION_MNIST = "Fashion-MNIST, MLP (512, 512)"
-#: The cpu regime's MLP and recipe (``benchmarks/_presets.py``, family ``wang2021``).
-MLP = {
-    "module__hidden_units": (512, 512),
-    "recipe": "wang2021",
-    "lr": 0.1,
-    "batch_size": 512,
-    "device": "cpu",
-    "random_state": 0,
+
+
+@dataclass(frozen=True)
+class Network:
+    """A Fashion-MNIST network the report trains.
+
+    Parameters
+    ----------
+    label : str
+        Its name in the report.
+    module : str
+        The network of the zoo.
+    params : dict
+        The other arguments of ``NetClassifier``.
+    as_image : bool
+        Whether it reads images (else flat rows).
+    option : str
+        The command line's option of its epochs (0 leaves it out).
+    recipe : str
+        Its training, in the words of the report's Setup.
+    """
+
+    label: str
+    module: str
+    params: dict
+    as_image: bool
+    option: str
+    recipe: str
+
+
+#: The Fashion-MNIST networks, by the key of their epochs, with the recipe of their
+#: preset (``benchmarks/_presets.py``, family ``wang2021``): the cpu regime's MLP, and the
+#: CNN of the quick preset's Fashion-MNIST runs (the recipe's lr).
+NETWORKS = {
+    "mlp": Network(
+        "Fashion-MNIST, MLP (512, 512)",
+        "mlp",
+        {"module__hidden_units": (512, 512), "recipe": "wang2021", "lr": 0.1, "batch_size": 512},
+        as_image=False,
+        option="--epochs",
+        recipe="the cpu regime's MLP and recipe (`wang2021`, lr 0.1, batch 512, seed 0)",
+    ),
+    "cnn": Network(
+        "Fashion-MNIST, CNN",
+        "cnn",
+        {"recipe": "wang2021", "batch_size": 128},
+        as_image=True,
+        option="--cnn-epochs",
+        recipe=(
+            "the zoo's `cnn` (two convolutions of 16 and 32 channels, 64 hidden units) "
+            "with the quick preset's Fashion-MNIST recipe (`wang2021`, lr 0.1, batch 128, "
+            "seed 0)"
+        ),
+    ),
 }
 DEMO_FILES = ("demo_valid_preds.txt.gz", "demo_valid_labels.txt.gz")
 PUBLISHED = "cifar10_label_shift_adaptation_results.json.gz"
@@ -89,14 +136,17 @@ def load_demo(folder):
     return np.log(np.maximum(proba, FLOOR)), y
 
 
-def fashion_mnist_outputs(data_home=None, epochs=40, n_train=10_000):
-    """Log-probabilities of the cpu regime's MLP, trained on the first ``n_train``
-    training images, on the test images; with the labels and the training seconds."""
+def fashion_mnist_outputs(network, data_home=None, epochs=40, n_train=10_000):
+    """Log-probabilities of ``network`` (a :class:`Network`), trained on the first
+    ``n_train`` training images, on the test images; with the labels and the training
+    seconds."""
     X_train, y_train, X_test, y_test = load_fashion_mnist(
-        data_home=data_home, return_X_y=True, as_image=False
+        data_home=data_home, return_X_y=True, as_image=network.as_image
     )
     start = time.perf_counter()
-    net = NetClassifier("mlp", max_epochs=epochs, **MLP).fit(X_train[:n_train], y_train[:n_train])
+    net = NetClassifier(
+        network.module, max_epochs=epochs, device="cpu", random_state=0, **network.params
+    ).fit(X_train[:n_train], y_train[:n_train])
     seconds = time.perf_counter() - start
     proba = net.predict_proba(X_test).astype(np.float64)
     return np.log(np.maximum(proba, FLOOR)), np.asarray(y_test, dtype=np.int64), seconds
@@ -314,15 +364,21 @@ def write_report(data_folder, out, trials=100, command="", fashion_mnist=None):
     """Run every trial, write ``report.md``, ``runs.csv`` (the means of each network, setting
     and method) and ``trials.csv.gz`` (every trial's rows); return the report's path.
 
-    ``fashion_mnist`` holds the keyword arguments of :func:`fashion_mnist_outputs` (None
-    leaves that network out).
+    ``fashion_mnist`` holds ``data_home``, ``n_train`` and ``epochs``, the epochs of each
+    network of :data:`NETWORKS` by its key (0 or a missing key leaves it out); None leaves
+    them all out.
     """
     started = time.perf_counter()
     sources = {CIFAR: load_demo(data_folder)}
-    training = None
-    if fashion_mnist is not None:
-        logits, y, training = fashion_mnist_outputs(**fashion_mnist)
-        sources[FASHION_MNIST] = logits, y
+    fashion_mnist = fashion_mnist or {"epochs": {}}
+    trained = {key: epochs for key, epochs in fashion_mnist["epochs"].items() if epochs}
+    seconds = {}
+    for key, epochs in trained.items():
+        network = NETWORKS[key]
+        logits, y, seconds[key] = fashion_mnist_outputs(
+            network, fashion_mnist["data_home"], epochs, fashion_mnist["n_train"]
+        )
+        sources[network.label] = logits, y
     published = load_published(data_folder)
     settings = [(alpha, n) for alpha in ALPHAS for n in SIZES]
     rows = []
@@ -356,14 +412,13 @@ def write_report(data_folder, out, trials=100, command="", fashion_mnist=None):
         "images (`../shared/data/label_shift/`, from kundajelab/labelshiftexperiments, "
         f"`notebooks/demo`); accuracy {accuracy[CIFAR]:.1f} %."
     ]
-    if training is not None:
+    for key, epochs in trained.items():
+        label = NETWORKS[key].label
         networks.append(
-            f"- {FASHION_MNIST}: `NetClassifier` with the cpu regime's MLP and recipe "
-            f"(`wang2021`, lr 0.1, batch 512, seed 0), trained for {fashion_mnist['epochs']} "
+            f"- {label}: `NetClassifier` with {NETWORKS[key].recipe}, trained for {epochs} "
             f"epochs on the first {fashion_mnist['n_train']:,} training images "
-            f"({training / 60:.1f} min of wall time on this machine), scored on the "
-            f"{len(sources[FASHION_MNIST][1]):,} test images; accuracy "
-            f"{accuracy[FASHION_MNIST]:.1f} %."
+            f"({seconds[key] / 60:.1f} min of wall time on this machine), scored on the "
+            f"{len(sources[label][1]):,} test images; accuracy {accuracy[label]:.1f} %."
         )
     setup = "\n".join(
         [
@@ -396,19 +451,22 @@ def write_report(data_folder, out, trials=100, command="", fashion_mnist=None):
         "report compares orderings and magnitudes, not the numbers on the same input. They "
         "report no n = 500.",
     ]
-    if training is None:
-        notes.append("The Fashion-MNIST network was left out of this run (`--epochs 0`).")
+    notes.extend(
+        f"The {network.label} network was left out of this run (`{network.option} 0`)."
+        for key, network in NETWORKS.items()
+        if key not in trained
+    )
     return report.write(setup, notes)
 
 
 def label_shift_command(args, stream):
     """``python -m benchmarks label-shift``: write the report; returns the exit status."""
     command = "python -m benchmarks label-shift " + " ".join(args.argv)
-    fashion_mnist = (
-        {"data_home": args.data_home, "epochs": args.epochs, "n_train": args.train_size}
-        if args.epochs
-        else None
-    )
+    fashion_mnist = {
+        "data_home": args.data_home,
+        "n_train": args.train_size,
+        "epochs": {"mlp": args.epochs, "cnn": args.cnn_epochs},
+    }
     path = write_report(args.data, args.out, args.trials, command.strip(), fashion_mnist)
     stream.write(f"wrote {path}\n")
     return 0

@@ -33,7 +33,8 @@ COMPARISONS = {
     "venn_abers": ("python -m benchmarks venn-abers", "no training, so no regime"),
     "label_shift": (
         "python -m benchmarks label-shift",
-        "it trains only the Fashion-MNIST MLP whose outputs it shifts, in the `cpu` regime",
+        "it trains only the Fashion-MNIST MLP and CNN whose outputs it shifts, with the recipes "
+        "of the `cpu` and `quick` regimes",
     ),
 }
 #: The regime name such a comparison gets.

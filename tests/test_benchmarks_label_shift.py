@@ -67,7 +67,8 @@ def test_report_end_to_end(tmp_path):
     _write_demo(data, published=published)
     stream = io.StringIO()
     status = main(
-        ["label-shift", "--data", str(data), "--out", str(out), "--trials", "3", "--epochs", "0"],
+        ["label-shift", "--data", str(data), "--out", str(out), "--trials", "3"]
+        + ["--epochs", "0", "--cnn-epochs", "0"],
         stream,
     )
     assert status == 0
@@ -94,7 +95,9 @@ def test_report_end_to_end(tmp_path):
         assert int(mean["not converged"]) == stalled
     text = (out / "report.md").read_text()
     assert text.count("**CIFAR-10, Alexandari et al.'s network, α = ") == 4
-    assert "left out of this run (`--epochs 0`)" in text
+    assert "Fashion-MNIST" not in text.split("## Notes")[0]
+    assert "MLP (512, 512) network was left out of this run (`--epochs 0`)" in text
+    assert "CNN network was left out of this run (`--cnn-epochs 0`)" in text
     assert "label-shift --data" in text
     # the published mean of EM + BCTS at α = 0.1, n = 2000, times 1000
     assert "| EM + BCTS |" in text and "| 1.50 | 7.50 |" in text
@@ -108,40 +111,54 @@ def test_label_shift_command_needs_two_trials(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["label-shift", "--data", str(tmp_path), "--trials", "1"])
     assert "expected --trials >= 2, got 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["label-shift", "--data", str(tmp_path), "--cnn-epochs", "-1"])
+    assert "--cnn-epochs >= 0 and --train-size >= 1, got 40, -1 and 10000" in (
+        capsys.readouterr().err
+    )
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-def test_report_trains_the_fashion_mnist_network(tmp_path, monkeypatch):
+def test_report_trains_the_fashion_mnist_networks(tmp_path, monkeypatch):
     # small synthetic images in place of Fashion-MNIST (not on every machine); separable,
     # so temperature scaling's optimum lies at its bound
     rng = np.random.default_rng(1)
 
-    def images(n):
+    def images(n, as_image):
         y = rng.integers(0, 10, size=n)
         X = rng.normal(size=(n, 784)).astype(np.float32)
         X[:, :780] += 3.0 * np.repeat(np.eye(10, dtype=np.float32)[y], 78, axis=1)
-        return X, y
+        return (X.reshape(n, 1, 28, 28) if as_image else X), y
 
     def fake_loader(data_home=None, return_X_y=False, as_image=True):
-        assert (data_home, return_X_y, as_image) == ("fmnist", True, False)
-        return (*images(1000), *images(2000))
+        assert (data_home, return_X_y) == ("fmnist", True)
+        return (*images(1000, as_image), *images(2000, as_image))
 
     monkeypatch.setattr(_label_shift, "load_fashion_mnist", fake_loader)
     data, out = tmp_path / "data", tmp_path / "report"
     data.mkdir()
     _write_demo(data, k=10, n=2000)
+    epochs = {"mlp": 3, "cnn": 8}
     path = _label_shift.write_report(
-        data, out, trials=2, fashion_mnist={"data_home": "fmnist", "epochs": 3, "n_train": 1000}
+        data,
+        out,
+        trials=2,
+        fashion_mnist={"data_home": "fmnist", "epochs": epochs, "n_train": 1000},
     )
     text = path.read_text()
-    assert text.count("**Fashion-MNIST, MLP (512, 512), α = ") == 4
-    assert "trained for 3 epochs on the first 1,000 training images" in text
-    assert "scored on the 2,000 test images" in text
     networks = [row["network"] for row in read_csv(out / "trials.csv.gz")]
-    assert networks.count(_label_shift.FASHION_MNIST) == 2 * 4 * len(METHODS)
-    # one check per network and setting in each claim
     agreement = text.split("## Agreement with the paper")[1]
-    assert agreement.count("Fashion-MNIST, MLP (512, 512), α = 0.1, n = 500:") == 3
+    for network in _label_shift.NETWORKS.values():
+        assert text.count(f"**{network.label}, α = ") == 4
+        assert f"{network.label}: `NetClassifier` with {network.recipe}, trained for " in text
+        assert networks.count(network.label) == 2 * 4 * len(METHODS)
+        # one check per network and setting in each claim
+        assert agreement.count(f"{network.label}, α = 0.1, n = 500:") == 3
+    assert "trained for 3 epochs on the first 1,000 training images" in text
+    assert "trained for 8 epochs on the first 1,000 training images" in text
+    assert text.count("scored on the 2,000 test images") == 2
+    assert "left out of this run" not in text
 
 
 def test_compressed_csv_round_trips_and_is_the_same_for_the_same_rows(tmp_path):
