@@ -35,6 +35,7 @@ from sklearn_calib.calibrators import (
 from sklearn_calib.datasets import load_fashion_mnist
 from sklearn_calib.estimators import NetClassifier
 from sklearn_calib.label_shift import LabelShiftAdapter
+from sklearn_calib.metrics import expected_calibration_error
 
 from ._report import Report
 from ._uncertainty import above, below, maximum, minimum, over_seeds
@@ -223,6 +224,13 @@ def run_trial(logits, y, trial, settings):
     return results
 
 
+def _quality(logits, y):
+    """A network's accuracy and top-label ECE on all its rows, in words."""
+    accuracy = 100.0 * float(np.mean(logits.argmax(axis=1) == y))
+    ece = 100.0 * expected_calibration_error(y, np.exp(logits), convention="top_label")
+    return f"accuracy {accuracy:.1f} %, top-label ECE {ece:.2f} % (15 bins)"
+
+
 def _setting_label(alpha, n):
     return f"α = {alpha:g}, n = {n}"
 
@@ -403,14 +411,11 @@ def write_report(data_folder, out, trials=100, command="", fashion_mnist=None):
         report.table(headers, table, caption)
     _claims(report, estimates)
     elapsed = time.perf_counter() - started
-    accuracy = {
-        source: 100.0 * float(np.mean(logits.argmax(axis=1) == y))
-        for source, (logits, y) in sources.items()
-    }
+    quality = {source: _quality(logits, y) for source, (logits, y) in sources.items()}
     networks = [
         f"- {CIFAR}: the softmax outputs on {len(sources[CIFAR][1]):,} unshifted validation "
         "images (`../shared/data/label_shift/`, from kundajelab/labelshiftexperiments, "
-        f"`notebooks/demo`); accuracy {accuracy[CIFAR]:.1f} %."
+        f"`notebooks/demo`); {quality[CIFAR]}."
     ]
     for key, epochs in trained.items():
         label = NETWORKS[key].label
@@ -418,7 +423,7 @@ def write_report(data_folder, out, trials=100, command="", fashion_mnist=None):
             f"- {label}: `NetClassifier` with {NETWORKS[key].recipe}, trained for {epochs} "
             f"epochs on the first {fashion_mnist['n_train']:,} training images "
             f"({seconds[key] / 60:.1f} min of wall time on this machine), scored on the "
-            f"{len(sources[label][1]):,} test images; accuracy {accuracy[label]:.1f} %."
+            f"{len(sources[label][1]):,} test images; {quality[label]}."
         )
     setup = "\n".join(
         [

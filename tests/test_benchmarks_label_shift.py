@@ -158,6 +158,7 @@ def test_report_trains_the_fashion_mnist_networks(tmp_path, monkeypatch):
     assert "trained for 3 epochs on the first 1,000 training images" in text
     assert "trained for 8 epochs on the first 1,000 training images" in text
     assert text.count("scored on the 2,000 test images") == 2
+    assert text.count("%, top-label ECE ") == 3
     assert "left out of this run" not in text
 
 
