@@ -589,6 +589,21 @@ def test_classifier_with_a_net_and_dask_features():
     assert expected[0] > 0.6
 
 
+def test_classifier_of_one_dimensional_scores_with_dask_features():
+    da = pytest.importorskip("dask.array")
+    X, y, X_target, _ = shifted_classification(5)
+    binary, target = y < 2, X_target[:400]
+    clf = LabelShiftClassifier(
+        LogisticRegression(), adapter=LabelShiftAdapter(n_resamples=0), cv=0.3, random_state=0
+    ).fit(X[binary], y[binary])
+    assert clf.estimators_[0].decision_function(target).ndim == 1
+    expected = clf.adapt(target).target_prior_
+    proba = clf.predict_proba(target)
+    lazy = da.from_array(target, chunks=(150, 8))
+    np.testing.assert_allclose(clf.adapt(lazy).target_prior_, expected, atol=1e-6)
+    np.testing.assert_allclose(clf.predict_proba(lazy).compute(), proba, atol=1e-6)
+
+
 class GivenPriorAdapter(BaseEstimator):
     """An adapter of another class: softmax probabilities re-weighted to given priors,
     whose ``adapt`` sets its attributes before it checks the priors."""

@@ -42,8 +42,10 @@ class LabelShiftClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         The adapter (cloned; its ``input`` is set from the classifier's scores); None
         means ``LabelShiftAdapter()``. Any estimator with ``fit(scores, y,
         sample_weight)``, ``adapt`` (the signature of :meth:`LabelShiftAdapter.adapt`,
-        setting ``target_prior_``) and ``predict_proba(scores)`` will do. Its parameters
-        are ``adapter__*`` in a grid search.
+        setting ``target_prior_``) and ``predict_proba(scores)`` will do; with Dask
+        features it takes Dask scores, and records ``n_features_in_`` when fitted on
+        2-D scores (as scikit-learn's estimators do). Its parameters are ``adapter__*``
+        in a grid search.
     cv : float, int, cross-validation generator or iterable, default=0.1
         The share of ``X`` held out (stratified) for the adapter, or folds (an int for
         stratified folds); ignored for a ``FrozenEstimator``.
@@ -229,7 +231,8 @@ class LabelShiftClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
 
 def _scores(estimator, adapter, X):
-    """The classifier's scores of ``X`` (lazily, chunk by chunk, for a Dask array)."""
+    """The classifier's scores of ``X`` (lazily, chunk by chunk, for a Dask array: 1-D
+    unless the adapter was fitted on 2-D scores, of ``n_features_in_`` columns)."""
     if not uses_dask(X):
         return classifier_scores(estimator, X)[0]
     if X.ndim != 2:
@@ -239,7 +242,7 @@ def _scores(estimator, adapter, X):
     def block_scores(block):
         return classifier_scores(estimator, block)[0]
 
-    if adapter._scores_ndim == 1:
+    columns = getattr(adapter, "n_features_in_", None)
+    if columns is None:
         return X.map_blocks(block_scores, dtype=np.float64, drop_axis=1)
-    chunks = (X.chunks[0], (adapter.n_classes_,))
-    return X.map_blocks(block_scores, dtype=np.float64, chunks=chunks)
+    return X.map_blocks(block_scores, dtype=np.float64, chunks=(X.chunks[0], (columns,)))
