@@ -47,7 +47,8 @@ DEFAULT_CIFAR = "../shared/data/cifar"
 DEFAULT_VENN_ABERS = "benchmarks/reports/venn_abers"
 DEFAULT_LABEL_SHIFT_DATA = "../shared/data/label_shift"
 DEFAULT_LABEL_SHIFT = "benchmarks/reports/label_shift"
-#: Epochs of the label-shift report's Fashion-MNIST CNN (about 3 minutes on 2 loaded cores).
+#: Epochs of the label-shift report's Fashion-MNIST CNN (about 2 minutes of training on 2
+#: loaded cores).
 CNN_EPOCHS = 10
 
 

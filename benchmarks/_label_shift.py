@@ -4,15 +4,15 @@ The data are the softmax outputs of three networks on 10,000 unshifted images ea
 CIFAR-10 network of Alexandari, Kundaje and Shrikumar's demo
 (``../shared/data/label_shift/``), and two networks trained here on the first 10,000
 Fashion-MNIST training images (scored on the 10,000 test images): the cpu regime's MLP
-and the CNN of the quick preset's Fashion-MNIST runs (:data:`NETWORKS`). Trial t permutes the
-rows with seed t and splits them into a calibration half (labelled source data: every
-adapter is fitted there) and a pool half. For each setting (Dirichlet concentration α,
-target size n), the trial draws target priors from Dirichlet(α, ..., α), the class counts
-of n rows from them, and each class's rows from the pool's rows of that class with
-replacement (as Alexandari et al. sample their shifted test sets). Each adapter then
-estimates the target priors from the target's scores alone. Every number of the report is
-a mean over the trials; its interval resamples the trials, the trials of a network and
-setting drawn together for all methods, so differences are paired
+and the CNN of the quick preset's Fashion-MNIST runs (:data:`NETWORKS`). Trial t
+permutes the rows with seed t and splits them into a calibration half (labelled source
+data: every adapter is fitted there) and a pool half. For each setting (Dirichlet
+concentration α, target size n), the trial draws target priors from Dirichlet(α, ..., α),
+the class counts of n rows from them, and each class's rows from the pool's rows of that
+class with replacement (as Alexandari et al. sample their shifted test sets). Each
+adapter then estimates the target priors from the target's scores alone. Every number of
+the report is a mean over the trials; its interval resamples the trials, the trials of a
+network and setting drawn together for all methods, so differences are paired
 (:func:`benchmarks._uncertainty.over_seeds` with the trials as seeds).
 """
 
