@@ -15,6 +15,9 @@ from sklearn.utils.multiclass import check_classification_targets
 #: Largest accepted ``|sum_k p_k - 1|`` for a row of probabilities. It admits float32
 #: rounding of a softmax over many classes and the rounding of saved predictions.
 ROW_SUM_TOLERANCE = 1e-3
+#: Elements of a block of rows small enough to stay in the processor's cache while a pass
+#: makes several reductions of it (one read of the array from memory).
+CACHE_BLOCK_ELEMENTS = 1 << 17
 
 
 def check_number(name, value, *, low, high=None, low_open=False, allow_inf=False):
@@ -228,11 +231,11 @@ def check_probabilities(y_prob, *, tol=ROW_SUM_TOLERANCE, name="y_prob", logits_
             )
         proba = np.minimum(proba, proba.dtype.type(1))
         return np.column_stack([1 - proba, proba])
-    row_sums = proba @ np.ones(proba.shape[1], dtype=proba.dtype)
+    row_sums, smallest = _row_sums_and_minimum(proba)
     lowest, highest = row_sums.min(), row_sums.max()
     if not (np.isfinite(lowest) and np.isfinite(highest)):
         raise ValueError(f"`{name}` contains NaN or infinite values.")
-    if proba.min() < 0:
+    if smallest < 0:
         raise ValueError(
             f"`{name}` contains negative values (minimum {proba.min()}); "
             + _logits_advice(2, logits_advice)
@@ -252,6 +255,21 @@ def check_probabilities(y_prob, *, tol=ROW_SUM_TOLERANCE, name="y_prob", logits_
     if highest > 1 and proba.max() > 1:
         proba = np.minimum(proba, proba.dtype.type(1))
     return proba
+
+
+def _row_sums_and_minimum(proba):
+    """The row sums and the smallest entry of a 2-D array, in one read of it: block by
+    block of rows that stay in the processor's cache."""
+    n_samples, n_classes = proba.shape
+    step = max(1, CACHE_BLOCK_ELEMENTS // max(1, n_classes))
+    ones = np.ones(n_classes, dtype=proba.dtype)
+    row_sums = np.empty(n_samples, dtype=proba.dtype)
+    smallest = np.inf
+    for start in range(0, n_samples, step):
+        block = proba[start : start + step]
+        np.matmul(block, ones, out=row_sums[start : start + step])
+        smallest = min(smallest, block.min())
+    return row_sums, smallest
 
 
 def _check_y_true(y_true, n_samples):

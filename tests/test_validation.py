@@ -58,6 +58,20 @@ def test_bad_probabilities_raise(y_prob, message):
         check_probabilities(y_prob)
 
 
+@pytest.mark.parametrize("row", [0, 65535, 65536, -1])
+def test_probabilities_read_block_by_block_are_checked_in_every_block(row):
+    # two columns: blocks of 65,536 rows; the bad row lies in the first, at the edge
+    # between the first two, or in the last (partial) block
+    proba = np.full((140_000, 2), 0.5)
+    assert check_probabilities(proba) is proba
+    proba[row] = [1.2, -0.2]
+    with pytest.raises(ValueError, match=r"negative values \(minimum -0.2"):
+        check_probabilities(proba)
+    proba[row] = [0.5, 0.6]
+    with pytest.raises(ValueError, match=f"row {row % len(proba)} sums to 1.1"):
+        check_probabilities(proba)
+
+
 def test_labels_of_any_type_and_explicit_labels():
     y_index, _, _ = check_classification_inputs(["b", "a", "c"], P)
     np.testing.assert_array_equal(y_index, [1, 0, 2])

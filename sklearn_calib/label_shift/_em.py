@@ -38,13 +38,12 @@ import torch
 from scipy.linalg import solve_triangular
 from scipy.optimize import nnls
 
+from .._validation import CACHE_BLOCK_ELEMENTS
+
 #: Largest number of halvings of a SQUAREM extrapolation that leaves the simplex.
 _HALVINGS = 30
 #: Elements of the per-row temporaries of one block of rows (for many replicates).
 _BLOCK_ELEMENTS = 1 << 22
-#: Elements of one block of probabilities, small enough to stay in the processor's cache
-#: between the two products a pass makes with it.
-_CACHE_ELEMENTS = 1 << 17
 #: Floor of a row's density ratio (a row whose probability lies on classes of prior 0).
 _TINY = 1e-300
 #: Ridge added to the curvature, relative to its largest diagonal element (a class no row
@@ -83,7 +82,7 @@ class RowSums:
         self.counts = counts
         n_samples, n_classes = proba.shape
         self.totals = np.full(1, float(n_samples)) if counts is None else counts.sum(axis=1)
-        self.block = max(1, _CACHE_ELEMENTS // max(1, n_classes))
+        self.block = max(1, CACHE_BLOCK_ELEMENTS // max(1, n_classes))
 
     def __call__(self, prior, replicates, loglik=True):
         """The gradient ``g`` (shape (m, n_classes)) and mean log-likelihood ``l`` (shape
@@ -123,21 +122,37 @@ class RowSums:
         return SampledCurvature(self.proba, None, self.source_prior)(prior)
 
     def length_squared_sample(self, prior, size, rng):
-        """A :class:`SampledCurvature` of ``size`` rows drawn with probabilities
-        proportional to ``|a_i|^2`` at ``prior`` (one pass): length-squared sampling
-        (Frieze, Kannan and Vempala 2004), which draws the rows that carry the curvature,
-        such as those of a class rare in the target, more often."""
+        """``g`` and ``l`` at the priors ``prior`` (shape (n_classes,), every row once) and
+        a :class:`SampledCurvature` of ``size`` rows drawn with probabilities proportional
+        to ``|a_i|^2`` there, in one pass: length-squared sampling (Frieze, Kannan and
+        Vempala 2004), which draws the rows that carry the curvature, such as those of a
+        class rare in the target, more often.
+
+        Returns
+        -------
+        curvature : SampledCurvature
+        gradient : ndarray of shape (1, n_classes)
+        loglik : ndarray of shape (1,)
+        """
         ratio = prior / self.source_prior
+        inverse_square = self.source_prior**-2.0
         n_samples = self.proba.shape[0]
         norms = np.empty(n_samples)
+        gradient = np.zeros_like(ratio)
+        total = 0.0
         for start in range(0, n_samples, self.block):
             rows = self.proba[start : start + self.block]
-            scaled = rows / np.maximum(rows @ ratio, _TINY)[:, None]
-            norms[start : start + self.block] = ((scaled / self.source_prior) ** 2).sum(axis=1)
+            density = np.maximum(rows @ ratio, _TINY)
+            weight = np.reciprocal(density)
+            gradient += weight @ rows
+            norms[start : start + self.block] = ((rows * rows) @ inverse_square) * weight**2
+            total += _log(density).sum()
         chance = norms / norms.sum()
         drawn = rng.choice(n_samples, size=size, p=chance)
         weights = 1.0 / (size * n_samples * chance[drawn])
-        return SampledCurvature(self.proba[drawn], weights, self.source_prior)
+        curvature = SampledCurvature(self.proba[drawn], weights, self.source_prior)
+        gradient /= self.source_prior * n_samples
+        return curvature, gradient[None, :], np.array([total / n_samples])
 
 
 class SampledCurvature:
@@ -156,7 +171,7 @@ class SampledCurvature:
         self.rows = rows
         self.weights = np.full(rows.shape[0], 1.0 / rows.shape[0]) if weights is None else weights
         self.source_prior = source_prior
-        self.block = max(1, _CACHE_ELEMENTS // max(1, rows.shape[1]))
+        self.block = max(1, CACHE_BLOCK_ELEMENTS // max(1, rows.shape[1]))
 
     def __call__(self, prior):
         """The curvature at the priors ``prior`` (shape (n_classes,)).
@@ -257,7 +272,7 @@ def _newton_iteration(sums, prior, gradient, current, active, curvature):
     return point, new_gradient, new_loglik, 1 + redo[3]
 
 
-def maximise_likelihood(sums, start, *, max_iter, tol, curvature=None):
+def maximise_likelihood(sums, start, *, max_iter, tol, curvature=None, first=None):
     """The priors of maximum likelihood of every replicate.
 
     Parameters
@@ -276,6 +291,9 @@ def maximise_likelihood(sums, start, *, max_iter, tol, curvature=None):
         Newton steps with the curvature ``curvature(prior)`` (an ndarray of shape
         (n_classes, n_classes)) at the replicates' mean prior, computed at each step;
         None: SQUAREM.
+    first : tuple of ndarray or None, default=None
+        The gradient and mean log-likelihood at ``start``, when a pass made them already
+        (it counts as the first pass); None: the first pass computes them.
 
     Returns
     -------
@@ -292,7 +310,7 @@ def maximise_likelihood(sums, start, *, max_iter, tol, curvature=None):
     gap = np.full(n_replicates, np.inf)
     loglik = np.zeros(n_replicates)
     active = np.arange(n_replicates)
-    gradient, current = sums(prior, active)
+    gradient, current = sums(prior, active) if first is None else first
     n_iter = 1
     while True:
         gap[active] = gradient.max(axis=1) - 1.0

@@ -54,14 +54,14 @@ def subsample_start(subsample, start, *, max_iter, tol):
     return away_from_zero(optimum, start)
 
 
-def em_priors(sums, start, *, max_iter, tol, curvature=None, extra_passes=0):
-    """EM from ``start`` (rows: replicates) with Newton steps of ``curvature`` (see
-    :func:`~._em.maximise_likelihood`); ``extra_passes`` (made before) count in
-    ``n_iter``."""
+def em_priors(sums, start, *, max_iter, tol, curvature=None, first=None):
+    """EM from ``start`` (rows: replicates) with Newton steps of ``curvature``, from the
+    gradient and likelihood ``first`` at ``start`` when known (see
+    :func:`~._em.maximise_likelihood`)."""
     prior, n_iter, gap, loglik = maximise_likelihood(
-        sums, start, max_iter=max_iter - extra_passes, tol=tol, curvature=curvature
+        sums, start, max_iter=max_iter, tol=tol, curvature=curvature, first=first
     )
-    return Estimation(prior, n_iter + extra_passes, gap, loglik)
+    return Estimation(prior, n_iter, gap, loglik)
 
 
 def mean_predictions(proba, counts, confusion):
@@ -120,8 +120,8 @@ def estimate_priors(method, proba, source, *, counts=None, start=None, options):
             subsample = RowSums(proba[evenly_spaced(n_samples, SUBSAMPLE_ROWS)], source.prior)
             start = subsample_start(subsample, start, **options)
         rng = np.random.default_rng(0)
-        curvature = sums.length_squared_sample(start[0], SUBSAMPLE_ROWS, rng)
-        return em_priors(sums, start, curvature=curvature, extra_passes=1, **options)
+        curvature, *first = sums.length_squared_sample(start[0], SUBSAMPLE_ROWS, rng)
+        return em_priors(sums, start, curvature=curvature, first=first, **options)
     if counts is None:
         return em_priors(sums, start, curvature=sums.curvature, **options)
     return em_priors(sums, start, **options)
