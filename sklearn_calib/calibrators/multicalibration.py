@@ -1,6 +1,7 @@
 """Multicalibration by gradient-boosted corrections of the scores, per group."""
 
 import numbers
+from functools import partial
 
 import numpy as np
 from scipy.special import expit, log_expit, logsumexp
@@ -30,6 +31,9 @@ AUTO_FRACTION = 0.2
 #: ``OFFSET_ITERATIONS`` sweeps.
 OFFSET_TOL = 1e-6
 OFFSET_ITERATIONS = 50
+#: A category's slope is penalised this many times more than its offset: it rests on the
+#: spread of the category's scores, which a small group barely has.
+OFFSET_SLOPE_PENALTY = 100.0
 _VALIDATION = [
     StrOptions({"auto"}),
     Interval(numbers.Real, 0, 1, closed="neither"),
@@ -124,11 +128,13 @@ class _Link:
         return proba
 
 
-def _offset_change(offsets, fixed):
-    """The change group ``offsets`` make to the margins of rows with codes ``fixed``."""
-    change = 0.0
-    for j, feature_offsets in enumerate(offsets):
-        change = change + feature_offsets[fixed[:, j]]
+def _offset_change(offsets, fixed, margins):
+    """The change the group ``offsets`` (per feature: each bin's offset, slope and centre)
+    make to ``margins`` of rows with codes ``fixed``."""
+    change = np.zeros_like(margins)
+    for j, (offset, slope, centre) in enumerate(zip(*offsets, strict=True)):
+        rows = fixed[:, j]
+        change += offset[rows] + slope[rows] * (margins - centre[rows])
     return change
 
 
@@ -146,9 +152,10 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
     group, a score range, their intersections): this is how gradient boosting reaches
     multicalibration (Tax et al. 2026, MCGrad), an alternative to the iterative patching
     of Hébert-Johnson et al. (2018). With ``group_offsets``, each category of a
-    categorical group feature first gets its own offset of the log-odds, fitted to
-    convergence: a group whose level is off is corrected whole, not through shrunken
-    tree steps that early stopping may cut short on a small calibration set. Early
+    categorical group feature first gets its own linear map of the log-odds (an offset
+    and a slope), fitted to convergence: a group whose level or confidence is off is
+    corrected whole, not through shrunken tree steps that early stopping may cut short
+    on a small calibration set. Early
     stopping on held-out rows of the fit data
     (``validation_fraction``) picks the number of rounds before groups too small to support a
     correction are overfitted; the trees are then refitted on all the rows. With
@@ -210,13 +217,15 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
         Stop when the held-out loss has not improved by ``tol`` for this many rounds.
     tol : float, default=1e-7
         Least improvement of the held-out loss that counts.
-    group_offsets : bool, default=False
-        Fit one offset of the log-odds per category of each categorical group feature
-        (and per predicted class in the top-label mode) after the global map, before the
-        trees: Newton steps on the log loss, penalised by ``l2_regularization`` as the
-        leaves are, until no offset moves (each early-stopping fold fits its own). It
-        helps groups whose level is off on small calibration sets; the trees, starting
-        from the offsets, may then stop before they fix a group's slope.
+    group_offsets : bool, default=True
+        Fit one offset and one slope of the log-odds per category of each categorical
+        group feature (and per predicted class in the top-label mode) after the global
+        map, before the trees: a per-category Platt step, ``offset + slope (F - c)``
+        with ``c`` the category's mean log-odds ``F``, by Newton steps on the log loss
+        penalised by ``l2_regularization`` (the slope by 100 times that: it rests on the
+        spread of the category's scores) until nothing moves; each early-stopping fold
+        fits its own. ``False`` leaves the groups to the trees, whose shrunken steps
+        early stopping may cut short on small calibration sets.
     guard_groups : bool, default=True
         Keep the scores as given in every group whose held-out rows (those of early
         stopping, over ``max_iter`` rounds without it) have no lower log loss with the
@@ -245,6 +254,10 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
         then the predicted class in the top-label mode), the offset of each of its bins
         and column of margins, of shape (n_bins, n_columns): zeros for a numeric feature
         and for unseen categories; None without ``group_offsets``.
+    offset_slopes_, offset_centres_ : list of ndarray or None
+        Alike, each bin's slope and the log-odds its slope is centred on (the bin's
+        mean): the bin's rows' log-odds ``F`` become
+        ``F + offset + slope (F - centre)``.
     n_iter_ : int
         Boosting rounds kept (0: the global map
         alone).
@@ -390,7 +403,7 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
         validation_fraction="auto",
         n_iter_no_change=10,
         tol=1e-7,
-        group_offsets=False,
+        group_offsets=True,
         guard_groups=True,
         random_state=None,
         multiclass=DEPRECATED,
@@ -421,10 +434,14 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
         self.n_rounds_no_change = n_rounds_no_change
 
     def __setstate__(self, state):
-        """Restore a saved state; one saved before the group offsets fits without them."""
+        """Restore a saved state; one saved before the group offsets fits without them,
+        one saved before their slopes has slopes of zero."""
         defaults = {"group_offsets": False}
         if "scaling_" in state:
             defaults["offsets_"] = None
+            offsets = state.get("offsets_")
+            zeros = None if offsets is None else [np.zeros_like(o) for o in offsets]
+            defaults["offset_slopes_"] = defaults["offset_centres_"] = zeros
         super().__setstate__({**defaults, **state})
 
     def _mode(self):
@@ -450,10 +467,11 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
         n_rounds, held = parameter(self, "max_iter"), None
         if self.early_stopping or self.guard_groups:
             n_rounds, held = self._held_out_rounds(link, margins, targets, weight, fixed, y_index)
-        self.offsets_ = None
+        self.offsets_ = self.offset_slopes_ = self.offset_centres_ = None
         if self.group_offsets:
-            self.offsets_ = self._fit_offsets(link, margins, targets, weight, fixed)
-            margins = margins + _offset_change(self.offsets_, fixed)
+            offsets = self._fit_offsets(link, margins, targets, weight, fixed)
+            self.offsets_, self.offset_slopes_, self.offset_centres_ = offsets
+            margins = margins + _offset_change(offsets, fixed, margins)
         self.trees_ = self._boost(link, margins, targets, weight, fixed, n_rounds)
         self.n_iter_ = len(self.trees_)
         self.guarded_, self.guarded_groups_ = None, None
@@ -470,31 +488,49 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
             self.guarded_groups_ = self._guarded_groups()
 
     def _fit_offsets(self, link, margins, targets, weight, fixed):
-        """Each categorical feature's offset per bin and column: penalised Newton steps
-        on the log loss, one feature after another, until no offset moves."""
+        """Each categorical feature's offset, slope and centre per bin and column:
+        penalised Newton steps on the log loss, one feature after another, until no
+        offset or slope moves."""
         n_bins, categorical = self._fixed_layout()
-        offsets = [np.zeros((size, margins.shape[1])) for size in n_bins]
-        margins = margins.copy()
+        shapes = [(size, margins.shape[1]) for size in n_bins]
+        offsets, slopes = [np.zeros(shape) for shape in shapes], [np.zeros(s) for s in shapes]
+        centres = [np.zeros(shape) for shape in shapes]
+        penalty = self.l2_regularization
+        slope_penalty = OFFSET_SLOPE_PENALTY * penalty
+        given, margins = margins, margins.copy()
+        for j in np.flatnonzero(categorical):
+            mass = np.bincount(fixed[:, j], weight, minlength=n_bins[j])
+            for k in range(margins.shape[1]):
+                total = np.bincount(fixed[:, j], weight * given[:, k], minlength=n_bins[j])
+                centres[j][:, k] = np.divide(total, mass, out=np.zeros(n_bins[j]), where=mass > 0)
         for _ in range(OFFSET_ITERATIONS):
             largest = 0.0
             for j in np.flatnonzero(categorical):
+                rows = fixed[:, j]
+                spread = given - centres[j][rows]
                 proba = link.probabilities(margins)
-                step = np.empty_like(offsets[j])
+                gradient = weight[:, None] * (proba - targets)
+                hessian = weight[:, None] * proba * (1.0 - proba)
+                offset_step, slope_step = np.empty(shapes[j]), np.empty(shapes[j])
+                total = partial(np.bincount, rows, minlength=n_bins[j])
                 for k in range(margins.shape[1]):
-                    gradient = weight * (proba[:, k] - targets[:, k])
-                    hessian = weight * proba[:, k] * (1.0 - proba[:, k])
-                    penalised = np.bincount(fixed[:, j], gradient, minlength=n_bins[j])
-                    penalised += self.l2_regularization * offsets[j][:, k]
-                    step[:, k] = -penalised / (
-                        np.bincount(fixed[:, j], hessian, minlength=n_bins[j])
-                        + self.l2_regularization
-                    )
-                offsets[j] += step
-                margins += step[fixed[:, j]]
-                largest = max(largest, float(np.abs(step).max(initial=0.0)))
+                    x = spread[:, k]
+                    g0 = total(gradient[:, k]) + penalty * offsets[j][:, k]
+                    g1 = total(gradient[:, k] * x) + slope_penalty * slopes[j][:, k]
+                    h00 = total(hessian[:, k]) + penalty
+                    h01 = total(hessian[:, k] * x)
+                    h11 = total(hessian[:, k] * x * x) + slope_penalty
+                    determinant = h00 * h11 - h01 * h01
+                    offset_step[:, k] = -(h11 * g0 - h01 * g1) / determinant
+                    slope_step[:, k] = -(h00 * g1 - h01 * g0) / determinant
+                offsets[j] += offset_step
+                slopes[j] += slope_step
+                margins += offset_step[rows] + slope_step[rows] * spread
+                steps = np.concatenate([offset_step.ravel(), slope_step.ravel()])
+                largest = max(largest, float(np.abs(steps).max(initial=0.0)))
             if largest < OFFSET_TOL:
                 break
-        return offsets
+        return offsets, slopes, centres
 
     def _guarded_groups(self):
         """The guarded cells as ``(feature, value)`` pairs (see ``guarded_groups_``)."""
@@ -590,8 +626,8 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
                 offsets = self._fit_offsets(
                     link, fit_margins[fold], targets[train], weight[train], fixed[train]
                 )
-                fit_margins[fold] += _offset_change(offsets, fixed[train])
-                held_margins[fold] += _offset_change(offsets, fixed[held])
+                fit_margins[fold] += _offset_change(offsets, fixed[train], fit_margins[fold])
+                held_margins[fold] += _offset_change(offsets, fixed[held], held_margins[fold])
         held_weight = np.concatenate([weight[held] for _, held in folds])
         if held_weight.sum() <= 0 or any(weight[train].sum() <= 0 for train, _ in folds):
             raise ValueError(
@@ -680,7 +716,8 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
         margins = self.scaling_[0] * margins + self.scaling_[1]
         fixed = self._fixed_codes(codes, top, scores.shape[0])
         if self.offsets_ is not None:
-            margins = margins + _offset_change(self.offsets_, fixed)
+            offsets = self.offsets_, self.offset_slopes_, self.offset_centres_
+            margins = margins + _offset_change(offsets, fixed, margins)
         for trees in self.trees_:
             margins += self._apply_round(link, margins, fixed, trees)
         proba = link.output(margins, logits, top)
