@@ -81,8 +81,8 @@ CALIBRATORS = [tiny(name) for name in CALIBRATOR_NAMES] + [
 ]
 
 CLASSIFIERS = [tiny(name) for name in META_CLASSIFIERS] + [
-    tiny("CalibratedClassifier", calibrator=HistogramBinning(), cv=3),
-    tiny("CalibratedClassifier", cv=3, ensemble=False),
+    tiny("CalibratedClassifier", calibrator=HistogramBinning(), cv=2),
+    tiny("CalibratedClassifier", cv=2, ensemble=False),
 ]
 
 _MORE_CLASSES_THAN_SCORES = (
