@@ -75,7 +75,11 @@ CALIBRATORS = [tiny(name) for name in CALIBRATOR_NAMES] + [
     ScalingBinning(multi_class="classwise"),
     EnsembleTemperatureScaling(loss="nll"),
     MulticalibrationBoosting(
-        multi_class="top_label", linear_leaves=False, early_stopping=False, guard_groups=False
+        multi_class="top_label",
+        linear_leaves=False,
+        early_stopping=False,
+        guard_groups=False,
+        max_iter=5,
     ),
     VennAbersCalibrator(multi_class="one_vs_one"),
 ]
