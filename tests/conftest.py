@@ -25,14 +25,18 @@ def numba_at_every_size(monkeypatch):
 
 
 def pytest_configure(config):
-    """Give each pytest-xdist worker its share of the cores for torch's threads.
+    """Give each pytest-xdist worker its share of the cores for torch's and numba's threads.
 
     Without it, every worker would run as many threads as there are cores, and ``-n 2``
-    on two cores would run four.
+    on two cores would run four. numba's share is set before numba is imported (at the
+    first kernel call): its OpenMP threading layer sets OpenMP's thread count, which torch
+    shares, to numba's own at its first parallel kernel.
     """
     workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
     if workers:
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // int(workers)))
+        share = max(1, (os.cpu_count() or 1) // int(workers))
+        os.environ.setdefault("NUMBA_NUM_THREADS", str(share))
+        torch.set_num_threads(share)
 
 
 @pytest.hookimpl(optionalhook=True)

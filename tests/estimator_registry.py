@@ -48,7 +48,7 @@ TINY = {
         "batch_size": 32,
         "random_state": 0,
     },
-    "MulticalibrationBoosting": {"max_iter": 5, "random_state": 0},
+    "MulticalibrationBoosting": {"max_iter": 5, "validation_fraction": 2, "random_state": 0},
     "NetClassifier": {
         "module__hidden_units": (8,),
         "max_epochs": 2,

@@ -660,12 +660,21 @@ def test_nullable_probability_frames_are_read_as_the_metric_functions_read_them(
         CalibrationAccumulator().update(y, frame)
 
 
-@pytest.mark.parametrize("scale", [1e160, 1e-200, 2.0**-290, 2.0**310])
-def test_no_result_depends_on_the_weights_scale(scale):
+SCALE_OPTIONS = {"n_resamples": 20, "interval_metrics": ALL_INTERVALS}
+
+
+@pytest.fixture(scope="module")
+def unit_weights_result():
+    """The predictions of the weights' scale test and their accumulated result at scale 1."""
     y, proba, weight = overconfident(3000, 3, seed=18)
-    options = {"n_resamples": 20, "interval_metrics": ALL_INTERVALS}
-    unit = accumulate(y, proba, weight, chunks=(0, 1000), **options).compute()
-    scaled = accumulate(y, proba, weight * scale, chunks=(0, 1000), **options).compute()
+    unit = accumulate(y, proba, weight, chunks=(0, 1000), **SCALE_OPTIONS).compute()
+    return y, proba, weight, unit
+
+
+@pytest.mark.parametrize("scale", [1e160, 1e-200, 2.0**-290, 2.0**310])
+def test_no_result_depends_on_the_weights_scale(scale, unit_weights_result):
+    y, proba, weight, unit = unit_weights_result
+    scaled = accumulate(y, proba, weight * scale, chunks=(0, 1000), **SCALE_OPTIONS).compute()
     on_torch = CalibrationAccumulator().update(
         *(torch.as_tensor(a) for a in (y, proba, weight * scale))
     )

@@ -75,14 +75,18 @@ CALIBRATORS = [tiny(name) for name in CALIBRATOR_NAMES] + [
     ScalingBinning(multi_class="classwise"),
     EnsembleTemperatureScaling(loss="nll"),
     MulticalibrationBoosting(
-        multi_class="top_label", linear_leaves=False, early_stopping=False, guard_groups=False
+        multi_class="top_label",
+        linear_leaves=False,
+        early_stopping=False,
+        guard_groups=False,
+        max_iter=5,
     ),
     VennAbersCalibrator(multi_class="one_vs_one"),
 ]
 
 CLASSIFIERS = [tiny(name) for name in META_CLASSIFIERS] + [
-    tiny("CalibratedClassifier", calibrator=HistogramBinning(), cv=3),
-    tiny("CalibratedClassifier", cv=3, ensemble=False),
+    tiny("CalibratedClassifier", calibrator=HistogramBinning(), cv=2),
+    tiny("CalibratedClassifier", cv=2, ensemble=False),
 ]
 
 _MORE_CLASSES_THAN_SCORES = (

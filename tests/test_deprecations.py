@@ -35,6 +35,15 @@ def _logits(n_samples=240, n_classes=3, seed=0):
     return 3.0 * true, y
 
 
+def _small_dirichlet():
+    """DirichletCalibration choosing its penalties among few values on 2 folds."""
+    return DirichletCalibration(
+        cv=2,
+        l2_regularization_off_diagonal_grid=(1e-3, 1e-1),
+        l2_regularization_intercept_grid=(1e-3, 1e-1),
+    )
+
+
 def _same_fit(old, new, scores, y, matches, **fit_params):
     """Fit both; the old spelling warns once per name of ``matches``, the new one not at
     all; return both fitted models after checking their probabilities are equal."""
@@ -128,7 +137,7 @@ def test_a_renamed_parameter_given_under_both_names_is_refused():
 
 def test_renamed_fitted_attributes_warn_and_read_the_new_ones():
     logits, y = _logits()
-    dirichlet = DirichletCalibration(cv=3).fit(logits, y)
+    dirichlet = _small_dirichlet().fit(logits, y)
     with pytest.warns(FutureWarning, match="`off_diagonal_l2_` .* renamed"):
         assert dirichlet.off_diagonal_l2_ == dirichlet.l2_regularization_off_diagonal_
     with pytest.warns(FutureWarning, match="`intercept_l2_` .* renamed"):
@@ -140,7 +149,7 @@ def test_renamed_fitted_attributes_warn_and_read_the_new_ones():
 
 def test_a_state_saved_under_the_old_names_loads_under_the_new_ones():
     logits, y = _logits()
-    fitted = DirichletCalibration(cv=3).fit(logits, y)
+    fitted = _small_dirichlet().fit(logits, y)
     state = dict(vars(fitted))
     for new, old in [
         ("l2_regularization_off_diagonal_grid", "off_diagonal_l2_grid"),

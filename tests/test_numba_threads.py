@@ -91,6 +91,7 @@ SCRIPT = textwrap.dedent(
 def test_metrics_from_threads_under_the_workqueue_layer_complete_with_the_serial_values():
     pytest.importorskip("dask")
     env = dict(os.environ)
+    env.pop("NUMBA_NUM_THREADS", None)  # numba's threads as many as the cores, as outside tests
     env.update(
         NUMBA_THREADING_LAYER="workqueue",
         SKLEARN_CALIB_NUMBA="1",  # the kernels at every size, as on large input
