@@ -103,3 +103,41 @@ def test_metrics_from_threads_under_the_workqueue_layer_complete_with_the_serial
     # an abort (numba's "Concurrent access has been detected") ends with returncode -6
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.startswith("ece 0.")
+
+
+TORCH_SCRIPT = textwrap.dedent(
+    """
+    import numpy as np
+    import torch
+
+    from sklearn_calib.metrics import expected_calibration_error
+
+    torch.set_num_threads(1)
+    assert torch.get_num_threads() == 1
+    rng = np.random.default_rng(0)
+    proba = rng.dirichlet(np.ones(4), 40_000)
+    expected_calibration_error(rng.integers(0, 4, 40_000), proba)
+    import numba
+
+    print(numba.threading_layer(), torch.get_num_threads())
+    """
+)
+
+
+def test_a_first_parallel_kernel_leaves_torch_its_number_of_threads():
+    """numba's OpenMP layer, started by the first parallel kernel, sets OpenMP's thread
+    count, which torch shares: a process that had set torch to one thread kept one."""
+    pytest.importorskip("torch")
+    env = dict(os.environ)
+    env.update(
+        SKLEARN_CALIB_NUMBA="1",
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
+    )
+    env.pop("NUMBA_THREADING_LAYER", None)
+    env.pop("NUMBA_NUM_THREADS", None)
+    result = subprocess.run(
+        [sys.executable, "-c", TORCH_SCRIPT], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    layer, threads = result.stdout.split()
+    assert threads == "1", f"torch runs {threads} threads after a kernel of numba's {layer} layer"

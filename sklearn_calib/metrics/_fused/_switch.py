@@ -13,6 +13,7 @@ import contextlib
 import functools
 import importlib.util
 import os
+import sys
 import threading
 
 #: The environment variable choosing the path of the fused passes: ``0`` numpy, ``1``
@@ -75,5 +76,23 @@ def parallel_section(kernels):
     if kernels.threadsafe():
         yield
         return
-    with _PARALLEL_LOCK:
+    with _PARALLEL_LOCK, _torch_threads_kept():
         yield
+
+
+@contextlib.contextmanager
+def _torch_threads_kept():
+    """Give torch back its number of threads if the block changed it: numba's OpenMP
+    layer, started by the first parallel kernel, sets OpenMP's thread count, which torch
+    shares, to the number of cores (a process that set torch to one thread would then run
+    two)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        yield
+        return
+    threads = torch.get_num_threads()
+    try:
+        yield
+    finally:
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
