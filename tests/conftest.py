@@ -29,8 +29,7 @@ def pytest_configure(config):
 
     Without it, every worker would run as many threads as there are cores, and ``-n 2``
     on two cores would run four. numba's share is set before numba is imported (at the
-    first kernel call): its OpenMP threading layer sets OpenMP's thread count, which torch
-    shares, to numba's own at its first parallel kernel.
+    first kernel call), which reads it then.
     """
     workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
     if workers:
