@@ -193,10 +193,10 @@ def check_probabilities(y_prob, *, tol=ROW_SUM_TOLERANCE, name="y_prob", logits_
     that the tolerance admits (rounding: at most ``tol`` in 1-D, a row sum within ``tol``
     in 2-D) count as 1, so a confidence, a quantile bin edge or a log-probability never
     passes 1. A 2-D input is returned without a copy when it is float32 or float64 and no
-    entry exceeds 1. The checks need no temporary of the input's size: non-finite values
-    show up in the row sums, which are one matrix-vector product in the input's precision
-    (float32 rounding of a sum of K terms is far below ``tol``); only inputs with a row sum
-    above 1 are searched for an entry above 1.
+    entry exceeds 1. The checks need no temporary of the input's size and read a 2-D input
+    once: non-finite values show up in the row sums, which are one matrix-vector product in
+    the input's precision (float32 rounding of a sum of K terms is far below ``tol``),
+    computed block by block with the smallest and largest entries.
 
     Parameters
     ----------
@@ -231,45 +231,45 @@ def check_probabilities(y_prob, *, tol=ROW_SUM_TOLERANCE, name="y_prob", logits_
             )
         proba = np.minimum(proba, proba.dtype.type(1))
         return np.column_stack([1 - proba, proba])
-    row_sums, smallest = _row_sums_and_minimum(proba)
+    row_sums, smallest, largest = _row_sums_and_range(proba)
     lowest, highest = row_sums.min(), row_sums.max()
     if not (np.isfinite(lowest) and np.isfinite(highest)):
         raise ValueError(f"`{name}` contains NaN or infinite values.")
     if smallest < 0:
         raise ValueError(
-            f"`{name}` contains negative values (minimum {proba.min()}); "
+            f"`{name}` contains negative values (minimum {smallest}); "
             + _logits_advice(2, logits_advice)
         )
     if max(highest - 1.0, 1.0 - lowest) > tol:
         row = int(np.abs(row_sums - 1.0).argmax())
-        largest = float(proba.max())
         raise ValueError(
             f"Expected each row of `{name}` to sum to 1 (tolerance {tol}), "
             f"row {row} sums to {float(row_sums[row])!r}"
             + (
-                f"; with values up to {largest}, " + _logits_advice(2, logits_advice)
+                f"; with values up to {float(largest)}, " + _logits_advice(2, logits_advice)
                 if largest > 1 + tol
                 else "."
             )
         )
-    if highest > 1 and proba.max() > 1:
+    if largest > 1:
         proba = np.minimum(proba, proba.dtype.type(1))
     return proba
 
 
-def _row_sums_and_minimum(proba):
-    """The row sums and the smallest entry of a 2-D array, in one read of it: block by
-    block of rows that stay in the processor's cache."""
+def _row_sums_and_range(proba):
+    """The row sums and the smallest and largest entries of a 2-D array, in one read of
+    it: block by block of rows that stay in the processor's cache."""
     n_samples, n_classes = proba.shape
     step = max(1, CACHE_BLOCK_ELEMENTS // max(1, n_classes))
     ones = np.ones(n_classes, dtype=proba.dtype)
     row_sums = np.empty(n_samples, dtype=proba.dtype)
-    smallest = np.inf
+    smallest, largest = np.inf, -np.inf
     for start in range(0, n_samples, step):
         block = proba[start : start + step]
         np.matmul(block, ones, out=row_sums[start : start + step])
         smallest = min(smallest, block.min())
-    return row_sums, smallest
+        largest = max(largest, block.max())
+    return row_sums, smallest, largest
 
 
 def _check_y_true(y_true, n_samples):
