@@ -318,14 +318,14 @@ class MulticalibrationBoosting(GroupsMixin, BaseCalibrator):
     >>> group = rng.integers(0, 2, size=4000)
     >>> truth = 1 / (1 + np.exp(-(log_odds + np.where(group == 1, 1.0, -1.0))))
     >>> y = (rng.random(4000) < truth).astype(int)
-    >>> def gaps(proba):  # mean predicted minus observed, per group
-    ...     return [round(float(proba[group == g].mean() - y[group == g].mean()), 2)
+    >>> def gaps(proba):  # mean predicted minus observed, per group (0.0 for -0.0)
+    ...     return [round(float(proba[group == g].mean() - y[group == g].mean()), 2) + 0.0
     ...             for g in (0, 1)]
     >>> gaps(TemperatureScaling().fit(log_odds, y).predict_proba(log_odds)[:, 1])
     [0.2, -0.19]
     >>> mcb = MulticalibrationBoosting(random_state=0).fit(log_odds, y, groups=group)
     >>> gaps(mcb.predict_proba(log_odds, groups=group)[:, 1])
-    [0.0, -0.0]
+    [0.0, 0.0]
     """
 
     _parameter_constraints: dict = {
