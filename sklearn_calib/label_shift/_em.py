@@ -84,11 +84,13 @@ class RowSums:
         self.totals = np.full(1, float(n_samples)) if counts is None else counts.sum(axis=1)
         self.block = max(1, CACHE_BLOCK_ELEMENTS // max(1, n_classes))
 
-    def __call__(self, prior, replicates, loglik=True):
+    def __call__(self, prior, replicates, loglik=True, norms=None):
         """The gradient ``g`` (shape (m, n_classes)) and mean log-likelihood ``l`` (shape
         (m,), None without ``loglik``) of the priors ``prior`` of the replicates
-        ``replicates``."""
+        ``replicates``; with ``norms`` (shape (n_samples,), every row weighted once, one
+        prior), each row's ``|a_i|^2`` is written there in the same pass."""
         ratio = prior / self.source_prior
+        inverse_square = self.source_prior**-2.0
         n_samples = self.proba.shape[0]
         step = min(self.block, max(1, _BLOCK_ELEMENTS // max(1, len(replicates))))
         gradient = np.zeros_like(prior)
@@ -99,6 +101,8 @@ class RowSums:
             np.maximum(density, _TINY, out=density)
             if self.counts is None:
                 weight = np.reciprocal(density)
+                if norms is not None:
+                    norms[start : start + step] = ((rows * rows) @ inverse_square) * weight[0] ** 2
                 if loglik:
                     total += _log(density).sum(axis=1)
             else:
@@ -134,25 +138,14 @@ class RowSums:
         gradient : ndarray of shape (1, n_classes)
         loglik : ndarray of shape (1,)
         """
-        ratio = prior / self.source_prior
-        inverse_square = self.source_prior**-2.0
         n_samples = self.proba.shape[0]
         norms = np.empty(n_samples)
-        gradient = np.zeros_like(ratio)
-        total = 0.0
-        for start in range(0, n_samples, self.block):
-            rows = self.proba[start : start + self.block]
-            density = np.maximum(rows @ ratio, _TINY)
-            weight = np.reciprocal(density)
-            gradient += weight @ rows
-            norms[start : start + self.block] = ((rows * rows) @ inverse_square) * weight**2
-            total += _log(density).sum()
+        gradient, loglik = self(prior[None, :], np.arange(1), norms=norms)
         chance = norms / norms.sum()
         drawn = rng.choice(n_samples, size=size, p=chance)
         weights = 1.0 / (size * n_samples * chance[drawn])
         curvature = SampledCurvature(self.proba[drawn], weights, self.source_prior)
-        gradient /= self.source_prior * n_samples
-        return curvature, gradient[None, :], np.array([total / n_samples])
+        return curvature, gradient, loglik
 
 
 class SampledCurvature:
