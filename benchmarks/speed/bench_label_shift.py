@@ -18,10 +18,8 @@ an adapter fitted on 20,000 source rows (BCTS, ``n_resamples=0``). It prints the
 EM on the calibrated probabilities against one pass over them (a product with a vector,
 which reads every probability once: the least any estimator of the priors costs), and the
 time of the whole ``adapt`` (checking and calibrating the scores, EM, the test of no
-shift) against one calibration pass (``calibrator_.predict_proba``), and the time of two
-pieces of EM: the check of the probabilities and its first pass, which draws the
-length-squared sample of the curvature's rows. Target: EM <= 10 passes. Ratios are
-measured in the same run (best of ``--repeat``).
+shift) against one calibration pass (``calibrator_.predict_proba``). Target: EM <= 10
+passes. Ratios are measured in the same run (best of ``--repeat``).
 
 Run: ``OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/speed/bench_label_shift.py``;
 a smoke check: ``... --n 100000 --k 20 --repeat 1``.
@@ -37,9 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sklearn_calib._validation import check_probabilities
 from sklearn_calib.label_shift import LabelShiftAdapter
-from sklearn_calib.label_shift._em import RowSums
 
 DATA = Path("../shared/data/label_shift")
 
@@ -126,16 +122,6 @@ def scale(n, k, repeat):
         f"  one pass (probabilities @ vector): {pass_seconds:.3f} s; EM on the probabilities: "
         f"{em_seconds:.3f} s ({fitted_em.n_iter_} passes after the subsample start): "
         f"ratio {em_seconds / pass_seconds:.1f}"
-    )
-    check_seconds, _ = best_time(lambda: check_probabilities(proba), repeat)
-    sums = RowSums(proba, adapter.source_prior_)
-    rng = np.random.default_rng(0)
-    sample_seconds, _ = best_time(
-        lambda: sums.length_squared_sample(adapter.source_prior_, 16384, rng), repeat
-    )
-    print(
-        f"  pieces: the probabilities' check {check_seconds:.3f} s; EM's first pass with its "
-        f"length-squared sample of 16,384 rows {sample_seconds:.3f} s"
     )
     print(
         f"  calibration pass (predict_proba): {calibrate_seconds:.3f} s; whole adapt: "
