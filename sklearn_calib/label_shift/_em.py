@@ -52,6 +52,11 @@ _RIDGE = 1e-10
 #: Decrease of the mean log-likelihood a Newton step may show and still be kept: rounding
 #: of the sums over rows, relative to ``max(1, |l|)``.
 _ROUNDING = 1e-13
+#: Largest factor by which a Newton step of a sampled curvature divides a prior: the
+#: quadratic model extrapolates the log-likelihood's barrier at ``q_k = 0`` linearly and
+#: sets to 0 classes that the likelihood keeps small; a class whose maximum is 0 falls
+#: towards it by this factor a step.
+SHRINK = 10.0
 #: Share of a reference mixed into a start taken from another fit (a subsample's optimum,
 #: the full sample's for a bootstrap replicate): a class it gives (nearly) no prior, but
 #: the rows at hand more, starts away from 0, where EM's multiplicative steps barely move.
@@ -76,10 +81,12 @@ class RowSums:
         The weight of each row in each replicate; None: every row once, one replicate.
     """
 
-    def __init__(self, proba, source_prior, counts=None):
+    def __init__(self, proba, source_prior, counts=None, *, keep_diagonal=False):
         self.proba = proba
         self.source_prior = source_prior
         self.counts = counts
+        self.keep_diagonal = keep_diagonal
+        self.diagonal_at = None
         n_samples, n_classes = proba.shape
         self.totals = np.full(1, float(n_samples)) if counts is None else counts.sum(axis=1)
         self.block = max(1, CACHE_BLOCK_ELEMENTS // max(1, n_classes))
@@ -88,21 +95,29 @@ class RowSums:
         """The gradient ``g`` (shape (m, n_classes)) and mean log-likelihood ``l`` (shape
         (m,), None without ``loglik``) of the priors ``prior`` of the replicates
         ``replicates``; with ``norms`` (shape (n_samples,), every row weighted once, one
-        prior), each row's ``|a_i|^2`` is written there in the same pass."""
+        prior), each row's ``|a_i|^2`` is written there in the same pass. With
+        ``keep_diagonal`` (every row weighted once, one prior), the pass also keeps the
+        curvature's diagonal at ``prior`` for :meth:`diagonal`."""
         ratio = prior / self.source_prior
         inverse_square = self.source_prior**-2.0
         n_samples = self.proba.shape[0]
         step = min(self.block, max(1, _BLOCK_ELEMENTS // max(1, len(replicates))))
         gradient = np.zeros_like(prior)
         total = np.zeros(len(replicates))
+        diagonal = np.zeros(prior.shape[1]) if self.keep_diagonal else None
         for start in range(0, n_samples, step):
             rows = self.proba[start : start + step]
             density = ratio @ rows.T  # (replicates, rows)
             np.maximum(density, _TINY, out=density)
             if self.counts is None:
                 weight = np.reciprocal(density)
-                if norms is not None:
-                    norms[start : start + step] = ((rows * rows) @ inverse_square) * weight[0] ** 2
+                if norms is not None or diagonal is not None:
+                    squares = rows * rows
+                    weight_square = weight[0] ** 2
+                    if norms is not None:
+                        norms[start : start + step] = (squares @ inverse_square) * weight_square
+                    if diagonal is not None:
+                        diagonal += weight_square @ squares
                 if loglik:
                     total += _log(density).sum(axis=1)
             else:
@@ -113,7 +128,24 @@ class RowSums:
             gradient += weight @ rows
         totals = self.totals[replicates]
         gradient /= self.source_prior * totals[:, None]
+        if diagonal is not None:
+            self.diagonal_at = (prior[0].copy(), diagonal * inverse_square / n_samples)
         return gradient, (total / totals if loglik else None)
+
+    def diagonal(self, prior):
+        """The diagonal ``mean_i a_ik^2`` of the curvature at the priors ``prior`` (shape
+        (n_classes,), every row weighted once): kept from the latest pass at ``prior``
+        (``keep_diagonal``), else computed in a pass of its own.
+
+        Returns
+        -------
+        ndarray of shape (n_classes,)
+        """
+        if self.diagonal_at is None or not np.array_equal(self.diagonal_at[0], prior):
+            keep, self.keep_diagonal = self.keep_diagonal, True
+            self(prior[None, :], np.arange(1), loglik=False)
+            self.keep_diagonal = keep
+        return self.diagonal_at[1]
 
     def curvature(self, prior):
         """``C = mean_i a_i a_i^T`` at the priors ``prior`` (shape (n_classes,)), every
@@ -130,7 +162,8 @@ class RowSums:
         a :class:`SampledCurvature` of ``size`` rows drawn with probabilities proportional
         to ``|a_i|^2`` there, in one pass: length-squared sampling (Frieze, Kannan and
         Vempala 2004), which draws the rows that carry the curvature, such as those of a
-        class rare in the target, more often.
+        class rare in the target, more often. The curvature takes its diagonal from all
+        rows (:meth:`diagonal`), its correlations from the sample.
 
         Returns
         -------
@@ -144,7 +177,9 @@ class RowSums:
         chance = norms / norms.sum()
         drawn = rng.choice(n_samples, size=size, p=chance)
         weights = 1.0 / (size * n_samples * chance[drawn])
-        curvature = SampledCurvature(self.proba[drawn], weights, self.source_prior)
+        curvature = SampledCurvature(
+            self.proba[drawn], weights, self.source_prior, diagonal=self.diagonal
+        )
         return curvature, gradient, loglik
 
 
@@ -158,12 +193,18 @@ class SampledCurvature:
     weights : ndarray of shape (n_rows,) or None
         Each row's weight in the mean (they sum to 1 in expectation); None: ``1 / n_rows``.
     source_prior : ndarray of shape (n_classes,)
+    diagonal : callable or None, default=None
+        ``diagonal(prior)``: the exact diagonal of the curvature at ``prior``, to which
+        the estimate is rescaled (its correlations kept: a class the sample holds few
+        rows of has a poor estimate of its own curvature, on which a Newton step's length
+        along that class depends); None: the sample's own.
     """
 
-    def __init__(self, rows, weights, source_prior):
+    def __init__(self, rows, weights, source_prior, diagonal=None):
         self.rows = rows
         self.weights = np.full(rows.shape[0], 1.0 / rows.shape[0]) if weights is None else weights
         self.source_prior = source_prior
+        self.diagonal = diagonal
         self.block = max(1, CACHE_BLOCK_ELEMENTS // max(1, rows.shape[1]))
 
     def __call__(self, prior):
@@ -180,7 +221,13 @@ class SampledCurvature:
             rows = self.rows[start : start + self.block]
             scaled = rows / np.maximum(rows @ ratio, _TINY)[:, None]
             result += scaled.T @ (scaled * self.weights[start : start + self.block, None])
-        return result / np.outer(self.source_prior, self.source_prior)
+        result /= np.outer(self.source_prior, self.source_prior)
+        if self.diagonal is None:
+            return result
+        sampled = np.diag(result)
+        exact = self.diagonal(prior)
+        scale = np.sqrt(np.divide(exact, sampled, out=np.ones_like(exact), where=sampled > 0))
+        return result * np.outer(scale, scale)
 
 
 def _log(values):
@@ -212,9 +259,10 @@ def _extrapolate(prior, first, second):
     return point / point.sum(axis=1, keepdims=True)
 
 
-def _newton_point(prior, gradient, curvature):
+def _newton_point(prior, gradient, curvature, shrink=None):
     """The maximum over ``q >= 0`` of the quadratic model of ``l(q) - sum_k q_k`` around
-    ``prior`` (one replicate); None when it is 0.
+    ``prior`` (one replicate), each prior divided by at most ``shrink`` (None: no limit);
+    None when it is 0.
 
     With ``C = L L^T``, the model's maximum over ``q >= 0`` is the non-negative least
     squares solution of ``L^T q = L^{-1} (g - 1 + C prior)`` (Lawson and Hanson's active
@@ -226,6 +274,8 @@ def _newton_point(prior, gradient, curvature):
     lower = np.linalg.cholesky(ridged)
     target = solve_triangular(lower, gradient - 1.0 + ridged @ prior, lower=True)
     point, _ = nnls(lower.T, target)
+    if shrink is not None:
+        point = np.maximum(point, prior / shrink)
     total = point.sum()
     return point / total if total > 0 else None
 
@@ -247,13 +297,13 @@ def _squarem_iteration(sums, prior, gradient, active):
     )
 
 
-def _newton_iteration(sums, prior, gradient, current, active, curvature):
+def _newton_iteration(sums, prior, gradient, current, active, curvature, shrink):
     """A Newton step for every replicate; a SQUAREM iteration instead where it lowers the
     likelihood. Returns the points, their gradients and likelihoods, and the passes made."""
     matrix = curvature(prior.mean(axis=0))
     point = _em_step(prior, gradient)
     for row in range(prior.shape[0]):
-        newton = _newton_point(prior[row], gradient[row], matrix)
+        newton = _newton_point(prior[row], gradient[row], matrix, shrink)
         if newton is not None:
             point[row] = newton
     new_gradient, new_loglik = sums(point, active)
@@ -265,7 +315,7 @@ def _newton_iteration(sums, prior, gradient, current, active, curvature):
     return point, new_gradient, new_loglik, 1 + redo[3]
 
 
-def maximise_likelihood(sums, start, *, max_iter, tol, curvature=None, first=None):
+def maximise_likelihood(sums, start, *, max_iter, tol, curvature=None, first=None, shrink=None):
     """The priors of maximum likelihood of every replicate.
 
     Parameters
@@ -287,6 +337,9 @@ def maximise_likelihood(sums, start, *, max_iter, tol, curvature=None, first=Non
     first : tuple of ndarray or None, default=None
         The gradient and mean log-likelihood at ``start``, when a pass made them already
         (it counts as the first pass); None: the first pass computes them.
+    shrink : float or None, default=None
+        The largest factor by which a Newton step divides a prior (:data:`SHRINK` for a
+        sampled curvature); None: no limit.
 
     Returns
     -------
@@ -318,7 +371,7 @@ def maximise_likelihood(sums, start, *, max_iter, tol, curvature=None, first=Non
             )
         else:
             point, gradient, current, passes = _newton_iteration(
-                sums, prior[active], gradient, current, active, curvature
+                sums, prior[active], gradient, current, active, curvature, shrink
             )
         prior[active] = point
         n_iter += passes

@@ -11,7 +11,7 @@ from ._confusion import (
     rlls_penalty,
     rlls_weights,
 )
-from ._em import RowSums, away_from_zero, maximise_likelihood
+from ._em import SHRINK, RowSums, away_from_zero, maximise_likelihood
 
 #: Rows of the evenly spaced subsample on which EM over many rows starts.
 SUBSAMPLE_ROWS = 1 << 14
@@ -54,12 +54,12 @@ def subsample_start(subsample, start, *, max_iter, tol):
     return away_from_zero(optimum, start)
 
 
-def em_priors(sums, start, *, max_iter, tol, curvature=None, first=None):
+def em_priors(sums, start, *, max_iter, tol, curvature=None, first=None, shrink=None):
     """EM from ``start`` (rows: replicates) with Newton steps of ``curvature``, from the
-    gradient and likelihood ``first`` at ``start`` when known (see
-    :func:`~._em.maximise_likelihood`)."""
+    gradient and likelihood ``first`` at ``start`` when known, no step dividing a prior by
+    more than ``shrink`` (see :func:`~._em.maximise_likelihood`)."""
     prior, n_iter, gap, loglik = maximise_likelihood(
-        sums, start, max_iter=max_iter, tol=tol, curvature=curvature, first=first
+        sums, start, max_iter=max_iter, tol=tol, curvature=curvature, first=first, shrink=shrink
     )
     return Estimation(prior, n_iter, gap, loglik)
 
@@ -112,16 +112,17 @@ def estimate_priors(method, proba, source, *, counts=None, start=None, options):
     n_replicates = 1 if counts is None else counts.shape[0]
     if start is None:
         start = np.repeat(source.prior[None, :], n_replicates, axis=0)
-    sums = RowSums(proba, source.prior, counts)
     options = {"max_iter": options["max_iter"], "tol": options["tol"]}
     n_samples = proba.shape[0]
-    if counts is None and n_samples > SUBSAMPLE_ROWS:
+    sampled = counts is None and n_samples > SUBSAMPLE_ROWS
+    sums = RowSums(proba, source.prior, counts, keep_diagonal=sampled)
+    if sampled:
         if n_samples > 4 * SUBSAMPLE_ROWS:
             subsample = RowSums(proba[evenly_spaced(n_samples, SUBSAMPLE_ROWS)], source.prior)
             start = subsample_start(subsample, start, **options)
         rng = np.random.default_rng(0)
         curvature, *first = sums.length_squared_sample(start[0], SUBSAMPLE_ROWS, rng)
-        return em_priors(sums, start, curvature=curvature, first=first, **options)
+        return em_priors(sums, start, curvature=curvature, first=first, shrink=SHRINK, **options)
     if counts is None:
         return em_priors(sums, start, curvature=sums.curvature, **options)
     return em_priors(sums, start, **options)
