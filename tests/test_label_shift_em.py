@@ -1,7 +1,9 @@
 """EM over many rows: the sampled curvature with its exact diagonal, Newton steps that
-shrink a prior by a bounded factor, and the passes they save."""
+shrink a prior by a bounded factor, the passes they save, and the one-read pass over the
+rows (numba) against its numpy twin."""
 
 import numpy as np
+import pytest
 from scipy.special import softmax
 
 from sklearn_calib.label_shift._em import (
@@ -18,6 +20,8 @@ from sklearn_calib.label_shift._estimate import (
     subsample_start,
 )
 from sklearn_calib.label_shift._source import SourceSummary
+from sklearn_calib.metrics._fused import _switch
+from sklearn_calib.metrics._fused._mixture import DENSITY_FLOOR, mixture_sums
 
 
 def shifted_rows(n, n_classes, seed):
@@ -102,3 +106,45 @@ def test_many_rows_reach_the_maximum_in_fewer_passes_than_the_sample_alone_gives
         sums, start, max_iter=1000, tol=1e-8, curvature=curvature, first=first
     )
     assert gap[0] <= 1e-8 and n_iter >= 2 * estimation.n_iter
+
+
+@pytest.mark.parametrize("n_classes", [3, 8, 13])
+def test_the_mixture_kernel_agrees_with_its_numpy_twin(monkeypatch, n_classes):
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(n_classes)
+    proba = rng.dirichlet(np.full(n_classes, 0.5), 9000)  # more than one parallel block
+    ratio = rng.random(n_classes) + 0.1
+    scale = rng.random(n_classes)
+    # a row on a class of weight 0 has the floor for its density
+    lone = np.eye(n_classes)[:1]
+    results = {}
+    for path in ("0", "1"):
+        monkeypatch.setenv(_switch.NUMBA_SWITCH, path)
+        norms = np.empty(len(proba))
+        sums = mixture_sums(proba, ratio, diagonal=True, norms=norms, scale=scale)
+        results[path] = (*sums, norms)
+        floored = mixture_sums(lone, np.concatenate([[0.0], ratio[1:]]))
+        assert floored[0] == np.log(DENSITY_FLOOR) and floored[2] is None
+    density = proba @ ratio
+    expected = (
+        np.log(density).sum(),
+        (proba / density[:, None]).sum(axis=0),
+        ((proba / density[:, None]) ** 2).sum(axis=0),
+        (proba**2 @ scale) / density**2,
+    )
+    for path, values in results.items():
+        for value, exact in zip(values, expected, strict=True):
+            np.testing.assert_allclose(value, exact, rtol=1e-13, err_msg=path)
+
+
+def test_em_over_many_rows_agrees_on_both_paths(monkeypatch):
+    pytest.importorskip("numba")
+    proba, pi = shifted_rows(70000, 20, seed=3)
+    source = SourceSummary(pi, pi, np.diag(pi), np.ones(len(pi)), 1.0)
+    options = {"max_iter": 1000, "tol": 1e-8, "confusion": "soft", "regularization": 1.0}
+    found = {}
+    for path in ("0", "1"):
+        monkeypatch.setenv(_switch.NUMBA_SWITCH, path)
+        found[path] = estimate_priors("em", proba, source, options=options)
+    assert found["0"].n_iter == found["1"].n_iter
+    np.testing.assert_allclose(found["0"].prior, found["1"].prior, atol=1e-12)

@@ -39,13 +39,12 @@ from scipy.linalg import solve_triangular
 from scipy.optimize import nnls
 
 from .._validation import CACHE_BLOCK_ELEMENTS
+from ..metrics._fused._mixture import DENSITY_FLOOR, mixture_sums
 
 #: Largest number of halvings of a SQUAREM extrapolation that leaves the simplex.
 _HALVINGS = 30
 #: Elements of the per-row temporaries of one block of rows (for many replicates).
 _BLOCK_ELEMENTS = 1 << 22
-#: Floor of a row's density ratio (a row whose probability lies on classes of prior 0).
-_TINY = 1e-300
 #: Ridge added to the curvature, relative to its largest diagonal element (a class no row
 #: supports has no curvature).
 _RIDGE = 1e-10
@@ -100,36 +99,29 @@ class RowSums:
         curvature's diagonal at ``prior`` for :meth:`diagonal`."""
         ratio = prior / self.source_prior
         inverse_square = self.source_prior**-2.0
-        n_samples = self.proba.shape[0]
+        if self.counts is None:
+            log_total, gradient, squares = mixture_sums(
+                self.proba, ratio[0], diagonal=self.keep_diagonal, norms=norms, scale=inverse_square
+            )
+            n_samples = self.totals[0]
+            if squares is not None:
+                self.diagonal_at = (prior[0].copy(), squares * inverse_square / n_samples)
+            gradient = gradient[None, :] / (self.source_prior * n_samples)
+            return gradient, (np.array([log_total / n_samples]) if loglik else None)
         step = min(self.block, max(1, _BLOCK_ELEMENTS // max(1, len(replicates))))
         gradient = np.zeros_like(prior)
         total = np.zeros(len(replicates))
-        diagonal = np.zeros(prior.shape[1]) if self.keep_diagonal else None
-        for start in range(0, n_samples, step):
+        for start in range(0, self.proba.shape[0], step):
             rows = self.proba[start : start + step]
             density = ratio @ rows.T  # (replicates, rows)
-            np.maximum(density, _TINY, out=density)
-            if self.counts is None:
-                weight = np.reciprocal(density)
-                if norms is not None or diagonal is not None:
-                    squares = rows * rows
-                    weight_square = weight[0] ** 2
-                    if norms is not None:
-                        norms[start : start + step] = (squares @ inverse_square) * weight_square
-                    if diagonal is not None:
-                        diagonal += weight_square @ squares
-                if loglik:
-                    total += _log(density).sum(axis=1)
-            else:
-                counts = self.counts[replicates, start : start + step]
-                weight = counts / density
-                if loglik:
-                    total += np.einsum("ij,ij->i", counts, _log(density))
+            np.maximum(density, DENSITY_FLOOR, out=density)
+            counts = self.counts[replicates, start : start + step]
+            weight = counts / density
+            if loglik:
+                total += np.einsum("ij,ij->i", counts, _log(density))
             gradient += weight @ rows
         totals = self.totals[replicates]
         gradient /= self.source_prior * totals[:, None]
-        if diagonal is not None:
-            self.diagonal_at = (prior[0].copy(), diagonal * inverse_square / n_samples)
         return gradient, (total / totals if loglik else None)
 
     def diagonal(self, prior):
@@ -219,7 +211,7 @@ class SampledCurvature:
         result = np.zeros((n_classes, n_classes))
         for start in range(0, n_rows, self.block):
             rows = self.rows[start : start + self.block]
-            scaled = rows / np.maximum(rows @ ratio, _TINY)[:, None]
+            scaled = rows / np.maximum(rows @ ratio, DENSITY_FLOOR)[:, None]
             result += scaled.T @ (scaled * self.weights[start : start + self.block, None])
         result /= np.outer(self.source_prior, self.source_prior)
         if self.diagonal is None:

@@ -137,6 +137,78 @@ def tempered_moments(expo, gap, share, true_gap, totals):
     return first, second
 
 
+@njit(inline="always")
+def _weighted_sum(proba, i, weights, square):
+    """``sum_k weights_k proba_ik`` (``proba_ik^2`` with ``square``) with eight partial
+    sums, which the processor adds side by side (one sum waits on each addition)."""
+    n = proba.shape[1]
+    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
+    whole = n - n % 8
+    for k in range(0, whole, 8):
+        x0, x1, x2, x3 = proba[i, k], proba[i, k + 1], proba[i, k + 2], proba[i, k + 3]
+        x4, x5, x6, x7 = proba[i, k + 4], proba[i, k + 5], proba[i, k + 6], proba[i, k + 7]
+        if square:
+            x0, x1, x2, x3 = x0 * x0, x1 * x1, x2 * x2, x3 * x3
+            x4, x5, x6, x7 = x4 * x4, x5 * x5, x6 * x6, x7 * x7
+        a0 += weights[k] * x0
+        a1 += weights[k + 1] * x1
+        a2 += weights[k + 2] * x2
+        a3 += weights[k + 3] * x3
+        a4 += weights[k + 4] * x4
+        a5 += weights[k + 5] * x5
+        a6 += weights[k + 6] * x6
+        a7 += weights[k + 7] * x7
+    for k in range(whole, n):
+        x = proba[i, k] * proba[i, k] if square else proba[i, k]
+        a0 += weights[k] * x
+    return ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def mixture_rows(proba, ratio, scale, norms, with_norms, with_squares, floor, block):
+    """A mixture's sums over rows of probabilities, each row read once: ``sum_i log d_i``,
+    ``sum_i p_i / d_i`` and, with ``with_squares``, ``sum_i p_i^2 / d_i^2``, where
+    ``d_i = max(ratio . p_i, floor)``; with ``with_norms``, ``norms[i]`` receives
+    ``sum_k scale_k p_ik^2 / d_i^2``. Blocks of ``block`` rows are summed apart and added
+    in block order. The loops index the arrays, never slice them: a slice inside the
+    parallel loop counts references to its array atomically, which threads contend for.
+
+    Returns
+    -------
+    log_total : float
+    gradient, squares : ndarray of shape (n_classes,)
+    """
+    n_rows, n_classes = proba.shape
+    n_blocks = (n_rows + block - 1) // block
+    gradients = np.zeros((n_blocks, n_classes))
+    squares = np.zeros((n_blocks, n_classes))
+    logs = np.zeros(n_blocks)
+    for b in prange(n_blocks):
+        total = 0.0
+        for i in range(b * block, min(n_rows, (b + 1) * block)):
+            density = max(_weighted_sum(proba, i, ratio, False), floor)
+            weight = 1.0 / density
+            total += np.log(density)
+            for k in range(n_classes):
+                gradients[b, k] += weight * proba[i, k]
+            weight_square = weight * weight
+            if with_norms:
+                norms[i] = _weighted_sum(proba, i, scale, True) * weight_square
+            if with_squares:
+                for k in range(n_classes):
+                    squares[b, k] += weight_square * (proba[i, k] * proba[i, k])
+        logs[b] = total
+    log_total = 0.0
+    gradient = np.zeros(n_classes)
+    square = np.zeros(n_classes)
+    for b in range(n_blocks):
+        log_total += logs[b]
+        for k in range(n_classes):
+            gradient[k] += gradients[b, k]
+            square[k] += squares[b, k]
+    return log_total, gradient, square
+
+
 @njit(parallel=True, nogil=True, cache=True)
 def score_bins(score, outcome, weight, weighted, edges, n_bins, block):
     """Per-bin weight, score and outcome sums of scores over bins with ``edges`` (the

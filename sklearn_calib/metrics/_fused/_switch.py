@@ -29,7 +29,8 @@ NUMBA_LOAD_NS = 700_000_000
 #: cores (10^6 x 10 predictions): per probability entry of the check and the ECE's bins
 #: (numpy's column-wise maxima are nearly as fast), of the classwise bins and of the
 #: isotonic fits; per row and column of smECE's grid sums; per entry of the tempered
-#: NLL's gaps (a fit evaluates them tens of times); per term of the replicate sums.
+#: NLL's gaps (a fit evaluates them tens of times); per term of the replicate sums; per
+#: probability of label-shift EM's rows (a fit over many rows reads them about 8 times).
 _SAVED_NS = {
     "top_label": 2,
     "classwise": 25,
@@ -37,6 +38,7 @@ _SAVED_NS = {
     "grid": 50,
     "tempered": 100,
     "replicates": 90,
+    "mixture": 8,
 }
 #: Held by a parallel kernel where numba's threading layer is not known to be thread-safe.
 _PARALLEL_LOCK = threading.Lock()
