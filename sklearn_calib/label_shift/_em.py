@@ -19,18 +19,24 @@ passes over the rows:
   ``l``), over priors that are not negative (an active set: non-negative least squares). The
   curvature is computed at every step, from all rows (Newton's method, quadratic
   convergence) or from a sample of them (linear convergence, at a rate set by the sample's
-  error of the curvature). A step that lowers the likelihood is replaced by a SQUAREM
-  iteration, so the likelihood never decreases; the next step is Newton's again (EM's
-  multiplicative steps cannot bring back a class held at 0, Newton's can).
+  error of the curvature); a sampled curvature takes its diagonal from all rows (summed in
+  the pass that gives ``g``), and its steps divide no prior by more than :data:`SHRINK`
+  (the quadratic model would set to 0 classes that the likelihood's barrier at 0 keeps
+  small, and later steps bring them back slowly). A step that lowers the likelihood is
+  replaced by a SQUAREM iteration, so the likelihood never decreases; the next step is
+  Newton's again (EM's multiplicative steps cannot bring back a class held at 0, Newton's
+  can).
 - SQUAREM (Varadhan and Roland 2008, scheme S3) otherwise: it extrapolates two EM steps,
   ``q - 2 a r + a^2 v`` with ``r`` the first step, ``v`` the change between the two and
   ``a = -|r| / |v|`` (at most -1), halves the extrapolation towards the second EM step
   (``a = -1``) while it leaves the simplex, and keeps whichever of the extrapolated point
   and the second EM step has the higher likelihood.
 
-Every evaluation of ``g`` and ``l`` is one pass over the rows, made block by block so that
-each block is read from memory once. Several weightings of the rows (bootstrap replicates)
-are fitted together, one prior per replicate.
+Every evaluation of ``g`` and ``l`` is one pass over the rows, each read from memory once
+(:func:`~sklearn_calib.metrics._fused._mixture.mixture_sums`: numba's kernel reads each
+row once, numpy each cache-sized block twice, the second time from the cache). Several
+weightings of the rows (bootstrap replicates) are fitted together, one prior per
+replicate.
 """
 
 import numpy as np
@@ -78,6 +84,9 @@ class RowSums:
         The priors of the source, all positive.
     counts : ndarray of shape (n_replicates, n_samples) or None
         The weight of each row in each replicate; None: every row once, one replicate.
+    keep_diagonal : bool, default=False
+        Whether each pass (every row once) also keeps the curvature's diagonal at its
+        prior, for :meth:`diagonal`.
     """
 
     def __init__(self, proba, source_prior, counts=None, *, keep_diagonal=False):
@@ -94,9 +103,7 @@ class RowSums:
         """The gradient ``g`` (shape (m, n_classes)) and mean log-likelihood ``l`` (shape
         (m,), None without ``loglik``) of the priors ``prior`` of the replicates
         ``replicates``; with ``norms`` (shape (n_samples,), every row weighted once, one
-        prior), each row's ``|a_i|^2`` is written there in the same pass. With
-        ``keep_diagonal`` (every row weighted once, one prior), the pass also keeps the
-        curvature's diagonal at ``prior`` for :meth:`diagonal`."""
+        prior), each row's ``|a_i|^2`` is written there in the same pass."""
         ratio = prior / self.source_prior
         inverse_square = self.source_prior**-2.0
         if self.counts is None:
