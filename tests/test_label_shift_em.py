@@ -34,17 +34,29 @@ def shifted_rows(n, n_classes, seed):
     return softmax(3.0 * logits, axis=1), np.full(n_classes, 1.0 / n_classes)
 
 
-def test_the_kept_diagonal_is_the_curvatures():
+def test_the_kept_diagonal_is_the_curvatures(monkeypatch):
     proba, pi = shifted_rows(3000, 6, seed=1)
     prior = np.array([0.3, 0.1, 0.2, 0.05, 0.15, 0.2])
     exact = np.diag(RowSums(proba, pi).curvature(prior))
     np.testing.assert_allclose(RowSums(proba, pi).diagonal(prior), exact, rtol=1e-12)
+    passes = []
+    one_pass = RowSums.__call__
+
+    def counted(self, *args, **kwargs):
+        passes.append(args[0])
+        return one_pass(self, *args, **kwargs)
+
+    monkeypatch.setattr(RowSums, "__call__", counted)
     kept = RowSums(proba, pi, keep_diagonal=True)
     kept(prior[None, :], np.arange(1))
-    np.testing.assert_allclose(kept.diagonal_at[1], exact, rtol=1e-12)
-    # a pass at another prior replaces it
+    # the diagonal at a prior of the latest 4 passes comes without a pass of its own
+    for other in np.random.default_rng(0).dirichlet(np.ones(6), 3):
+        kept(other[None, :], np.arange(1), loglik=False)
+    np.testing.assert_allclose(kept.diagonal(prior), exact, rtol=1e-12)
+    assert len(passes) == 4
     kept(pi[None, :], np.arange(1))
     np.testing.assert_allclose(kept.diagonal(prior), exact, rtol=1e-12)
+    assert len(passes) == 6 and len(kept.diagonals) == 4
 
 
 def test_the_sampled_curvature_takes_the_exact_diagonal_and_the_samples_correlations():

@@ -62,6 +62,8 @@ _ROUNDING = 1e-13
 #: sets to 0 classes that the likelihood keeps small; a class whose maximum is 0 falls
 #: towards it by this factor a step.
 SHRINK = 10.0
+#: Passes whose curvature diagonals a :class:`RowSums` keeps (a SQUAREM iteration makes 3).
+_KEPT_DIAGONALS = 4
 #: Share of a reference mixed into a start taken from another fit (a subsample's optimum,
 #: the full sample's for a bootstrap replicate): a class it gives (nearly) no prior, but
 #: the rows at hand more, starts away from 0, where EM's multiplicative steps barely move.
@@ -86,7 +88,8 @@ class RowSums:
         The weight of each row in each replicate; None: every row once, one replicate.
     keep_diagonal : bool, default=False
         Whether each pass (every row once) also keeps the curvature's diagonal at its
-        prior, for :meth:`diagonal`.
+        prior, for :meth:`diagonal` (those of the latest passes: a SQUAREM iteration may
+        keep a point before the last it evaluated).
     """
 
     def __init__(self, proba, source_prior, counts=None, *, keep_diagonal=False):
@@ -94,7 +97,7 @@ class RowSums:
         self.source_prior = source_prior
         self.counts = counts
         self.keep_diagonal = keep_diagonal
-        self.diagonal_at = None
+        self.diagonals = {}
         n_samples, n_classes = proba.shape
         self.totals = np.full(1, float(n_samples)) if counts is None else counts.sum(axis=1)
         self.block = max(1, CACHE_BLOCK_ELEMENTS // max(1, n_classes))
@@ -112,7 +115,9 @@ class RowSums:
             )
             n_samples = self.totals[0]
             if squares is not None:
-                self.diagonal_at = (prior[0].copy(), squares * inverse_square / n_samples)
+                if len(self.diagonals) == _KEPT_DIAGONALS:
+                    del self.diagonals[next(iter(self.diagonals))]
+                self.diagonals[prior[0].tobytes()] = squares * inverse_square / n_samples
             gradient = gradient[None, :] / (self.source_prior * n_samples)
             return gradient, (np.array([log_total / n_samples]) if loglik else None)
         step = min(self.block, max(1, _BLOCK_ELEMENTS // max(1, len(replicates))))
@@ -133,18 +138,19 @@ class RowSums:
 
     def diagonal(self, prior):
         """The diagonal ``mean_i a_ik^2`` of the curvature at the priors ``prior`` (shape
-        (n_classes,), every row weighted once): kept from the latest pass at ``prior``
-        (``keep_diagonal``), else computed in a pass of its own.
+        (n_classes,), every row weighted once): kept from a pass at ``prior`` among the
+        latest (``keep_diagonal``), else computed in a pass of its own.
 
         Returns
         -------
         ndarray of shape (n_classes,)
         """
-        if self.diagonal_at is None or not np.array_equal(self.diagonal_at[0], prior):
+        key = prior.tobytes()
+        if key not in self.diagonals:
             keep, self.keep_diagonal = self.keep_diagonal, True
             self(prior[None, :], np.arange(1), loglik=False)
             self.keep_diagonal = keep
-        return self.diagonal_at[1]
+        return self.diagonals[key]
 
     def curvature(self, prior):
         """``C = mean_i a_i a_i^T`` at the priors ``prior`` (shape (n_classes,)), every
