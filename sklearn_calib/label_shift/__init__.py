@@ -14,12 +14,14 @@ priors ``q`` (Saerens et al. 2002), with Newton steps on the likelihood's curvat
 SQUAREM steps (Varadhan and Roland 2008) where a Newton step would lower it. The
 likelihood is concave, and its gradient ``g`` gives the bound ``max_k g_k - 1`` on how far
 the current value lies below the maximum (``sum_k q_k g_k = 1``): EM stops when this bound
-is at most ``tol`` nats per row. Each step is one pass over the target rows (two products
-of the probabilities with a vector, block by block; the Dask E-step is a map-reduce over
-row chunks). More than 65,536 rows start from the optimum of an evenly spaced subsample
-of 16,384; more than 16,384 take Newton steps with the curvature of 16,384 rows drawn with
-probabilities proportional to their share of it (length-squared sampling, one more pass):
-a few passes over all rows. Dask target scores start from the subsample's optimum too and
+is at most ``tol`` nats per row. Each step is one pass over the target rows (each row
+read once with numba, the ``fast`` extra; else two products of the probabilities with a
+vector, block by block; the Dask E-step is a map-reduce over row chunks). More than
+65,536 rows start from the optimum of an evenly spaced subsample of 16,384; more than
+16,384 take Newton steps with the correlations of 16,384 rows drawn with probabilities
+proportional to their share of the curvature (length-squared sampling, in the first pass)
+and the curvature's diagonal from all rows, no step dividing a prior by more than 10: a
+few passes over all rows. Dask target scores start from the subsample's optimum too and
 continue with SQUAREM.
 """
 
