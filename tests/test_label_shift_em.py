@@ -158,5 +158,6 @@ def test_em_over_many_rows_agrees_on_both_paths(monkeypatch):
     for path in ("0", "1"):
         monkeypatch.setenv(_switch.NUMBA_SWITCH, path)
         found[path] = estimate_priors("em", proba, source, options=options)
-    assert found["0"].n_iter == found["1"].n_iter
-    np.testing.assert_allclose(found["0"].prior, found["1"].prior, atol=1e-12)
+    # the paths' sums differ by rounding, which may move the last pass across the tolerance
+    assert abs(found["0"].n_iter - found["1"].n_iter) <= 1
+    np.testing.assert_allclose(found["0"].prior, found["1"].prior, atol=1e-9)
