@@ -647,3 +647,15 @@ def test_classifier_failed_adapt_leaves_every_adapter_unadapted(adapter):
         for name, value in before.items():
             assert vars(one)[name] is value, name
     np.testing.assert_array_equal(clf.predict_proba(X_target), unadapted)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_uncalibrated_probabilities_with_non_finite_values_are_rejected(bad):
+    # their one scan is check_probabilities', whose row sums carry NaN and inf
+    adapter = quiet(passthrough().fit(SOURCE_ROWS, SOURCE_Y), SOURCE_ROWS)
+    target = SOURCE_ROWS.copy()
+    target[3, 1] = bad
+    with pytest.raises(ValueError, match="`target_scores` contains NaN or infinite values"):
+        adapter.adapt(target)
+    with pytest.raises(ValueError, match="`scores` contains NaN or infinite values"):
+        adapter.predict_proba(target)

@@ -375,7 +375,7 @@ default="predictions"
             self._finish(estimation, test, None)
             return self
         scores = self._validate_scores(target_scores, "target_scores")
-        proba = self._calibrate(scores, self.calibrator_)
+        proba = self._calibrate(scores, self.calibrator_, "target_scores")
         estimation = estimate_priors(self.method, proba, self._source, options=self._options())
         test = self._shift_test(estimation, proba)
         intervals = None
@@ -464,7 +464,9 @@ default="predictions"
         ).prior[0]
 
     def _validate_scores(self, scores, name="scores"):
-        """Validate scores against the fitted number of columns (and at least one row)."""
+        """Validate scores against the fitted number of columns (and at least one row).
+        Uncalibrated probabilities are scanned for non-finite values by
+        :func:`check_probabilities`, in the read that checks their rows, not here too."""
         with np.errstate(over="ignore", invalid="ignore"):
             scores = validate_data(
                 self,
@@ -472,6 +474,7 @@ default="predictions"
                 reset=False,
                 ensure_2d=self._scores_ndim == 2,
                 dtype=[np.float64, np.float32],
+                ensure_all_finite=self.calibrator_ is not None or self.input != "probabilities",
             )
         if scores.ndim != self._scores_ndim:
             raise ValueError(
@@ -480,12 +483,13 @@ default="predictions"
             )
         return scores
 
-    def _calibrate(self, scores, calibrator):
-        """Calibrated probabilities (float64, 2-D) of validated scores."""
+    def _calibrate(self, scores, calibrator, name="scores"):
+        """Calibrated probabilities (float64, 2-D) of validated scores (the argument
+        ``name`` of the caller, for error messages)."""
         if calibrator is not None:
             return calibrator.predict_proba(scores)
         if self.input == "probabilities":
-            return check_probabilities(scores, name="scores").astype(np.float64, copy=False)
+            return check_probabilities(scores, name=name).astype(np.float64, copy=False)
         logits = scores if scores.ndim == 2 else np.column_stack([np.zeros_like(scores), scores])
         return softmax(logits.astype(np.float64), axis=1)
 

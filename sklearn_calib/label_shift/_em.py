@@ -207,7 +207,9 @@ class SampledCurvature:
 
     def __init__(self, rows, weights, source_prior, diagonal=None):
         self.rows = rows
-        self.weights = np.full(rows.shape[0], 1.0 / rows.shape[0]) if weights is None else weights
+        if weights is None:
+            weights = np.full(rows.shape[0], 1.0 / rows.shape[0])
+        self.root_weights = np.sqrt(weights)
         self.source_prior = source_prior
         self.diagonal = diagonal
         self.block = max(1, CACHE_BLOCK_ELEMENTS // max(1, rows.shape[1]))
@@ -224,8 +226,9 @@ class SampledCurvature:
         result = np.zeros((n_classes, n_classes))
         for start in range(0, n_rows, self.block):
             rows = self.rows[start : start + self.block]
-            scaled = rows / np.maximum(rows @ ratio, DENSITY_FLOOR)[:, None]
-            result += scaled.T @ (scaled * self.weights[start : start + self.block, None])
+            root = self.root_weights[start : start + self.block]
+            scaled = rows * (root / np.maximum(rows @ ratio, DENSITY_FLOOR))[:, None]
+            result += scaled.T @ scaled  # one operand twice: BLAS's symmetric product
         result /= np.outer(self.source_prior, self.source_prior)
         if self.diagonal is None:
             return result
