@@ -16,12 +16,16 @@ from sklearn_calib.metrics._fused import _switch
 import xdist_scopes
 
 
-@pytest.fixture(autouse=True)
-def numba_at_every_size(monkeypatch):
+@pytest.fixture(autouse=True, scope="session")
+def numba_at_every_size():
     """The fused passes take numba (where installed and not switched off) at every size, as
-    ``SKLEARN_CALIB_NUMBA=1`` makes them, so that small test inputs run the kernels; the
-    tests of the default choice by size set ``NUMBA_LOAD_NS`` themselves."""
-    monkeypatch.setattr(_switch, "NUMBA_LOAD_NS", 0)
+    ``SKLEARN_CALIB_NUMBA=1`` makes them, so that small test inputs run the kernels: for the
+    whole session, so that a module's fixtures take the path its tests take. Yields the
+    library's own ``NUMBA_LOAD_NS``, which the tests of the default choice by size set."""
+    default = _switch.NUMBA_LOAD_NS
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_switch, "NUMBA_LOAD_NS", 0)
+        yield default
 
 
 def pytest_configure(config):

@@ -32,8 +32,9 @@ def test_by_default_numba_takes_the_passes_where_it_saves_its_load(monkeypatch, 
     assert _switch.numba_kernels("classwise", 1000) is not None
 
 
-def test_by_default_small_passes_take_numpy(monkeypatch):
-    monkeypatch.undo()  # the default NUMBA_LOAD_NS, not the suite's 0 (conftest)
+def test_by_default_small_passes_take_numpy(monkeypatch, numba_at_every_size):
+    # the library's NUMBA_LOAD_NS, not the suite's 0 (conftest)
+    monkeypatch.setattr(_switch, "NUMBA_LOAD_NS", numba_at_every_size)
     monkeypatch.delenv(SWITCH, raising=False)
     # a pass that saves more per value takes numba on fewer values
     least = {kind: -(-_switch.NUMBA_LOAD_NS // saved) for kind, saved in _switch._SAVED_NS.items()}
