@@ -1,6 +1,6 @@
 """EM over many rows: the sampled curvature with its exact diagonal, Newton steps that
-shrink a prior by a bounded factor, the passes they save, and the one-read pass over the
-rows (numba) against its numpy twin."""
+shrink a prior by a bounded factor, the passes they save, the one-read pass over the
+rows (numba) against its numpy twin, and numba's one-read check of the rows."""
 
 import numpy as np
 import pytest
@@ -20,7 +20,8 @@ from sklearn_calib.label_shift._estimate import (
     subsample_start,
 )
 from sklearn_calib.label_shift._source import SourceSummary
-from sklearn_calib.metrics._fused import _switch
+from sklearn_calib.metrics._fused import _check, _switch
+from sklearn_calib.metrics._fused._check import checked_rows
 from sklearn_calib.metrics._fused._mixture import DENSITY_FLOOR, mixture_sums
 
 
@@ -73,6 +74,27 @@ def test_the_sampled_curvature_takes_the_exact_diagonal_and_the_samples_correlat
     np.testing.assert_allclose(rescaled / np.outer(scale, scale), correlations, rtol=1e-12)
 
 
+def test_the_curvature_keeps_its_first_correlations_rescaled_to_the_exact_diagonal():
+    proba, pi = shifted_rows(3000, 6, seed=2)
+    prior = np.array([0.3, 0.1, 0.2, 0.05, 0.15, 0.2])
+    later = np.array([0.1, 0.3, 0.2, 0.15, 0.05, 0.2])
+    rows, diagonal = proba[::7], RowSums(proba, pi).diagonal
+    fresh = SampledCurvature(rows, None, pi, diagonal=diagonal)
+    kept = SampledCurvature(rows, None, pi, diagonal=diagonal, fresh_calls=1)
+    np.testing.assert_array_equal(kept(prior), fresh(prior))
+    # the second call: the correlations at `prior`, the diagonal at `later`
+    first = fresh(prior)
+    scale = np.sqrt(np.diag(first))
+    correlations = first / np.outer(scale, scale)
+    scale = np.sqrt(diagonal(later))
+    np.testing.assert_allclose(kept(later), correlations * np.outer(scale, scale), rtol=1e-12)
+    assert not np.allclose(kept(later), fresh(later), rtol=1e-3)
+    # two fresh calls: the second is the sample's at `later`
+    twice = SampledCurvature(rows, None, pi, diagonal=diagonal, fresh_calls=2)
+    twice(prior)
+    np.testing.assert_allclose(twice(later), fresh(later), rtol=1e-14)
+
+
 def test_a_newton_step_divides_a_prior_by_at_most_shrink():
     # Class 2 has no support: the model sets it to 0, the limited step to a tenth.
     target = np.array([[0.7, 0.2, 0.1], [0.2, 0.7, 0.1]] * 50)
@@ -108,7 +130,7 @@ def test_many_rows_reach_the_maximum_in_fewer_passes_than_the_sample_alone_gives
         sums, estimation.prior, max_iter=100, tol=1e-14, curvature=sums.curvature
     )
     np.testing.assert_allclose(estimation.prior, exact, atol=1e-9)
-    subsample = RowSums(proba[evenly_spaced(len(proba), SUBSAMPLE_ROWS)], pi)
+    subsample = RowSums(proba[evenly_spaced(len(proba), SUBSAMPLE_ROWS)], pi, keep_diagonal=True)
     start = subsample_start(subsample, pi[None, :], max_iter=1000, tol=1e-8)
     curvature, *first = sums.length_squared_sample(
         start[0], SUBSAMPLE_ROWS, np.random.default_rng(0)
@@ -136,7 +158,8 @@ def test_the_mixture_kernel_agrees_with_its_numpy_twin(monkeypatch, n_classes):
         sums = mixture_sums(proba, ratio, diagonal=True, norms=norms, scale=scale)
         results[path] = (*sums, norms)
         floored = mixture_sums(lone, np.concatenate([[0.0], ratio[1:]]))
-        assert floored[0] == np.log(DENSITY_FLOOR) and floored[2] is None
+        np.testing.assert_allclose(floored[0], np.log(DENSITY_FLOOR), rtol=1e-15)
+        assert floored[2] is None
     density = proba @ ratio
     expected = (
         np.log(density).sum(),
@@ -161,3 +184,61 @@ def test_em_over_many_rows_agrees_on_both_paths(monkeypatch):
     # the paths' sums differ by rounding, which may move the last pass across the tolerance
     assert abs(found["0"].n_iter - found["1"].n_iter) <= 1
     np.testing.assert_allclose(found["0"].prior, found["1"].prior, atol=1e-9)
+
+
+def test_the_kernels_log_likelihood_holds_where_the_product_of_densities_leaves_floats():
+    # 9,000 rows at the floor's density (their product is 1e-2,700,000) and rows of
+    # density 1e5 (1e45,000): one logarithm of the block's product, kept as a fraction
+    # and a power of 2, is the sum of the rows' logarithms
+    pytest.importorskip("numba")
+    n_classes = 4
+    floored = np.tile(np.eye(n_classes)[0], (9000, 1))
+    heavy = np.tile(np.eye(n_classes)[1], (9000, 1))
+    proba = np.concatenate([floored, heavy, np.full((9000, n_classes), 1.0 / n_classes)])
+    ratio = np.array([0.0, 1e5, 1.0, 2.0])
+    totals = {}
+    for path in ("0", "1"):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv(_switch.NUMBA_SWITCH, path)
+            totals[path] = mixture_sums(proba, ratio)[0]
+    expected = 9000 * (np.log(DENSITY_FLOOR) + np.log(1e5) + np.log(ratio.mean()))
+    for path, total in totals.items():
+        np.testing.assert_allclose(total, expected, rtol=1e-14, err_msg=path)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_numbas_one_read_check_passes_the_rows_the_checks_return_unchanged(monkeypatch, dtype):
+    kernels = pytest.importorskip("sklearn_calib.metrics._fused._numba_kernels")
+    monkeypatch.setenv(_switch.NUMBA_SWITCH, "1")
+    proba = shifted_rows(20000, 7, seed=5)[0].astype(dtype)
+    checked = []
+    real = _check.check_probabilities
+
+    def spied(*args, **kwargs):
+        checked.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_check, "check_probabilities", spied)
+    assert checked_rows(proba, kind="mixture", name="target") is proba and not checked
+    # the kernel's ranges are those of the library's check
+    ranges = kernels.probability_ranges(proba, 1 << 12)
+    row_sums = proba.astype(np.float64).sum(axis=1)
+    np.testing.assert_allclose(ranges[:2], [row_sums.min(), row_sums.max()], rtol=1e-15)
+    assert ranges[2:].tolist() == [proba.min(), proba.max(), 1.0]
+    for entry, error in [(np.nan, "NaN"), (np.inf, "NaN"), (-1e-9, "negative")]:
+        broken = proba.copy()
+        broken[12345, 2] = entry
+        with pytest.raises(ValueError, match=f"`target` contains {error}"):
+            checked_rows(broken, kind="mixture", name="target")
+    off = proba.copy()
+    off[777] *= 1.01  # a row sum outside the tolerance
+    with pytest.raises(ValueError, match="row 777 sums to"):
+        checked_rows(off, kind="mixture", name="target")
+    rounded = proba.copy()
+    rounded[9] = [1.0 + 2e-4, 0, 0, 0, 0, 0, 0]  # within the tolerance: the check clips it
+    clipped = checked_rows(rounded, kind="mixture", name="target")
+    assert clipped is not rounded and clipped[9, 0] == 1.0
+    assert len(checked) == 5
+    # numpy's path: the library's check
+    monkeypatch.setenv(_switch.NUMBA_SWITCH, "0")
+    assert checked_rows(proba, kind="mixture", name="target") is proba and len(checked) == 6

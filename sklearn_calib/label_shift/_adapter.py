@@ -15,13 +15,13 @@ from .._dask_chunks import uses_dask
 from .._rollback import restored_on_failure
 from .._validation import (
     check_class_labels,
-    check_probabilities,
     check_sample_weight,
     check_two_classes,
     encode_labels,
     resolve_classes,
 )
 from ..calibrators import BiasCorrectedTemperatureScaling, fit_calibrator
+from ..metrics._fused._check import checked_rows
 from ._dask import adapt_dask, predict_proba_dask
 from ._estimate import estimate_priors
 from ._source import check_adaptable, check_prior, summarise_source
@@ -375,7 +375,8 @@ default="predictions"
             self._finish(estimation, test, None)
             return self
         scores = self._validate_scores(target_scores, "target_scores")
-        proba = self._calibrate(scores, self.calibrator_, "target_scores")
+        following = "mixture" if self.method == "em" else "top_label"
+        proba = self._calibrate(scores, self.calibrator_, "target_scores", following)
         estimation = estimate_priors(self.method, proba, self._source, options=self._options())
         test = self._shift_test(estimation, proba)
         intervals = None
@@ -465,8 +466,8 @@ default="predictions"
 
     def _validate_scores(self, scores, name="scores"):
         """Validate scores against the fitted number of columns (and at least one row).
-        Uncalibrated probabilities are scanned for non-finite values by
-        :func:`check_probabilities`, in the read that checks their rows, not here too."""
+        Probabilities used uncalibrated are scanned for non-finite values by the check of
+        :meth:`_calibrate`, in the read that checks their rows, not here too."""
         with np.errstate(over="ignore", invalid="ignore"):
             scores = validate_data(
                 self,
@@ -483,13 +484,15 @@ default="predictions"
             )
         return scores
 
-    def _calibrate(self, scores, calibrator, name="scores"):
+    def _calibrate(self, scores, calibrator, name="scores", following="top_label"):
         """Calibrated probabilities (float64, 2-D) of validated scores (the argument
-        ``name`` of the caller, for error messages)."""
+        ``name`` of the caller, for error messages); probabilities used as they are are
+        checked on the path of the fused pass ``following`` (numba's or numpy's)."""
         if calibrator is not None:
             return calibrator.predict_proba(scores)
         if self.input == "probabilities":
-            return check_probabilities(scores, name=name).astype(np.float64, copy=False)
+            proba = checked_rows(scores, kind=following, name=name)
+            return proba.astype(np.float64, copy=False)
         logits = scores if scores.ndim == 2 else np.column_stack([np.zeros_like(scores), scores])
         return softmax(logits.astype(np.float64), axis=1)
 

@@ -62,6 +62,10 @@ _ROUNDING = 1e-13
 #: sets to 0 classes that the likelihood keeps small; a class whose maximum is 0 falls
 #: towards it by this factor a step.
 SHRINK = 10.0
+#: Newton steps of a sampled curvature, and of a subsample's start, whose curvature's
+#: correlations are computed afresh; later steps rescale the last of them to the exact
+#: diagonal (fewer products of the sample with itself, the same passes over the rows).
+FRESH_CORRELATIONS = 2
 #: Passes whose curvature diagonals a :class:`RowSums` keeps (a SQUAREM iteration makes 3).
 _KEPT_DIAGONALS = 4
 #: Share of a reference mixed into a start taken from another fit (a subsample's optimum,
@@ -90,13 +94,17 @@ class RowSums:
         Whether each pass (every row once) also keeps the curvature's diagonal at its
         prior, for :meth:`diagonal` (those of the latest passes: a SQUAREM iteration may
         keep a point before the last it evaluated).
+    path_values : int or None, default=None
+        The number of values on which the path of the passes (numba's or numpy's) is
+        chosen: those of all rows for a subsample of them; None: ``proba.size``.
     """
 
-    def __init__(self, proba, source_prior, counts=None, *, keep_diagonal=False):
+    def __init__(self, proba, source_prior, counts=None, *, keep_diagonal=False, path_values=None):
         self.proba = proba
         self.source_prior = source_prior
         self.counts = counts
         self.keep_diagonal = keep_diagonal
+        self.path_values = path_values
         self.diagonals = {}
         n_samples, n_classes = proba.shape
         self.totals = np.full(1, float(n_samples)) if counts is None else counts.sum(axis=1)
@@ -111,7 +119,12 @@ class RowSums:
         inverse_square = self.source_prior**-2.0
         if self.counts is None:
             log_total, gradient, squares = mixture_sums(
-                self.proba, ratio[0], diagonal=self.keep_diagonal, norms=norms, scale=inverse_square
+                self.proba,
+                ratio[0],
+                diagonal=self.keep_diagonal,
+                norms=norms,
+                scale=inverse_square,
+                path_values=self.path_values,
             )
             n_samples = self.totals[0]
             if squares is not None:
@@ -162,6 +175,23 @@ class RowSums:
         """
         return SampledCurvature(self.proba, None, self.source_prior)(prior)
 
+    def rescaled_curvature(self):
+        """The curvature of every row as a :class:`SampledCurvature` whose correlations
+        are computed at its first :data:`FRESH_CORRELATIONS` calls, then rescaled to the
+        exact diagonal (``keep_diagonal`` keeps it from the passes).
+
+        Returns
+        -------
+        SampledCurvature
+        """
+        return SampledCurvature(
+            self.proba,
+            None,
+            self.source_prior,
+            diagonal=self.diagonal,
+            fresh_calls=FRESH_CORRELATIONS,
+        )
+
     def length_squared_sample(self, prior, size, rng):
         """``g`` and ``l`` at the priors ``prior`` (shape (n_classes,), every row once) and
         a :class:`SampledCurvature` of ``size`` rows drawn with probabilities proportional
@@ -183,7 +213,11 @@ class RowSums:
         drawn = rng.choice(n_samples, size=size, p=chance)
         weights = 1.0 / (size * n_samples * chance[drawn])
         curvature = SampledCurvature(
-            self.proba[drawn], weights, self.source_prior, diagonal=self.diagonal
+            self.proba[drawn],
+            weights,
+            self.source_prior,
+            diagonal=self.diagonal,
+            fresh_calls=FRESH_CORRELATIONS,
         )
         return curvature, gradient, loglik
 
@@ -203,19 +237,51 @@ class SampledCurvature:
         the estimate is rescaled (its correlations kept: a class the sample holds few
         rows of has a poor estimate of its own curvature, on which a Newton step's length
         along that class depends); None: the sample's own.
+    fresh_calls : int or None, default=None
+        With ``diagonal``: the number of first calls that compute the sample's
+        correlations afresh; later calls rescale the last of them to the exact diagonal
+        at their priors (near the maximum the correlations barely change, the diagonal
+        does). None: every call.
     """
 
-    def __init__(self, rows, weights, source_prior, diagonal=None):
+    def __init__(self, rows, weights, source_prior, diagonal=None, fresh_calls=None):
         self.rows = rows
         if weights is None:
             weights = np.full(rows.shape[0], 1.0 / rows.shape[0])
         self.root_weights = np.sqrt(weights)
         self.source_prior = source_prior
         self.diagonal = diagonal
+        self.fresh_calls = fresh_calls
         self.block = max(1, CACHE_BLOCK_ELEMENTS // max(1, rows.shape[1]))
+        self.correlation = None
+        self.n_calls = 0
 
     def __call__(self, prior):
         """The curvature at the priors ``prior`` (shape (n_classes,)).
+
+        Returns
+        -------
+        ndarray of shape (n_classes, n_classes)
+        """
+        if self.diagonal is None:
+            return self.sampled(prior)
+        if self.fresh_calls is None or self.n_calls < self.fresh_calls:
+            sampled = self.sampled(prior)
+            root = np.sqrt(np.diag(sampled))
+            supported = root > 0
+            self.correlation = np.divide(
+                sampled,
+                np.outer(root, root),
+                out=np.zeros_like(sampled),
+                where=np.outer(supported, supported),
+            )
+            np.fill_diagonal(self.correlation, 1.0)
+        self.n_calls += 1
+        root = np.sqrt(self.diagonal(prior))
+        return self.correlation * np.outer(root, root)
+
+    def sampled(self, prior):
+        """The sample's estimate of the curvature at the priors ``prior``.
 
         Returns
         -------
@@ -230,12 +296,7 @@ class SampledCurvature:
             scaled = rows * (root / np.maximum(rows @ ratio, DENSITY_FLOOR))[:, None]
             result += scaled.T @ scaled  # one operand twice: BLAS's symmetric product
         result /= np.outer(self.source_prior, self.source_prior)
-        if self.diagonal is None:
-            return result
-        sampled = np.diag(result)
-        exact = self.diagonal(prior)
-        scale = np.sqrt(np.divide(exact, sampled, out=np.ones_like(exact), where=sampled > 0))
-        return result * np.outer(scale, scale)
+        return result
 
 
 def _log(values):

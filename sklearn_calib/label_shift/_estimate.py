@@ -46,10 +46,11 @@ def evenly_spaced(n_samples, size):
 
 def subsample_start(subsample, start, *, max_iter, tol):
     """EM's start over many rows: the optimum of ``subsample`` (row sums of an evenly
-    spaced subsample, found with Newton steps of its own curvature), moved a little
-    towards ``start``."""
+    spaced subsample that keep the curvature's diagonal, found with Newton steps of its
+    own curvature, :meth:`~._em.RowSums.rescaled_curvature`), moved a little towards
+    ``start``."""
     optimum, *_ = maximise_likelihood(
-        subsample, start, max_iter=max_iter, tol=tol, curvature=subsample.curvature
+        subsample, start, max_iter=max_iter, tol=tol, curvature=subsample.rescaled_curvature()
     )
     return away_from_zero(optimum, start)
 
@@ -118,7 +119,8 @@ def estimate_priors(method, proba, source, *, counts=None, start=None, options):
     sums = RowSums(proba, source.prior, counts, keep_diagonal=sampled)
     if sampled:
         if n_samples > 4 * SUBSAMPLE_ROWS:
-            subsample = RowSums(proba[evenly_spaced(n_samples, SUBSAMPLE_ROWS)], source.prior)
+            rows = proba[evenly_spaced(n_samples, SUBSAMPLE_ROWS)]
+            subsample = RowSums(rows, source.prior, keep_diagonal=True, path_values=proba.size)
             start = subsample_start(subsample, start, **options)
         rng = np.random.default_rng(0)
         curvature, *first = sums.length_squared_sample(start[0], SUBSAMPLE_ROWS, rng)

@@ -4,12 +4,14 @@ numba reads large C-ordered probabilities once for both: each row's maximum and 
 column of its first maximum, and the ranges the probability checks need (entries in
 [0, 1], row sums near 1). Its numpy twin is the library's check,
 :func:`~sklearn_calib._validation.check_probabilities`, after which the top-label scores
-are found when first needed (``Predictions.scores``: three more reads).
+are found when first needed (``Predictions.scores``: three more reads). Probabilities
+that another fused pass reads next (label-shift EM's) are checked by numba in one read
+when that pass takes numba (:func:`checked_rows`).
 """
 
 import numpy as np
 
-from ..._validation import check_probabilities
+from ..._validation import ROW_SUM_TOLERANCE, check_probabilities
 from . import _switch
 
 #: Probabilities with fewer entries are checked by numpy (numba's threads cost more).
@@ -96,9 +98,44 @@ def checked_top_label(proba, y_index, tol):
     kernels = _switch.numba_kernels("top_label", proba.size)
     with _switch.parallel_section(kernels):
         confidence, correct, ranges = kernels.probability_rows(proba, y_index, _CHECKED_ROWS)
+    return (confidence, correct) if _unchanged_by_checks(ranges, tol) else None
+
+
+def checked_rows(y_prob, *, kind, name):
+    """:func:`~sklearn_calib._validation.check_probabilities` of ``y_prob`` (argument
+    ``name``), in one read by numba where the pass of ``kind`` that follows the check takes
+    numba: rows that pass are returned as they are, others go to the library's check for
+    its errors or its clipping.
+
+    Parameters
+    ----------
+    y_prob : array-like of shape (n_samples, n_classes) or (n_samples,)
+    kind : str
+        The pass of :func:`~._switch.numba_kernels` whose path the check takes.
+    name : str
+        The argument's name in error messages.
+
+    Returns
+    -------
+    proba : ndarray of shape (n_samples, n_classes)
+    """
+    if reads_in_one_pass(y_prob) and y_prob.size >= _CHECKED_ELEMENTS:
+        kernels = _switch.numba_kernels(kind, y_prob.size)
+        if kernels is not None:
+            with _switch.parallel_section(kernels):
+                ranges = kernels.probability_ranges(y_prob, _CHECKED_ROWS)
+            if _unchanged_by_checks(ranges, ROW_SUM_TOLERANCE):
+                return y_prob
+    return check_probabilities(y_prob, name=name)
+
+
+def _unchanged_by_checks(ranges, tol):
+    """Whether the rows of the ``ranges`` of numba's checks pass the probability checks
+    unchanged: every entry finite and in [0, 1], every row sum within ``tol`` of 1."""
     lowest_sum, highest_sum, smallest, largest, finite = ranges
-    if not (finite and smallest >= 0 and largest <= 1):
-        return None
-    if max(highest_sum - 1.0, 1.0 - lowest_sum) > tol:
-        return None
-    return confidence, correct
+    return bool(
+        finite
+        and smallest >= 0
+        and largest <= 1
+        and max(highest_sum - 1.0, 1.0 - lowest_sum) <= tol
+    )

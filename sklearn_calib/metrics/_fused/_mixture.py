@@ -4,7 +4,8 @@ its numpy twin.
 Each row's density is ``d_i = max(sum_k r_k p_ik, DENSITY_FLOOR)``; a pass sums ``log d_i``
 and ``p_i / d_i``, and on request ``p_i^2 / d_i^2`` and each row's ``sum_k s_k p_ik^2 / d_i^2``
 (label-shift EM's log-likelihood, gradient, curvature diagonal and row norms). numba reads
-each row once, its density summed with eight partial sums; numpy reads each block of rows
+each row once, its density summed with eight partial sums and the logarithms of a block's
+densities taken as one, of their product; numpy reads each block of rows
 twice (the second time from the cache), its densities a BLAS product. The sums agree to
 rounding (about 1e-15 relative).
 """
@@ -21,7 +22,7 @@ DENSITY_FLOOR = 1e-300
 _KERNEL_ROWS = 1 << 12
 
 
-def mixture_sums(proba, ratio, *, diagonal=False, norms=None, scale=None):
+def mixture_sums(proba, ratio, *, diagonal=False, norms=None, scale=None, path_values=None):
     """``sum_i log d_i`` and ``sum_i p_i / d_i`` over the rows, in one pass.
 
     Parameters
@@ -36,6 +37,10 @@ def mixture_sums(proba, ratio, *, diagonal=False, norms=None, scale=None):
         Receives each row's ``sum_k scale_k p_ik^2 / d_i^2``.
     scale : ndarray of shape (n_classes,) or None, default=None
         The weights ``s`` of ``norms`` (required with ``norms``).
+    path_values : int or None, default=None
+        The number of values on which the path (numba's or numpy's) is chosen: those of
+        the rows a pass belongs with (a subsample's passes take the path of the passes
+        over all rows); None: ``proba.size``.
 
     Returns
     -------
@@ -44,7 +49,7 @@ def mixture_sums(proba, ratio, *, diagonal=False, norms=None, scale=None):
     squares : ndarray of shape (n_classes,) or None
         The sum of ``p_i^2 / d_i^2``; None without ``diagonal``.
     """
-    kernels = _switch.numba_kernels("mixture", proba.size)
+    kernels = _switch.numba_kernels("mixture", proba.size if path_values is None else path_values)
     if kernels is None:
         return _numpy_sums(proba, ratio, diagonal, norms, scale)
     with _switch.parallel_section(kernels):

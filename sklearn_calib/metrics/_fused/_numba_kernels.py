@@ -2,12 +2,15 @@
 
 Each kernel adds in the same order as its numpy twin (beside it in ``_fused``), so the two
 give the same float64 sums bit for bit (no fast-math contraction or reassociation of the
-sums). Two agree with the numpy path to rounding only: the isotonic fits
+sums). Three agree with the numpy path to rounding only: the isotonic fits
 (``column_keys``, ``isotonic_score_sum``) add one term per block of the fit, and
-``tempered_moments`` sums each row's exponentials in column order. Neither runs in
+``tempered_moments`` sums each row's exponentials in column order (neither runs in
 parallel: ``calibration_report`` calls them from a second thread while the main thread's
-kernels use numba's threads.
+kernels use numba's threads); ``mixture_rows`` sums each row's density with eight partial
+sums and takes one logarithm of a block's densities.
 """
+
+import math
 
 import numba
 import numpy as np
@@ -20,6 +23,9 @@ from .._core._poisson import _MIX1, _MIX2, GAMMA
 _THREADSAFE_LAYERS = ("tbb", "omp")
 #: Rows whose maxima are found together, column by column (the loop over rows vectorises).
 _TILE = 512
+#: Rows between renormalisations of a product of fractions in [0.5, 1) (at least 2^-16).
+_FRACTION_ROWS = 16
+_LOG_2 = math.log(2.0)
 _MASK32 = np.uint64(0xFFFFFFFF)
 _ONE = np.uint64(1)
 _ZERO = np.uint64(0)
@@ -106,6 +112,62 @@ def probability_rows(proba, y_index, block):
     return confidence, correct, ranges
 
 
+@njit(parallel=True, nogil=True, cache=True)
+def probability_ranges(proba, block):
+    """What the probability checks need, in one read of the rows: the ``ranges`` of
+    :func:`probability_rows` (smallest and largest float64 row sum, smallest and largest
+    entry, 1.0 when every row sum is finite), each row's entries taken with four
+    partial sums, minima and maxima.
+
+    Returns
+    -------
+    ranges : ndarray of shape (5,)
+    """
+    n_rows, n_classes = proba.shape
+    n_blocks = (n_rows + block - 1) // block
+    partial = np.empty((n_blocks, 5))
+    whole = n_classes - n_classes % 4
+    for b in prange(n_blocks):
+        lowest_sum, highest_sum, smallest, largest = np.inf, -np.inf, np.inf, -np.inf
+        finite = 1.0
+        for i in range(b * block, min(n_rows, (b + 1) * block)):
+            s0 = s1 = s2 = s3 = 0.0
+            low = high = np.float64(proba[i, 0])
+            for k in range(0, whole, 4):
+                x0, x1 = np.float64(proba[i, k]), np.float64(proba[i, k + 1])
+                x2, x3 = np.float64(proba[i, k + 2]), np.float64(proba[i, k + 3])
+                s0 += x0
+                s1 += x1
+                s2 += x2
+                s3 += x3
+                low = min(low, min(min(x0, x1), min(x2, x3)))
+                high = max(high, max(max(x0, x1), max(x2, x3)))
+            for k in range(whole, n_classes):
+                x0 = np.float64(proba[i, k])
+                s0 += x0
+                low = min(low, x0)
+                high = max(high, x0)
+            row_sum = (s0 + s1) + (s2 + s3)
+            # a non-finite entry makes its float64 row sum non-finite (NaN fails too)
+            finite = finite if abs(row_sum) < np.inf else 0.0
+            lowest_sum = min(lowest_sum, row_sum)
+            highest_sum = max(highest_sum, row_sum)
+            smallest = min(smallest, low)
+            largest = max(largest, high)
+        partial[b, 0] = lowest_sum
+        partial[b, 1] = highest_sum
+        partial[b, 2] = smallest
+        partial[b, 3] = largest
+        partial[b, 4] = finite
+    ranges = np.empty(5)
+    ranges[0] = partial[:, 0].min()
+    ranges[1] = partial[:, 1].max()
+    ranges[2] = partial[:, 2].min()
+    ranges[3] = partial[:, 3].max()
+    ranges[4] = partial[:, 4].min()
+    return ranges
+
+
 @njit(nogil=True, cache=True)
 def tempered_moments(expo, gap, share, true_gap, totals):
     """The NLL's derivatives in ``beta`` over a block of rows, from ``exp(beta * gap)``.
@@ -170,8 +232,10 @@ def mixture_rows(proba, ratio, scale, norms, with_norms, with_squares, floor, bl
     ``sum_i p_i / d_i`` and, with ``with_squares``, ``sum_i p_i^2 / d_i^2``, where
     ``d_i = max(ratio . p_i, floor)``; with ``with_norms``, ``norms[i]`` receives
     ``sum_k scale_k p_ik^2 / d_i^2``. Blocks of ``block`` rows are summed apart and added
-    in block order. The loops index the arrays, never slice them: a slice inside the
-    parallel loop counts references to its array atomically, which threads contend for.
+    in block order; a block's ``log d_i`` are summed as the logarithm of their product,
+    kept as a fraction and a power of 2 (``math.frexp``). The loops index the arrays,
+    never slice them: a slice inside the parallel loop counts references to its array
+    atomically, which threads contend for.
 
     Returns
     -------
@@ -184,20 +248,36 @@ def mixture_rows(proba, ratio, scale, norms, with_norms, with_squares, floor, bl
     squares = np.zeros((n_blocks, n_classes))
     logs = np.zeros(n_blocks)
     for b in prange(n_blocks):
-        total = 0.0
+        # the block's sums in arrays of its own, added to in one loop over the row
+        block_gradient = np.zeros(n_classes)
+        block_square = np.zeros(n_classes)
+        # the product of the densities as a fraction and a power of 2, whose logarithm is
+        # taken once per block (a logarithm per row costs a tenth of the pass)
+        fraction, exponent = 1.0, 0
         for i in range(b * block, min(n_rows, (b + 1) * block)):
             density = max(_weighted_sum(proba, i, ratio, False), floor)
             weight = 1.0 / density
-            total += np.log(density)
-            for k in range(n_classes):
-                gradients[b, k] += weight * proba[i, k]
+            row_fraction, row_exponent = math.frexp(density)
+            fraction *= row_fraction
+            exponent += row_exponent
+            if i % _FRACTION_ROWS == 0:  # fractions lie in [0.5, 1): renormalise in time
+                fraction, carried = math.frexp(fraction)
+                exponent += carried
             weight_square = weight * weight
             if with_norms:
                 norms[i] = _weighted_sum(proba, i, scale, True) * weight_square
             if with_squares:
                 for k in range(n_classes):
-                    squares[b, k] += weight_square * (proba[i, k] * proba[i, k])
-        logs[b] = total
+                    value = proba[i, k]
+                    block_gradient[k] += weight * value
+                    block_square[k] += weight_square * (value * value)
+            else:
+                for k in range(n_classes):
+                    block_gradient[k] += weight * proba[i, k]
+        for k in range(n_classes):
+            gradients[b, k] = block_gradient[k]
+            squares[b, k] = block_square[k]
+        logs[b] = math.log(fraction) + exponent * _LOG_2
     log_total = 0.0
     gradient = np.zeros(n_classes)
     square = np.zeros(n_classes)
