@@ -209,9 +209,12 @@ class RowSums:
         n_samples = self.proba.shape[0]
         norms = np.empty(n_samples)
         gradient, loglik = self(prior[None, :], np.arange(1), norms=norms)
-        chance = norms / norms.sum()
-        drawn = rng.choice(n_samples, size=size, p=chance)
-        weights = 1.0 / (size * n_samples * chance[drawn])
+        # inverse-CDF sampling (what ``rng.choice(p=...)`` does, less its checks of ``p``);
+        # every row's norm is positive (its probabilities sum to 1)
+        cumulative = np.cumsum(norms)
+        total = cumulative[-1]
+        drawn = np.searchsorted(cumulative[:-1], total * rng.random(size), side="right")
+        weights = total / (size * n_samples * norms[drawn])
         curvature = SampledCurvature(
             self.proba[drawn],
             weights,
