@@ -115,24 +115,9 @@ class RowSums:
         (m,), None without ``loglik``) of the priors ``prior`` of the replicates
         ``replicates``; with ``norms`` (shape (n_samples,), every row weighted once, one
         prior), each row's ``|a_i|^2`` is written there in the same pass."""
-        ratio = prior / self.source_prior
-        inverse_square = self.source_prior**-2.0
         if self.counts is None:
-            log_total, gradient, squares = mixture_sums(
-                self.proba,
-                ratio[0],
-                diagonal=self.keep_diagonal,
-                norms=norms,
-                scale=inverse_square,
-                path_values=self.path_values,
-            )
-            n_samples = self.totals[0]
-            if squares is not None:
-                if len(self.diagonals) == _KEPT_DIAGONALS:
-                    del self.diagonals[next(iter(self.diagonals))]
-                self.diagonals[prior[0].tobytes()] = squares * inverse_square / n_samples
-            gradient = gradient[None, :] / (self.source_prior * n_samples)
-            return gradient, (np.array([log_total / n_samples]) if loglik else None)
+            return self._every_row_once(prior[0], loglik, norms, self.keep_diagonal)
+        ratio = prior / self.source_prior
         step = min(self.block, max(1, _BLOCK_ELEMENTS // max(1, len(replicates))))
         gradient = np.zeros_like(prior)
         total = np.zeros(len(replicates))
@@ -149,6 +134,27 @@ class RowSums:
         gradient /= self.source_prior * totals[:, None]
         return gradient, (total / totals if loglik else None)
 
+    def _every_row_once(self, prior, loglik, norms, keep_diagonal):
+        """:meth:`__call__` of one prior (shape (n_classes,)) with every row weighted
+        once, in one pass of :func:`mixture_sums`, which keeps the curvature's diagonal at
+        ``prior`` with ``keep_diagonal``."""
+        inverse_square = self.source_prior**-2.0
+        log_total, gradient, squares = mixture_sums(
+            self.proba,
+            prior / self.source_prior,
+            diagonal=keep_diagonal,
+            norms=norms,
+            scale=inverse_square,
+            path_values=self.path_values,
+        )
+        n_samples = self.totals[0]
+        if squares is not None:
+            if len(self.diagonals) == _KEPT_DIAGONALS:
+                del self.diagonals[next(iter(self.diagonals))]
+            self.diagonals[prior.tobytes()] = squares * inverse_square / n_samples
+        gradient = gradient[None, :] / (self.source_prior * n_samples)
+        return gradient, (np.array([log_total / n_samples]) if loglik else None)
+
     def diagonal(self, prior):
         """The diagonal ``mean_i a_ik^2`` of the curvature at the priors ``prior`` (shape
         (n_classes,), every row weighted once): kept from a pass at ``prior`` among the
@@ -160,9 +166,7 @@ class RowSums:
         """
         key = prior.tobytes()
         if key not in self.diagonals:
-            keep, self.keep_diagonal = self.keep_diagonal, True
-            self(prior[None, :], np.arange(1), loglik=False)
-            self.keep_diagonal = keep
+            self._every_row_once(prior, False, None, True)
         return self.diagonals[key]
 
     def curvature(self, prior):
