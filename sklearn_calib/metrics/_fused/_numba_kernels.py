@@ -44,6 +44,19 @@ def _bin_of(value, edges, n_bins):
     return bin_index
 
 
+@njit(inline="always")
+def _combined_ranges(partial):
+    """The check's ranges over all blocks from each block's (rows of ``partial``): the
+    smallest and largest row sum, the smallest and largest entry, whether all are finite."""
+    ranges = np.empty(5)
+    ranges[0] = partial[:, 0].min()
+    ranges[1] = partial[:, 1].max()
+    ranges[2] = partial[:, 2].min()
+    ranges[3] = partial[:, 3].max()
+    ranges[4] = partial[:, 4].min()
+    return ranges
+
+
 @njit(parallel=True, nogil=True, cache=True)
 def probability_rows(proba, y_index, block):
     """Each row's maximum and whether its first column (``argmax``) is the true class, and
@@ -103,13 +116,7 @@ def probability_rows(proba, y_index, block):
         partial[b, 2] = smallest
         partial[b, 3] = largest
         partial[b, 4] = finite
-    ranges = np.empty(5)
-    ranges[0] = partial[:, 0].min()
-    ranges[1] = partial[:, 1].max()
-    ranges[2] = partial[:, 2].min()
-    ranges[3] = partial[:, 3].max()
-    ranges[4] = partial[:, 4].min()
-    return confidence, correct, ranges
+    return confidence, correct, _combined_ranges(partial)
 
 
 @njit(parallel=True, nogil=True, cache=True)
@@ -159,13 +166,7 @@ def probability_ranges(proba, block):
         partial[b, 2] = smallest
         partial[b, 3] = largest
         partial[b, 4] = finite
-    ranges = np.empty(5)
-    ranges[0] = partial[:, 0].min()
-    ranges[1] = partial[:, 1].max()
-    ranges[2] = partial[:, 2].min()
-    ranges[3] = partial[:, 3].max()
-    ranges[4] = partial[:, 4].min()
-    return ranges
+    return _combined_ranges(partial)
 
 
 @njit(nogil=True, cache=True)
