@@ -130,8 +130,8 @@ def test_many_rows_reach_the_maximum_in_fewer_passes_than_the_sample_alone_gives
         sums, estimation.prior, max_iter=100, tol=1e-14, curvature=sums.curvature
     )
     np.testing.assert_allclose(estimation.prior, exact, atol=1e-9)
-    subsample = RowSums(proba[evenly_spaced(len(proba), SUBSAMPLE_ROWS)], pi, keep_diagonal=True)
-    start = subsample_start(subsample, pi[None, :], max_iter=1000, tol=1e-8)
+    rows = proba[evenly_spaced(len(proba), SUBSAMPLE_ROWS)]
+    start = subsample_start(rows, pi, pi[None, :], max_iter=1000, tol=1e-8)
     curvature, *first = sums.length_squared_sample(
         start[0], SUBSAMPLE_ROWS, np.random.default_rng(0)
     )

@@ -88,8 +88,7 @@ def adapt_dask(adapter, scores):
         start = source.prior[None, :]
         if rows.n_samples > 4 * SUBSAMPLE_ROWS:
             _, sample, _ = rows.rows(evenly_spaced(rows.n_samples, SUBSAMPLE_ROWS))
-            subsample = RowSums(_chunk_proba(adapter, sample), source.prior)
-            start = subsample_start(subsample, start, **options)
+            start = subsample_start(_chunk_proba(adapter, sample), source.prior, start, **options)
         estimation = em_priors(_DaskSums(adapter, rows), start, **options)
         test = likelihood_ratio_test(estimation.loglik[0], rows.n_samples, n_classes)
         return estimation, test

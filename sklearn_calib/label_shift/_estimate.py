@@ -44,11 +44,12 @@ def evenly_spaced(n_samples, size):
     return np.linspace(0, n_samples - 1, size).astype(np.intp)
 
 
-def subsample_start(subsample, start, *, max_iter, tol):
-    """EM's start over many rows: the optimum of ``subsample`` (row sums of an evenly
-    spaced subsample that keep the curvature's diagonal, found with Newton steps of its
-    own curvature, :meth:`~._em.RowSums.rescaled_curvature`), moved a little towards
-    ``start``."""
+def subsample_start(rows, source_prior, start, *, max_iter, tol, path_values=None):
+    """EM's start over many rows: the optimum of ``rows`` (an evenly spaced subsample of
+    them, whose passes take the path chosen on ``path_values``, see :class:`~._em.RowSums`),
+    found with Newton steps of its own curvature
+    (:meth:`~._em.RowSums.rescaled_curvature`), moved a little towards ``start``."""
+    subsample = RowSums(rows, source_prior, keep_diagonal=True, path_values=path_values)
     optimum, *_ = maximise_likelihood(
         subsample, start, max_iter=max_iter, tol=tol, curvature=subsample.rescaled_curvature()
     )
@@ -120,8 +121,7 @@ def estimate_priors(method, proba, source, *, counts=None, start=None, options):
     if sampled:
         if n_samples > 4 * SUBSAMPLE_ROWS:
             rows = proba[evenly_spaced(n_samples, SUBSAMPLE_ROWS)]
-            subsample = RowSums(rows, source.prior, keep_diagonal=True, path_values=proba.size)
-            start = subsample_start(subsample, start, **options)
+            start = subsample_start(rows, source.prior, start, path_values=proba.size, **options)
         rng = np.random.default_rng(0)
         curvature, *first = sums.length_squared_sample(start[0], SUBSAMPLE_ROWS, rng)
         return em_priors(sums, start, curvature=curvature, first=first, shrink=SHRINK, **options)
