@@ -20,7 +20,7 @@ from sklearn_calib.label_shift._estimate import (
     subsample_start,
 )
 from sklearn_calib.label_shift._source import SourceSummary
-from sklearn_calib.metrics._fused import _check, _switch
+from sklearn_calib.metrics._fused import _check, _mixture, _switch
 from sklearn_calib.metrics._fused._check import checked_rows
 from sklearn_calib.metrics._fused._mixture import DENSITY_FLOOR, mixture_sums
 
@@ -242,3 +242,27 @@ def test_numbas_one_read_check_passes_the_rows_the_checks_return_unchanged(monke
     # numpy's path: the library's check
     monkeypatch.setenv(_switch.NUMBA_SWITCH, "0")
     assert checked_rows(proba, kind="mixture", name="target") is proba and len(checked) == 6
+
+
+def test_a_subsamples_passes_take_the_path_chosen_on_all_rows(monkeypatch, numba_at_every_size):
+    pytest.importorskip("numba")
+    # the library's default choice by size (not the suite's numba at every size)
+    monkeypatch.setattr(_switch, "NUMBA_LOAD_NS", numba_at_every_size)
+    monkeypatch.delenv(_switch.NUMBA_SWITCH, raising=False)
+    proba, pi = shifted_rows(2000, 5, seed=6)
+    numpy_passes = []
+    numpy_sums = _mixture._numpy_sums
+
+    def counted(*args):
+        numpy_passes.append(args[0].shape)
+        return numpy_sums(*args)
+
+    monkeypatch.setattr(_mixture, "_numpy_sums", counted)
+    prior = np.array([[0.4, 0.1, 0.2, 0.2, 0.1]])
+    alone = RowSums(proba, pi)(prior, np.arange(1))
+    assert numpy_passes == [proba.shape]
+    # as the subsample of 10^9 values, the same rows take numba's kernel
+    of_many = RowSums(proba, pi, path_values=10**9)(prior, np.arange(1))
+    assert numpy_passes == [proba.shape]
+    for found, expected in zip(of_many, alone, strict=True):
+        np.testing.assert_allclose(found, expected, rtol=1e-13)
