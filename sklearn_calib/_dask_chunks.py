@@ -29,14 +29,25 @@ def uses_dask(*values):
     return any(is_dask_collection(value) for value in values)
 
 
-def _as_array(value, name, *, columns):
-    """A Dask array of a Dask array, DataFrame, Series or array-like (None stays None)."""
+def _partition_lengths(*values):
+    """The lengths of the partitions of each Dask DataFrame or Series among ``values`` (None
+    for other values), counted in one computation."""
+    import dask
+
+    frames = [value for value in values if hasattr(value, "to_dask_array")]
+    counted = iter(dask.compute(*(frame.map_partitions(len) for frame in frames)))
+    return [next(counted) if hasattr(value, "to_dask_array") else None for value in values]
+
+
+def _as_array(value, name, *, columns, lengths):
+    """A Dask array of a Dask array, DataFrame, Series (whose partitions have ``lengths``)
+    or array-like (None stays None)."""
     if value is None:
         return None
     import dask.array as da
 
     if hasattr(value, "to_dask_array"):
-        value = _partition_values(value)
+        value = _partition_values(value, lengths)
     elif not isinstance(value, da.Array):
         value = da.from_array(np.asarray(value))
     if not columns and value.ndim == 2 and value.shape[1] == 1:
@@ -46,19 +57,18 @@ def _as_array(value, name, *, columns):
     return value
 
 
-def _partition_values(frame):
-    """A Dask array of a Dask DataFrame or Series, one chunk per partition.
+def _partition_values(frame, lengths):
+    """A Dask array of a Dask DataFrame or Series whose partitions have ``lengths``, one
+    chunk per partition.
 
     Each partition is read as the in-memory functions read a pandas object
     (:func:`~sklearn_calib._validation.numeric_values`): nullable and Arrow-backed columns
-    become numpy numbers (missing values NaN), strings and categories objects. The
-    partitions' lengths are counted in one pass.
+    become numpy numbers (missing values NaN), strings and categories objects.
     """
     import dask
     import dask.array as da
     from dask.dataframe.utils import make_meta
 
-    (lengths,) = dask.compute(frame.map_partitions(len))
     meta = numeric_values(make_meta(frame))
     chunks = [
         da.from_delayed(
@@ -85,7 +95,9 @@ class ChunkedRows:
     """
 
     def __init__(self, y, scores, sample_weight=None, names=("y_true", "y_prob", "sample_weight")):
-        scores = _as_array(scores, names[1], columns=True)
+        # the partitions of all DataFrames and Series counted in one computation
+        lengths = _partition_lengths(y, scores, sample_weight)
+        scores = _as_array(scores, names[1], columns=True, lengths=lengths[1])
         if scores.ndim == 2 and scores.numblocks[1] > 1:
             scores = scores.rechunk({1: -1})
         rows = tuple(size for size in scores.chunks[0] if size) or scores.chunks[0][:1]
@@ -93,14 +105,14 @@ class ChunkedRows:
             scores = scores.rechunk({0: rows})
         self.names = names
         self.scores = scores
-        self.y = self._aligned(y, rows, names[0], names[1])
-        self.sample_weight = self._aligned(sample_weight, rows, names[2], names[1])
+        self.y = self._aligned(y, lengths[0], rows, names[0], names[1])
+        self.sample_weight = self._aligned(sample_weight, lengths[2], rows, names[2], names[1])
         self.n_samples = int(sum(rows))
         self.offsets = np.concatenate([[0], np.cumsum(rows)[:-1]]).astype(np.int64)
 
     @staticmethod
-    def _aligned(value, rows, name, scores_name):
-        value = _as_array(value, name, columns=False)
+    def _aligned(value, lengths, rows, name, scores_name):
+        value = _as_array(value, name, columns=False, lengths=lengths)
         if value is None:
             return None
         if value.shape[0] != sum(rows):

@@ -215,3 +215,27 @@ def test_one_probability_column_gets_the_in_memory_error(client, frame):
         metrics.expected_calibration_error(
             dd.from_pandas(frame["y"], npartitions=3), dd.from_pandas(one, npartitions=3)
         )
+
+
+def test_the_partitions_of_labels_scores_and_weights_are_counted_in_one_computation(
+    frame, monkeypatch
+):
+    import dask
+
+    from sklearn_calib._dask_chunks import ChunkedRows
+
+    dproba, _, dy, dweight = columns(frame)
+    dy_apart = dd.from_pandas(frame["y"], npartitions=5)
+    computed = []
+    compute = dask.compute
+
+    def counted(*args, **kwargs):
+        computed.append(len(args))
+        return compute(*args, **kwargs)
+
+    monkeypatch.setattr(dask, "compute", counted)
+    rows = ChunkedRows(dy_apart, dproba, dweight)
+    assert computed == [3]
+    assert rows.n_samples == len(frame) and rows.y.chunks == rows.scores.chunks[:1]
+    np.testing.assert_array_equal(rows.y.compute(), frame["y"].to_numpy())
+    np.testing.assert_array_equal(rows.sample_weight.compute(), frame["w"].to_numpy())
