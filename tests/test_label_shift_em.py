@@ -239,9 +239,10 @@ def test_numbas_one_read_check_passes_the_rows_the_checks_return_unchanged(monke
     clipped = checked_rows(rounded, kind="mixture", name="target")
     assert clipped is not rounded and clipped[9, 0] == 1.0
     assert len(checked) == 5
-    # numpy's path: the library's check
+    # no fused pass follows, or numpy's path: the library's check
+    assert checked_rows(proba, kind=None, name="target") is proba and len(checked) == 6
     monkeypatch.setenv(_switch.NUMBA_SWITCH, "0")
-    assert checked_rows(proba, kind="mixture", name="target") is proba and len(checked) == 6
+    assert checked_rows(proba, kind="mixture", name="target") is proba and len(checked) == 7
 
 
 def test_a_subsamples_passes_take_the_path_chosen_on_all_rows(monkeypatch, numba_at_every_size):

@@ -375,7 +375,7 @@ default="predictions"
             self._finish(estimation, test, None)
             return self
         scores = self._validate_scores(target_scores, "target_scores")
-        following = "mixture" if self.method == "em" else "top_label"
+        following = "mixture" if self.method == "em" else None
         proba = self._calibrate(scores, self.calibrator_, "target_scores", following)
         estimation = estimate_priors(self.method, proba, self._source, options=self._options())
         test = self._shift_test(estimation, proba)
@@ -484,10 +484,11 @@ default="predictions"
             )
         return scores
 
-    def _calibrate(self, scores, calibrator, name="scores", following="top_label"):
+    def _calibrate(self, scores, calibrator, name="scores", following=None):
         """Calibrated probabilities (float64, 2-D) of validated scores (the argument
         ``name`` of the caller, for error messages); probabilities used as they are are
-        checked on the path of the fused pass ``following`` (numba's or numpy's)."""
+        checked on the path of the fused pass ``following`` (numba's or numpy's; None:
+        numpy's, no fused pass follows)."""
         if calibrator is not None:
             return calibrator.predict_proba(scores)
         if self.input == "probabilities":

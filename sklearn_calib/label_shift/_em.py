@@ -20,7 +20,9 @@ passes over the rows:
   curvature is computed at every step, from all rows (Newton's method, quadratic
   convergence) or from a sample of them (linear convergence, at a rate set by the sample's
   error of the curvature); a sampled curvature takes its diagonal from all rows (summed in
-  the pass that gives ``g``), and its steps divide no prior by more than :data:`SHRINK`
+  the pass that gives ``g``) and its correlations from the sample at the first
+  :data:`FRESH_CORRELATIONS` steps (kept after them), and its steps divide no prior by
+  more than :data:`SHRINK`
   (the quadratic model would set to 0 classes that the likelihood's barrier at 0 keeps
   small, and later steps bring them back slowly). A step that lowers the likelihood is
   replaced by a SQUAREM iteration, so the likelihood never decreases; the next step is

@@ -110,8 +110,9 @@ def checked_rows(y_prob, *, kind, name):
     Parameters
     ----------
     y_prob : array-like of shape (n_samples, n_classes) or (n_samples,)
-    kind : str
-        The pass of :func:`~._switch.numba_kernels` whose path the check takes.
+    kind : str or None
+        The pass of :func:`~._switch.numba_kernels` whose path the check takes; None: no
+        fused pass follows, the library's check reads the rows.
     name : str
         The argument's name in error messages.
 
@@ -119,7 +120,7 @@ def checked_rows(y_prob, *, kind, name):
     -------
     proba : ndarray of shape (n_samples, n_classes)
     """
-    if reads_in_one_pass(y_prob) and y_prob.size >= _CHECKED_ELEMENTS:
+    if kind is not None and reads_in_one_pass(y_prob) and y_prob.size >= _CHECKED_ELEMENTS:
         kernels = _switch.numba_kernels(kind, y_prob.size)
         if kernels is not None:
             with _switch.parallel_section(kernels):
