@@ -20,7 +20,7 @@ vector, block by block; the Dask E-step is a map-reduce over row chunks). More t
 65,536 rows start from the optimum of an evenly spaced subsample of 16,384; more than
 16,384 take Newton steps with the correlations of 16,384 rows drawn with probabilities
 proportional to their share of the curvature (length-squared sampling, in the first pass;
-the correlations computed at the first two steps, then kept) and the curvature's diagonal
+the correlations computed again only when the priors have moved) and the curvature's diagonal
 from all rows, no step dividing a prior by more than 10: a few passes over all rows. Dask
 target scores start from the subsample's optimum too and continue with SQUAREM.
 """

@@ -20,9 +20,9 @@ passes over the rows:
   curvature is computed at every step, from all rows (Newton's method, quadratic
   convergence) or from a sample of them (linear convergence, at a rate set by the sample's
   error of the curvature); a sampled curvature takes its diagonal from all rows (summed in
-  the pass that gives ``g``) and its correlations from the sample at the first
-  :data:`FRESH_CORRELATIONS` steps (kept after them), and its steps divide no prior by
-  more than :data:`SHRINK`
+  the pass that gives ``g``) and its correlations from the sample (computed again once
+  the priors have moved by more than :data:`CORRELATION_DRIFT`), and its steps divide no
+  prior by more than :data:`SHRINK`
   (the quadratic model would set to 0 classes that the likelihood's barrier at 0 keeps
   small, and later steps bring them back slowly). A step that lowers the likelihood is
   replaced by a SQUAREM iteration, so the likelihood never decreases; the next step is
@@ -64,10 +64,12 @@ _ROUNDING = 1e-13
 #: sets to 0 classes that the likelihood keeps small; a class whose maximum is 0 falls
 #: towards it by this factor a step.
 SHRINK = 10.0
-#: Newton steps of a sampled curvature, and of a subsample's start, whose curvature's
-#: correlations are computed afresh; later steps rescale the last of them to the exact
-#: diagonal (fewer products of the sample with itself, the same passes over the rows).
-FRESH_CORRELATIONS = 2
+#: Distance (the sum of the priors' absolute changes) the priors may move from those at
+#: which a curvature's correlations were computed before they are computed again; closer,
+#: the correlations are rescaled to the exact diagonal (fewer products of the sample with
+#: itself near the maximum, where they barely change; kept further, while classes vanish,
+#: they can stall the Newton steps for hundreds of passes).
+CORRELATION_DRIFT = 0.03
 #: Passes whose curvature diagonals a :class:`RowSums` keeps (a SQUAREM iteration makes 3).
 _KEPT_DIAGONALS = 4
 #: Share of a reference mixed into a start taken from another fit (a subsample's optimum,
@@ -183,8 +185,8 @@ class RowSums:
 
     def rescaled_curvature(self):
         """The curvature of every row as a :class:`SampledCurvature` whose correlations
-        are computed at its first :data:`FRESH_CORRELATIONS` calls, then rescaled to the
-        exact diagonal (``keep_diagonal`` keeps it from the passes).
+        are kept within :data:`CORRELATION_DRIFT` of the priors they were computed at,
+        rescaled to the exact diagonal (``keep_diagonal`` keeps it from the passes).
 
         Returns
         -------
@@ -195,7 +197,7 @@ class RowSums:
             None,
             self.source_prior,
             diagonal=self.diagonal,
-            fresh_calls=FRESH_CORRELATIONS,
+            drift=CORRELATION_DRIFT,
         )
 
     def length_squared_sample(self, prior, size, rng):
@@ -226,7 +228,7 @@ class RowSums:
             weights,
             self.source_prior,
             diagonal=self.diagonal,
-            fresh_calls=FRESH_CORRELATIONS,
+            drift=CORRELATION_DRIFT,
         )
         return curvature, gradient, loglik
 
@@ -246,24 +248,25 @@ class SampledCurvature:
         the estimate is rescaled (its correlations kept: a class the sample holds few
         rows of has a poor estimate of its own curvature, on which a Newton step's length
         along that class depends); None: the sample's own.
-    fresh_calls : int or None, default=None
-        With ``diagonal``: the number of first calls that compute the sample's
-        correlations afresh; later calls rescale the last of them to the exact diagonal
-        at their priors (near the maximum the correlations barely change, the diagonal
-        does). None: every call.
+    drift : float or None, default=None
+        With ``diagonal``: the sample's correlations are computed again only where the
+        priors lie further than ``drift`` (the sum of their absolute changes) from those
+        of the last computation; nearer, those correlations are rescaled to the exact
+        diagonal at the priors (near the maximum the correlations barely change, the
+        diagonal does). None: at every call.
     """
 
-    def __init__(self, rows, weights, source_prior, diagonal=None, fresh_calls=None):
+    def __init__(self, rows, weights, source_prior, diagonal=None, drift=None):
         self.rows = rows
         if weights is None:
             weights = np.full(rows.shape[0], 1.0 / rows.shape[0])
         self.root_weights = np.sqrt(weights)
         self.source_prior = source_prior
         self.diagonal = diagonal
-        self.fresh_calls = fresh_calls
+        self.drift = drift
         self.block = max(1, CACHE_BLOCK_ELEMENTS // max(1, rows.shape[1]))
         self.correlation = None
-        self.n_calls = 0
+        self.correlation_prior = None
 
     def __call__(self, prior):
         """The curvature at the priors ``prior`` (shape (n_classes,)).
@@ -274,7 +277,12 @@ class SampledCurvature:
         """
         if self.diagonal is None:
             return self.sampled(prior)
-        if self.fresh_calls is None or self.n_calls < self.fresh_calls:
+        if (
+            self.drift is None
+            or self.correlation_prior is None
+            or np.abs(prior - self.correlation_prior).sum() > self.drift
+        ):
+            self.correlation_prior = prior.copy()
             sampled = self.sampled(prior)
             root = np.sqrt(np.diag(sampled))
             supported = root > 0
@@ -285,7 +293,6 @@ class SampledCurvature:
                 where=np.outer(supported, supported),
             )
             np.fill_diagonal(self.correlation, 1.0)
-        self.n_calls += 1
         root = np.sqrt(self.diagonal(prior))
         return self.correlation * np.outer(root, root)
 
