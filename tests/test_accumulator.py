@@ -64,6 +64,7 @@ def relative(a, b):
 
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.slow
 def test_binned_metrics_equal_the_in_memory_functions(weighted, dtype):
     y, proba, weight = overconfident(6000, 4, dtype=dtype)
     weight = weight if weighted else None
@@ -102,6 +103,7 @@ EXACT = {
 
 
 @pytest.mark.parametrize("kind", ["counts", "zeros"])
+@pytest.mark.slow
 def test_weights_mean_what_they_mean_to_the_in_memory_functions(kind):
     y, proba, weight = overconfident(6000, 3, seed=11)
     rng = np.random.default_rng(1)
@@ -135,6 +137,7 @@ def test_weights_mean_what_they_mean_to_the_in_memory_functions(kind):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.slow
 def test_the_log_loss_clips_at_the_machine_epsilon_of_the_dtype(dtype):
     y = np.array([0, 1, 1, 0])
     proba = np.array([[1.0, 0.0], [1.0, 0.0], [0.3, 0.7], [0.6, 0.4]], dtype=dtype)
@@ -149,6 +152,7 @@ def test_the_log_loss_clips_at_the_machine_epsilon_of_the_dtype(dtype):
     assert relative(on_torch.compute().nll, expected) <= 1e-15
 
 
+@pytest.mark.slow
 def test_positive_class_convention_equals_the_in_memory_functions():
     y, proba, weight = overconfident(3000, 2)
     result = accumulate(y, proba[:, 1], weight, convention="positive_class").compute()
@@ -158,6 +162,7 @@ def test_positive_class_convention_equals_the_in_memory_functions():
 
 
 @pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.slow
 def test_equal_mass_bins_and_tests_are_within_their_bounds(weighted):
     y, proba, weight = overconfident(8000, 3, seed=1)
     weight = weight if weighted else None
@@ -183,6 +188,7 @@ def test_equal_mass_bins_and_tests_are_within_their_bounds(weighted):
 
 
 @pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.slow
 def test_smooth_errors_are_within_their_bounds(weighted):
     y, proba, weight = overconfident(4000, 3, seed=2)
     weight = weight if weighted else None
@@ -205,6 +211,7 @@ def test_smooth_errors_are_within_their_bounds(weighted):
     assert abs(result.sece - exact) <= result.sece_bound
 
 
+@pytest.mark.slow
 def test_merge_order_does_not_matter_and_pickles_round_trip():
     y, proba, weight = overconfident(5000, 3, seed=3)
     parts = [
@@ -404,6 +411,7 @@ def test_torch_batches_on_their_device_equal_numpy_batches():
     assert isinstance(restored._state["top"], np.ndarray)
 
 
+@pytest.mark.slow
 def test_logits_input_is_softmaxed():
     y, proba, _ = overconfident(2000, 3, seed=7)
     logits = np.log(proba) + 5.0
@@ -526,6 +534,7 @@ def test_the_numba_ece_bins_scores_on_the_edges_as_numpy_does(monkeypatch, dtype
     assert found["1"] == found["0"]
 
 
+@pytest.mark.slow
 def test_merge_aligns_the_columns_of_the_same_labels_in_another_order():
     y, proba, weight = overconfident(3000, 3, seed=12)
     names = np.array(["cat", "dog", "emu"])
@@ -578,6 +587,7 @@ def test_merge_takes_the_metrics_in_any_order():
     assert relative(result.nll, negative_log_likelihood(y, proba)) <= 1e-12
 
 
+@pytest.mark.slow
 def test_an_empty_batch_adds_nothing_and_lets_its_accumulator_merge():
     y, proba, weight = overconfident(1000, 3, seed=14)
     for labels, scores, weights in (
@@ -634,6 +644,7 @@ def test_a_rejected_batch_changes_nothing():
         assert torch.equal(on_torch._state[name], value), name
 
 
+@pytest.mark.slow
 def test_an_unpickled_accumulator_sums_the_next_torch_batch_on_its_device():
     y, proba, weight = overconfident(2000, 3, seed=16)
     tensors = [torch.as_tensor(a) for a in (y, proba, weight)]
@@ -672,6 +683,7 @@ def unit_weights_result():
 
 
 @pytest.mark.parametrize("scale", [1e160, 1e-200, 2.0**-290, 2.0**310])
+@pytest.mark.slow
 def test_no_result_depends_on_the_weights_scale(scale, unit_weights_result):
     y, proba, weight, unit = unit_weights_result
     scaled = accumulate(y, proba, weight * scale, chunks=(0, 1000), **SCALE_OPTIONS).compute()

@@ -244,6 +244,7 @@ def test_benchmarks_import_only_public_library_names(path):
 
 
 @pytest.mark.parametrize("tree", ["sklearn_calib", "benchmarks"])
+@pytest.mark.slow
 def test_no_import_cycles(tree):
     assert find_cycles(module_graph(tree)) == []
 
@@ -315,6 +316,7 @@ ESTIMATOR_MODULES = {"sklearn_calib.estimators._net", "sklearn_calib.estimators.
 LOOP_EVENTS = {"on_train_begin", "on_epoch_begin", "on_epoch_end", "on_train_end"}
 
 
+@pytest.mark.slow
 def test_estimator_helpers_take_the_net_and_never_import_it():
     """The training run, input checks, persistence and the other helper modules of
     ``estimators/`` receive the net as an argument; only the estimators themselves and
@@ -329,6 +331,7 @@ def test_estimator_helpers_take_the_net_and_never_import_it():
     assert "sklearn_calib.estimators._net" in graph["sklearn_calib.estimators._meta"]
 
 
+@pytest.mark.slow
 def test_only_the_training_run_runs_the_epochs():
     """One owner of the training loop: skorch's loop notifications are sent by ``_run.py``."""
     senders = set()

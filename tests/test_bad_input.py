@@ -445,6 +445,7 @@ def fitted_classifier(request):
 
 
 @pytest.mark.parametrize("case", classifier_fit_cases(), ids=str)
+@pytest.mark.slow
 def test_classifiers_reject_bad_fit_input_and_stay_fitted(fitted_classifier, case):
     model = copy.deepcopy(fitted_classifier)
     expected = model.predict_proba(X)
@@ -597,6 +598,7 @@ def adapted_classifier(request):
 
 
 @pytest.mark.parametrize("case", label_shift_classifier_cases(), ids=str)
+@pytest.mark.slow
 def test_label_shift_classifiers_reject_bad_input(adapted_classifier, case):
     model, expected, calibrated = copy.deepcopy(adapted_classifier)
     kind, (bad, match) = label_shift_classifier_cases()[case]

@@ -131,6 +131,7 @@ def test_reports_regenerate_identically_from_the_store(cpu_sweep):
         assert filecmp.cmp(first / path, root / "out" / path, shallow=False), path
 
 
+@pytest.mark.slow
 def test_estimate_is_epochs_times_measured_batches(one_thread_digits, monkeypatch):
     # Each piece timed once: the medians of several timings are the next test's.
     monkeypatch.setattr("benchmarks._costs.REPEATS", 1)

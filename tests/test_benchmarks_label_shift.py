@@ -54,6 +54,7 @@ def test_draw_target_takes_each_class_from_its_rows():
     assert np.bincount(pool_y[rows], minlength=3).max() > 9
 
 
+@pytest.mark.slow
 def test_report_end_to_end(tmp_path):
     data, out = tmp_path / "data", tmp_path / "report"
     data.mkdir()

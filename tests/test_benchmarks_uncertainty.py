@@ -228,6 +228,7 @@ def test_holm_corrects_the_checks_of_a_claim():
     assert holm([_check(0.001, 0)])[0][0] == OPEN
 
 
+@pytest.mark.slow
 def test_holm_keeps_a_claim_of_seven_noise_checks_at_five_percent():
     # Seven checks of pure noise: without a correction some check holds in about
     # 1 - 0.975 ** 7 = 16 % of the claims; with Holm in at most 5 %.
@@ -308,6 +309,7 @@ def _noise_curve(rng, index, means, seed_sd=0.4, n_seeds=3):
     ]
 
 
+@pytest.mark.slow
 def test_shape_claims_on_pure_noise_are_rarely_called():
     # Seven points of one flat curve, 3 seeds each, the spread of the cpu reports' ECE with TS
     # (stds up to 0.6 points): "the lowest point lies inside" holds 5 times in 7 by chance;

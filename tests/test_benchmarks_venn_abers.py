@@ -53,6 +53,7 @@ def small_networks(tmp_path, monkeypatch):
     return tmp_path
 
 
+@pytest.mark.slow
 def test_report_states_its_claims_with_verdicts(small_networks):
     out = small_networks / "report"
     stream = io.StringIO()

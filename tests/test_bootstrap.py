@@ -74,6 +74,7 @@ def test_plans_reproduce_their_metric(metric, options, weighted):
     ],
 )
 @pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.slow
 def test_small_samples_get_the_exact_bootstrap_of_rows(metric, options, weighted):
     rng = np.random.default_rng(4)
     p = rng.random(300)
@@ -111,6 +112,7 @@ def test_group_resampling_spreads_like_row_resampling_on_large_samples():
 @pytest.mark.parametrize(
     "metric", [expected_calibration_error, classwise_calibration_error, smooth_ece]
 )
+@pytest.mark.slow
 def test_the_interval_covers_the_estimate(method, metric):
     for seed in range(3):
         y, proba = multiclass_data(4000, 3, 10 + seed, sharpen=2.0)
@@ -129,6 +131,7 @@ def true_binned_ece_of_squared_link(n_bins):
 
 
 @pytest.mark.parametrize("method", ["percentile", "bca"])
+@pytest.mark.slow
 def test_coverage_near_nominal_for_a_known_miscalibration(method):
     truth = true_binned_ece_of_squared_link(10)
     rng = np.random.default_rng(20)

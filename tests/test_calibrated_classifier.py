@@ -168,6 +168,7 @@ def test_bad_input_raises():
         CalibratedClassifier(FrozenEstimator(fitted)).fit(X, rare)
 
 
+@pytest.mark.slow
 def test_grid_search_tunes_estimator_and_calibrator_by_ece():
     X, y = load_digits(return_X_y=True)
     X, y = X[:900] / 16.0, y[:900]
@@ -186,6 +187,7 @@ def test_grid_search_tunes_estimator_and_calibrator_by_ece():
     assert expected_calibration_error(y, best.predict_proba(X)) < 0.2
 
 
+@pytest.mark.slow
 def test_nested_calibrator_parameters_are_tunable():
     X, y = _data(seed=8)
     clf = CalibratedClassifier(LogisticRegression(), calibrator=HistogramBinning(), random_state=0)
@@ -234,6 +236,7 @@ def test_net_classifier_is_calibrated_through_its_logits(n_classes):
     # np.float32(0.2) is 0.2000000030, a fraction of 300 rows of 60.0000009: 61 rows.
     [(0.2, 60), (np.float32(0.2), 61), (np.float64(0.2), 60)],
 )
+@pytest.mark.slow
 def test_a_held_out_share_of_any_float_type(size, n_calibration):
     X, y = _data()
     clf = CalibratedClassifier(LogisticRegression(), cv=size, random_state=3)
@@ -376,6 +379,7 @@ def test_a_calibrator_that_cannot_fit_a_fold_names_it_and_the_fix():
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.slow
 def test_ensemble_false_calibrates_the_cross_validated_scores(n_classes):
     X, y = _data(n_classes=n_classes, seed=11)
     cv = StratifiedKFold(3)
@@ -482,6 +486,7 @@ def test_a_calibration_part_without_weight_is_named(method, part):
         clf.fit(X, y, sample_weight=weight)
 
 
+@pytest.mark.slow
 def test_each_distinct_warning_is_issued_once_per_fit():
     # KFold(5) on sorted labels: each held-out fold lacks a class, whose sigmoid then
     # has no minimum; beta calibration warns the same way for each fold.

@@ -58,6 +58,7 @@ def test_dictionary_holds_the_functions_values(binary):
     assert log_loss == dict(calibration_decomposition(y, p, score="log_loss", method="temperature"))
 
 
+@pytest.mark.slow
 def test_text_lists_every_entry(binary):
     y, p = binary
     text = calibration_report(
@@ -100,6 +101,7 @@ def test_bad_arguments(binary, kwargs, message):
         calibration_report(y[:100], p[:100], n_resamples=10, **kwargs)
 
 
+@pytest.mark.slow
 def test_probabilities_of_zero_and_one_give_a_report_with_undefined_tests():
     # a fully grown tree on its own training data predicts probabilities 0 and 1
     X, y = load_breast_cancer(return_X_y=True)
@@ -129,6 +131,7 @@ def test_probabilities_of_zero_and_one_give_a_report_with_undefined_tests():
     )
 
 
+@pytest.mark.slow
 def test_suspect_intervals_are_flagged_in_the_text_and_the_dictionary():
     # calibrated data: the plug-in errors are noise, which every replicate inflates
     rng = np.random.default_rng(1)

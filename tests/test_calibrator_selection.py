@@ -207,6 +207,7 @@ def test_a_fold_without_weight_is_named():
 
 
 @pytest.mark.parametrize("n_jobs", [None, 2])
+@pytest.mark.slow
 def test_each_distinct_warning_is_issued_once_per_fit(n_jobs):
     # Probabilities declared as logits: the selector and each of its 6 candidates on 5 folds
     # and the refit (31 fits) each detect it, and beta calibration hits the separation of

@@ -538,6 +538,7 @@ def test_isotonic_multiclass_is_one_vs_rest_renormalised():
 
 
 @pytest.mark.parametrize("loss", ["mse", "nll"])
+@pytest.mark.slow
 def test_ets_weights_are_the_simplex_optimum(loss):
     logits, y = overconfident_logits(400, 4, seed=19)
     ets = EnsembleTemperatureScaling(loss=loss).fit(logits, y)
@@ -597,6 +598,7 @@ def one_vs_rest_log_odds(proba):
 
 @pytest.mark.parametrize("n_classes", [2, 3, 5])
 @pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.slow
 def test_platt_matches_scikit_learn_sigmoid_calibration(n_classes, weighted):
     logits, y = overconfident_logits(400, n_classes, seed=40)
     weight = np.random.default_rng(41).uniform(0, 3, size=len(y)) if weighted else None
@@ -683,6 +685,7 @@ def digits_model(request):
     return model, X[calibration], y[calibration], X[test]
 
 
+@pytest.mark.slow
 def test_platt_is_scikit_learns_sigmoid_of_the_one_vs_rest_log_odds(digits_model):
     # scikit-learn fits each class's sigmoid to its column of the decision function; ours
     # to the class's one-vs-rest log-odds: the same for a binary problem (whose decision
@@ -802,6 +805,7 @@ def test_fit_returns_self_keeps_params_and_reads_memmaps(calibrator):
 
 
 @pytest.mark.parametrize("calibrator", SCORE_ESTIMATORS, ids=SCORE_IDS)
+@pytest.mark.slow
 def test_scores_of_any_numeric_dtype(calibrator):
     """scikit-learn's check_estimators_dtypes with the classes of its labels named.
 

@@ -29,6 +29,7 @@ def _idx_bytes(array, type_code=0x08):
     return header + array.astype(array.dtype.newbyteorder(">")).tobytes()
 
 
+@pytest.mark.slow
 def test_fashion_mnist_shapes_and_values(fashion_mnist):
     assert fashion_mnist.X_train.shape == (60000, 1, 28, 28)
     assert fashion_mnist.X_test.shape == (10000, 1, 28, 28)
@@ -57,6 +58,7 @@ def test_fashion_mnist_raw_flat_and_tuple(fashion_mnist):
     np.testing.assert_array_equal(y_test, fashion_mnist.y_test)
 
 
+@pytest.mark.slow
 def test_fashion_mnist_uncompressed_files(tmp_path, fashion_mnist):
     for name in FILES:
         source = Path(FASHION_MNIST_HOME) / name

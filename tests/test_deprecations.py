@@ -218,6 +218,7 @@ def _classification():
         ({"method": "cv"}, {"cv": 5}),
     ],
 )
+@pytest.mark.slow
 def test_method_and_calibration_size_warn_and_mean_cv(old, new):
     X, y = _classification()
     _same_fit(

@@ -37,10 +37,15 @@ DOCUMENTS = [
     ROOT / "docs" / "index.rst",
     *sorted((ROOT / "docs" / "user_guide").glob("*.rst")),
 ]
-#: The documents whose recipes train networks or search grids: seconds to minutes each.
+#: The documents whose recipes train networks, search grids or fit many calibrators: seconds
+#: to minutes each.
 SLOW = {
     "README.md",
     "docs/index.rst",
+    "docs/user_guide/calibrators.rst",
+    "docs/user_guide/groups.rst",
+    "docs/user_guide/label_shift.rst",
+    "docs/user_guide/measuring.rst",
     "docs/user_guide/meta.rst",
     "docs/user_guide/scale.rst",
     "docs/user_guide/weights.rst",

@@ -30,6 +30,17 @@ def _modules_with_examples():
 
 
 MODULES = _modules_with_examples()
+#: The modules whose examples take about half a second or more (grid searches, boosted
+#: trees, bootstrap audits, figures).
+SLOW_EXAMPLES = {
+    "sklearn_calib.calibrators.multicalibration",
+    "sklearn_calib.estimators._calibration_scoring",
+    "sklearn_calib.evaluation",
+    "sklearn_calib.metrics._statistics._groups",
+    "sklearn_calib.metrics._statistics._smooth_diagram",
+    "sklearn_calib.plotting",
+    "sklearn_calib.scoring",
+}
 
 
 def test_the_public_classes_have_examples():
@@ -40,9 +51,16 @@ def test_the_public_classes_have_examples():
         "sklearn_calib.losses._losses",
         "sklearn_calib.plotting",
     } <= set(MODULES)
+    assert SLOW_EXAMPLES <= set(MODULES)
 
 
-@pytest.mark.parametrize("name", MODULES)
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=[pytest.mark.slow] if name in SLOW_EXAMPLES else [])
+        for name in MODULES
+    ],
+)
 def test_docstring_examples_run(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
@@ -168,6 +186,7 @@ def _is_result_type(obj):
     return inspect.isclass(obj) and (hasattr(obj, "_fields") or issubclass(obj, Bunch))
 
 
+@pytest.mark.slow
 def test_the_public_api_passes_numpydoc_validation():
     failures = {
         name: errors for name, obj in public_api().items() if (errors := numpydoc_errors(obj))

@@ -68,6 +68,7 @@ def test_report_metric_names_and_labels_are_unique():
 
 
 @pytest.mark.parametrize("model", [LogisticRegression(max_iter=1000), GaussianNB()])
+@pytest.mark.slow
 def test_posthoc_predictions_equal_calibrated_classifier_prefit(model, splits):
     X_train, y_train, X_cal, y_cal, X_test, _ = splits
     model = model.fit(X_train, y_train)
@@ -85,6 +86,7 @@ def test_posthoc_predictions_equal_calibrated_classifier_prefit(model, splits):
     assert "temperature_" not in vars(CALIBRATORS["TS"])  # the given calibrators stay unfitted
 
 
+@pytest.mark.slow
 def test_classifier_scores_follow_the_estimator_methods(splits):
     X_train, y_train, X_cal, *_ = splits
     logistic = LogisticRegression(max_iter=1000).fit(X_train, y_train)

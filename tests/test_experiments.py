@@ -239,6 +239,7 @@ def test_experiments_share_runs_and_follow_the_families():
     )
 
 
+@pytest.mark.slow
 def test_tracked_run_records_per_epoch_metrics(one_thread):
     config = make_config("quick", "digits", epochs=3, train_size=200)
     spec = make_spec(config, regularizer_methods()[0], 0)
@@ -297,6 +298,7 @@ def test_brier_weight_with_beta_one_correlates_like_focal():
         assert pearson(brier, target) == pytest.approx(pearson(focal, target), abs=1e-12)
 
 
+@pytest.mark.slow
 def test_meta_learned_run_records_gamma(one_thread):
     config = make_config("quick", "digits", epochs=2, train_size=300)
     spec = make_spec(config, FLG_SECE, 0)

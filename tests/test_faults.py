@@ -358,6 +358,7 @@ def test_fit_again_with_the_same_checkpoint_dir_resumes(digits, tmp_path):
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip", "foreign", "empty"])
+@pytest.mark.slow
 def test_damaged_checkpoint_is_detected_and_training_starts_anew(digits, tmp_path, damage):
     X_train, _, y_train, _ = digits
     net = small_net(max_epochs=2, checkpoint_dir=tmp_path).fit(X_train, y_train)
@@ -490,6 +491,7 @@ def test_checkpoint_resume_on_cuda(digits, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_an_epoch_ended_by_a_callback_is_checkpointed(digits, tmp_path):
     X_train, _, y_train, _ = digits
     # EarlyStopping (its first epoch improves on nothing, its second misses) finishes the

@@ -96,6 +96,7 @@ def test_solver_gradient_and_hessian_match_finite_differences(affine):
     assert value == pytest.approx(direct + penalty @ (theta - affine.identity(3)) ** 2, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_matrix_scaling_by_lbfgs_reaches_the_multinomial_logistic_regression_minimum():
     # 16 classes: 272 parameters take L-BFGS steps (15 classes would take Newton steps).
     # Unpenalised matrix scaling is multinomial logistic regression on the logits.
@@ -278,6 +279,7 @@ def test_dirichlet_cross_validation_matches_a_brute_force_grid():
     )
 
 
+@pytest.mark.slow
 def test_dirichlet_reads_probabilities_and_logits_alike():
     logits, y = biased_logits(300, 4, seed=10)
     on_logits = DirichletCalibration(cv=3).fit(logits, y)

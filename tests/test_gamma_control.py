@@ -24,6 +24,7 @@ def gamma_control():
 
 
 @pytest.mark.skipif(not Path(FASHION_MNIST_HOME).is_dir(), reason="needs Fashion-MNIST")
+@pytest.mark.slow
 def test_fashion_mnist_parts_are_the_cpu_presets_split(gamma_control):
     (X_train, y_train), (X_val, y_val), (X_test, y_test) = gamma_control.load_fashion_mnist_parts()
     data = load_split(make_config("cpu").data)

@@ -76,6 +76,7 @@ def test_paired_change_test_names_bad_input(changes, options, message):
         paired_change_test(changes, **options)
 
 
+@pytest.mark.slow
 def test_the_audit_names_the_one_group_made_worse():
     y, p, groups = calibrated_groups()
     after = np.where(groups == "y", np.clip(p + 0.15, 0.0, 0.99), p)
@@ -102,6 +103,7 @@ def test_the_audit_names_the_one_group_made_worse():
     assert "made worse than the reference (ECE or log loss): y" in format_audit(audit)
 
 
+@pytest.mark.slow
 def test_the_audit_names_no_group_when_the_calibration_helps_or_is_noise():
     y, p, groups = calibrated_groups(seed=1)
     rng = np.random.default_rng(2)
@@ -123,6 +125,7 @@ def test_the_audit_without_a_reference_names_nothing():
     assert "made worse" not in format_audit(audit)
 
 
+@pytest.mark.slow
 def test_weighted_log_loss_change_counts_weights_as_repeated_rows():
     y, p, groups = calibrated_groups(n=1200, seed=3)
     after = np.where(groups == "x", np.clip(p + 0.08, 0.0, 0.99), p)
@@ -147,6 +150,7 @@ def test_the_audit_refuses_a_reference_of_other_rows():
         calibration_audit(y, p, groups, y_prob_reference=p[:-1])
 
 
+@pytest.mark.slow
 def test_the_audit_refuses_a_reference_of_other_classes():
     y, p, groups = calibrated_groups(n=300)
     three = np.column_stack([1 - p, p / 2, p / 2])

@@ -114,6 +114,7 @@ def test_the_smece_group_grids_equal_the_numpy_path(monkeypatch, dtype):
     "metric, options",
     [(classwise_calibration_error, {"n_bins": 15}), (smooth_ece, {})],
 )
+@pytest.mark.slow
 def test_bootstrap_intervals_and_estimates_equal_the_numpy_path(
     monkeypatch, dtype, metric, options
 ):

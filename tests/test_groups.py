@@ -244,6 +244,7 @@ GROUPED_METRICS = [
 
 
 @pytest.mark.parametrize(("metric", "options"), GROUPED_METRICS)
+@pytest.mark.slow
 def test_binary_values_by_group_are_of_the_positive_class_by_default(metric, options):
     y, p, groups = log_odds_shifted_group()
     by_group = metric(y, p, groups=groups, **options)
@@ -262,6 +263,7 @@ def test_binary_values_by_group_are_of_the_positive_class_by_default(metric, opt
     )
 
 
+@pytest.mark.slow
 def test_the_positive_class_finds_the_shifted_group_the_top_label_hides():
     y, p, groups = log_odds_shifted_group()
     audit = calibration_audit(y, p, groups, n_resamples=100, random_state=0)
@@ -368,6 +370,7 @@ def test_adjust_pvalues_of_no_and_of_boundary_pvalues():
 
 @pytest.mark.parametrize("correction", ["holm", "fdr_bh"])
 @pytest.mark.parametrize("test", ["ks", "kuiper", "spiegelhalter"])
+@pytest.mark.slow
 def test_audit_rows_are_each_groups_metrics_and_corrected_tests(correction, test):
     y, p, groups = shifted_groups()
     audit = calibration_audit(
@@ -401,6 +404,7 @@ def test_audit_rows_are_each_groups_metrics_and_corrected_tests(correction, test
     np.testing.assert_array_equal(table["miscalibrated"], table["pvalue_adjusted"] <= 0.05)
 
 
+@pytest.mark.slow
 def test_audit_finds_the_shifted_group_and_only_it():
     y, p, groups = shifted_groups(6000)
     audit = calibration_audit(
@@ -415,6 +419,7 @@ def test_audit_finds_the_shifted_group_and_only_it():
 
 
 @pytest.mark.parametrize("correction", ["holm", "fdr_bh"])
+@pytest.mark.slow
 def test_calibration_report_ends_with_the_audit_of_the_groups(correction):
     y, p, groups = shifted_groups()
     options = {"convention": "positive_class", "n_resamples": 50, "random_state": 0}
@@ -437,6 +442,7 @@ def test_calibration_report_ends_with_the_audit_of_the_groups(correction):
     assert "groups" not in calibration_report(y, p, output_dict=True, **options)
 
 
+@pytest.mark.slow
 def test_audit_flags_intervals_that_exclude_their_estimate():
     # group "exact": scores 0.3 and 0.7 with exactly 30 % and 70 % positives, an ECE of 0;
     # almost every resample is off balance, so the interval lies above the estimate
@@ -466,6 +472,7 @@ def test_audit_flags_intervals_that_exclude_their_estimate():
     assert "(1) exact ECE, exact smECE, " in report
 
 
+@pytest.mark.slow
 def test_audit_of_intersections_of_several_columns():
     y, p, groups = shifted_groups()
     band = np.where(p > 0.5, "high", "low")

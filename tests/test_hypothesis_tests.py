@@ -48,6 +48,7 @@ def test_top_label_tests_use_confidence_and_correctness():
 
 
 @pytest.mark.parametrize("method", sorted(MAPIE))
+@pytest.mark.slow
 def test_p_values_are_uniform_under_calibration(method):
     rng = np.random.default_rng(7)
     pvalues = []

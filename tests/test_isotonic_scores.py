@@ -51,6 +51,7 @@ def numpy_column_scores(data, classes, clip):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("n_classes", [2, 10])
+@pytest.mark.slow
 def test_numba_column_scores_equal_the_numpy_path(monkeypatch, dtype, weighted, n_classes):
     if n_classes == 2:
         y, proba, weight = tied_binary(3000, 1, dtype)

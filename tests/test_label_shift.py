@@ -157,6 +157,7 @@ def test_newton_steps_hold_an_absent_class_at_zero():
     assert gap[0] <= 1e-12 and n_iter <= 3
 
 
+@pytest.mark.slow
 def test_newton_steps_bring_back_a_class_held_at_zero():
     # Dirichlet(0.1) targets of 10 overlapping classes: Newton steps hold several classes
     # at 0 on the way, and a class at 0 whose gradient exceeds 1 must come back (an
@@ -291,6 +292,7 @@ def test_em_matches_abstention(reference):
 
 @pytest.mark.parametrize("method", ["bbse", "rlls"])
 @pytest.mark.parametrize("confusion", ["hard", "soft"])
+@pytest.mark.slow
 def test_bbse_and_rlls_match_abstention(reference, method, confusion):
     source, y, target = reference["source_proba"], reference["source_y"], reference["target_proba"]
     adapter = passthrough(method=method, confusion=confusion, source_prior="labels")
@@ -334,6 +336,7 @@ def test_intervals_are_bootstrap_intervals_that_cover_the_truth():
     assert again.target_prior_intervals_[0].low == intervals[0].low
 
 
+@pytest.mark.slow
 def test_resampling_the_source_widens_the_intervals():
     scores, y = gaussian_scores([1 / 3] * 3, 150, seed=11)
     target, _ = gaussian_scores([0.6, 0.3, 0.1], 3000, seed=12)
@@ -451,6 +454,7 @@ def test_binary_one_dimensional_scores():
 
 
 @pytest.mark.parametrize("method", ["em", "bbse", "rlls"])
+@pytest.mark.slow
 def test_dask_target_scores_give_the_in_memory_priors(method):
     da = pytest.importorskip("dask.array")
     scores, y = gaussian_scores([0.4, 0.4, 0.2], 1000, seed=21)
@@ -465,6 +469,7 @@ def test_dask_target_scores_give_the_in_memory_priors(method):
         adapter.set_params(n_resamples=10).adapt(lazy)
 
 
+@pytest.mark.slow
 def test_many_rows_start_from_a_subsample_and_reach_the_same_maximum():
     da = pytest.importorskip("dask.array")
     scores, y = gaussian_scores([0.25] * 4, 2000, seed=23)
@@ -534,6 +539,7 @@ def test_classifier_adapts_to_the_target():
         clf.adapt(X_target, y_target)
 
 
+@pytest.mark.slow
 def test_classifier_with_a_frozen_fitted_estimator_and_folds():
     X, y, X_target, _ = shifted_classification(1)
     model = LogisticRegression().fit(X[:2000], y[:2000])
@@ -553,6 +559,7 @@ def test_classifier_with_a_frozen_fitted_estimator_and_folds():
     )
 
 
+@pytest.mark.slow
 def test_classifier_in_grid_search_and_pipelines():
     X, y, X_target, _ = shifted_classification(2)
     adapter = LabelShiftAdapter(n_resamples=0)
@@ -575,6 +582,7 @@ def test_classifier_in_grid_search_and_pipelines():
     assert outer.predict_proba(X_target).shape == (len(X_target), 3)
 
 
+@pytest.mark.slow
 def test_classifier_with_a_net_and_dask_features():
     da = pytest.importorskip("dask.array")
     from sklearn_calib import NetClassifier
@@ -632,6 +640,7 @@ class GivenPriorAdapter(BaseEstimator):
 @pytest.mark.parametrize(
     "adapter", [LabelShiftAdapter(n_resamples=0), GivenPriorAdapter()], ids=["ours", "other"]
 )
+@pytest.mark.slow
 def test_classifier_failed_adapt_leaves_every_adapter_unadapted(adapter):
     X, y, X_target, _ = shifted_classification(4)
     clf = LabelShiftClassifier(LogisticRegression(), adapter=adapter, cv=2).fit(X, y)

@@ -141,6 +141,7 @@ def test_a_newton_step_divides_a_prior_by_at_most_shrink():
     np.testing.assert_allclose(prior[0], [0.5, 0.5, 0.0], atol=1e-11)
 
 
+@pytest.mark.slow
 def test_many_rows_reach_the_maximum_in_fewer_passes_than_the_sample_alone_gives():
     # Without the exact diagonal and the bounded steps the same sample takes 18 passes;
     # with them 8 (a bound of 9 leaves one pass of slack).

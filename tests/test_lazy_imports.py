@@ -58,6 +58,7 @@ def run(script):
     return result.stdout.splitlines()
 
 
+@pytest.mark.slow
 def test_the_metrics_load_neither_torch_nor_skorch_until_an_estimator_is_used():
     lines = run(SCRIPT)
     rng = np.random.default_rng(0)

@@ -257,6 +257,7 @@ def _bilevel_parts(kind, head, meta_loss, accuracy):
         *((kind, "sece", "soft") for kind in ("gamma_net", "l2")),
     ],
 )
+@pytest.mark.slow
 def test_hypergradient_matches_finite_differences_of_the_bilevel_objective(
     kind, meta_loss, accuracy
 ):
@@ -639,6 +640,7 @@ def test_the_meta_batches_belong_to_the_run_not_to_the_datasets(digits):
 
 
 @pytest.mark.parametrize("regularizer, meta_loss", COMBINATIONS)
+@pytest.mark.slow
 def test_all_four_methods_fit_digits(digits, regularizer, meta_loss):
     X_train, X_test, y_train, y_test = digits
     net = small_meta(regularizer=regularizer, meta_loss=meta_loss).fit(X_train, y_train)
@@ -660,6 +662,7 @@ def test_all_four_methods_fit_digits(digits, regularizer, meta_loss):
         assert isinstance(net.criterion_, FocalLoss) and net.criterion_.gamma == 1.0
 
 
+@pytest.mark.slow
 def test_gammas_after_training_are_positive_and_varied(fitted, digits):
     _, X_test, _, _ = digits
     gamma = fitted.sample_gamma(X_test)
@@ -772,6 +775,7 @@ def test_default_gamma_moves_and_spreads(digits):
         assert histories[0][:, key] == histories[1][:, key]
 
 
+@pytest.mark.slow
 def test_meta_regularizer_has_gradients_after_fit(fitted):
     for param in fitted.meta_regularizer_.parameters():
         assert torch.isfinite(param.grad).all() and param.grad.abs().sum() > 0
@@ -825,6 +829,7 @@ def test_partial_fit_continues_the_regularizer(digits):
 
 
 @pytest.mark.parametrize("keep", [True, False])
+@pytest.mark.slow
 def test_pickle_round_trip(fitted, digits, keep):
     _, X_test, _, _ = digits
     fitted.set_params(keep_regularizer=keep)
@@ -858,6 +863,7 @@ def test_a_new_regularizer_builds_its_default_loss_at_the_next_fit(digits):
     assert isinstance(net.criterion_, FocalLoss) and net.criterion_.gamma == 1.0
 
 
+@pytest.mark.slow
 def test_unpickled_without_regularizer_can_continue(fitted, digits):
     X_train, X_test, y_train, _ = digits
     loaded = pickle.loads(pickle.dumps(fitted.set_params(keep_regularizer=False)))
@@ -884,6 +890,7 @@ def test_unpickled_without_regularizer_can_continue(fitted, digits):
         {"precision": "bf16"},
     ],
 )
+@pytest.mark.slow
 def test_training_options(digits, options):
     X_train, X_test, y_train, _ = digits
     net = small_meta(max_epochs=2, **options).fit(X_train[:600], y_train[:600])

@@ -162,6 +162,7 @@ def planted():
     }
 
 
+@pytest.mark.slow
 def test_planted_bias_is_removed_by_multicalibration_and_not_by_temperature(planted):
     audits = {
         name: calibration_audit(
@@ -214,6 +215,7 @@ def group_temperatures(n=12000, seed=0):
 
 
 @pytest.mark.parametrize("multi_class", ["classwise", "top_label"])
+@pytest.mark.slow
 def test_multiclass_reductions_calibrate_every_group(multi_class):
     logits, groups, y = group_temperatures()
     fit, test = slice(0, 6000), slice(6000, None)
@@ -235,6 +237,7 @@ def test_multiclass_reductions_calibrate_every_group(multi_class):
     assert negative_log_likelihood(y[test], proba) < negative_log_likelihood(y[test], scaled)
 
 
+@pytest.mark.slow
 def test_top_label_mode_keeps_the_other_classes_proportions():
     logits, groups, y = group_temperatures(3000)
     mcb = MulticalibrationBoosting(multi_class="top_label", random_state=0)
@@ -285,6 +288,7 @@ def test_weights_count_as_repeated_rows(linear_leaves):
     )
 
 
+@pytest.mark.slow
 def test_mixed_group_features_and_unseen_categories():
     scores, features, y = weighted_problem(2000)
     mcb = MulticalibrationBoosting(random_state=0).fit(scores, y, groups=features)
@@ -307,6 +311,7 @@ def test_mixed_group_features_and_unseen_categories():
     )
 
 
+@pytest.mark.slow
 def test_early_stopping_keeps_the_iteration_of_least_held_out_loss():
     scores, features, y = weighted_problem(3000)
     for validation in (0.25, 4):
@@ -414,6 +419,7 @@ def test_a_fit_with_groups_warns_once_at_its_caller():
 
 
 @pytest.mark.parametrize("guard_groups", [False, True])
+@pytest.mark.slow
 def test_pickle_and_skops_round_trips_and_metadata_requests(tmp_path, guard_groups):
     scores, features, y = weighted_problem()
     mcb = MulticalibrationBoosting(guard_groups=guard_groups, random_state=0)
@@ -448,6 +454,7 @@ def grouped_frame(n=3000, seed=0):
 
 
 @pytest.mark.parametrize("selector", [["g"], "g", lambda X: X[["g"]]])
+@pytest.mark.slow
 def test_calibrated_classifier_passes_columns_of_X_as_groups(selector):
     X, y, model = grouped_frame()
     model.fit(X, y)
@@ -464,6 +471,7 @@ def test_calibrated_classifier_passes_columns_of_X_as_groups(selector):
     )
 
 
+@pytest.mark.slow
 def test_calibrated_classifier_with_group_features_cross_validates():
     X, y, model = grouped_frame()
     # opposite shifts cancel in the top-label bins of a binary problem: bin the positive class
@@ -486,6 +494,7 @@ def test_calibrated_classifier_with_group_features_cross_validates():
         ).fit(X, y)
 
 
+@pytest.mark.slow
 def test_selector_gives_groups_to_the_candidates_that_take_them():
     scores, groups, y, _ = make_miscalibrated_groups(4000, random_state=1)
     candidates = [
@@ -514,6 +523,7 @@ def test_selector_gives_groups_to_the_candidates_that_take_them():
     )
 
 
+@pytest.mark.slow
 def test_fit_calibrator_passes_groups_to_a_calibrator_that_takes_them():
     scores, groups, y, _ = make_miscalibrated_groups(2000, random_state=2)
     fitted = fit_calibrator(
@@ -549,6 +559,7 @@ def shifted_majority(seed, n_big=3000, n_small=300):
     return log_odds, groups, (rng.random(groups.size) < truth).astype(int)
 
 
+@pytest.mark.slow
 def test_the_guard_keeps_the_scores_of_a_group_the_corrections_make_worse():
     scores, groups, y = shifted_majority(0)
     test_scores, test_groups, test_y = shifted_majority(1)
@@ -664,6 +675,7 @@ def test_group_offsets_solve_the_penalised_likelihood_of_each_category():
     assert np.sign(offsets[:4]).tolist() == [1.0, -1.0, 1.0, -1.0]
 
 
+@pytest.mark.slow
 def test_group_slopes_temper_an_overconfident_category():
     scores, groups, y, _ = make_miscalibrated_groups(6000, random_state=0)
     mcb = MulticalibrationBoosting(input="probabilities", random_state=0)
@@ -673,6 +685,7 @@ def test_group_slopes_temper_an_overconfident_category():
     np.testing.assert_allclose(slopes, [1.0, 1.0, 1.0, 0.5], atol=0.15)
 
 
+@pytest.mark.slow
 def test_group_offsets_are_zero_for_numeric_features():
     scores, features, y = weighted_problem()
     mcb = MulticalibrationBoosting(random_state=0)
@@ -684,6 +697,7 @@ def test_group_offsets_are_zero_for_numeric_features():
     assert unfitted.offsets_ is None and unfitted.offset_slopes_ is None
 
 
+@pytest.mark.slow
 def test_group_offsets_lower_the_held_out_log_loss_of_a_small_calibration_set():
     gains = []
     for seed in range(4):

@@ -123,6 +123,7 @@ def test_unsorted_classes_argument_gives_sorted_classes_and_right_predictions(di
     assert not all(torch.equal(a, b) for a, b in zip(before, after, strict=True))
 
 
+@pytest.mark.slow
 def test_image_input(digits):
     X_train, X_test, y_train, y_test = digits
     images = X_train.reshape(-1, 1, 8, 8)
@@ -194,6 +195,7 @@ def test_repr_shows_only_the_parameters_set_as_scikit_learn_prints_estimators(di
     )
 
 
+@pytest.mark.slow
 def test_set_params_then_fit_on_a_fitted_net(digits):
     X_train, X_test, y_train, _ = digits
     images, test_images = X_train.reshape(-1, 1, 8, 8), X_test.reshape(-1, 1, 8, 8)
@@ -409,6 +411,7 @@ def test_lr_scheduler_callback_works_at_epoch_level(digits):
     np.testing.assert_allclose(net.history[:, "lr"], [0.1, 0.05, 0.025])
 
 
+@pytest.mark.slow
 def test_mixup_and_augment_train(digits):
     X_train, X_test, y_train, y_test = digits
     images, test_images = X_train.reshape(-1, 1, 8, 8), X_test.reshape(-1, 1, 8, 8)

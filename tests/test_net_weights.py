@@ -55,6 +55,7 @@ def assert_same_fit(left, right, rtol=1e-4):
 
 @pytest.mark.parametrize("loss_reduction", ["mean", "sum"])
 @pytest.mark.parametrize("criterion", sorted(LOSSES))
+@pytest.mark.slow
 def test_integer_weights_equal_repeated_rows(criterion, loss_reduction):
     X, y, weight = small_problem()
     params = {

@@ -34,6 +34,7 @@ def _assert_relatively_close(actual, expected, rtol):
 
 @pytest.mark.parametrize("name", IMAGE_NETWORKS)
 @pytest.mark.parametrize("shape", [(1, 8, 8), (3, 5, 7), (2, 1, 1)])
+@pytest.mark.slow
 def test_image_network_output_and_features(name, shape):
     net = _build(name, shape, n_classes=4)
     x = _images(shape)
@@ -110,6 +111,7 @@ def test_shortcut_b_adds_two_projections():
 
 
 @pytest.mark.parametrize("name", IMAGE_NETWORKS)
+@pytest.mark.slow
 def test_parameters_follow_channels_and_classes(name):
     one = _n_parameters(name, (1, 8, 8), n_classes=10)
     three = _n_parameters(name, (3, 8, 8), n_classes=12)
@@ -122,6 +124,7 @@ def test_parameters_follow_channels_and_classes(name):
 
 
 @pytest.mark.parametrize("name", list(NETWORKS))
+@pytest.mark.slow
 def test_deterministic_init(name):
     shape = (7,) if name == "textcnn" else (64,) if name == "mlp" else (1, 8, 8)
     first = _build(name, shape, seed=3).state_dict()
@@ -134,6 +137,7 @@ def test_deterministic_init(name):
 
 
 @pytest.mark.parametrize("name", IMAGE_NETWORKS)
+@pytest.mark.slow
 def test_backward_reaches_every_parameter(name):
     net = _build(name, (1, 8, 8))
     loss = nn.functional.cross_entropy(net(_images((1, 8, 8))), torch.tensor([0, 2]))
@@ -144,6 +148,7 @@ def test_backward_reaches_every_parameter(name):
 
 
 @pytest.mark.parametrize("name", IMAGE_NETWORKS)
+@pytest.mark.slow
 def test_channels_last_and_bf16_autocast(name):
     # Untrained deep nets have large logits in eval mode, hence tolerances relative to them.
     # 16x16 images: on CPUs with AMX (Sapphire Rapids and later), oneDNN's bf16 kernels

@@ -69,6 +69,7 @@ def test_the_default_path_of_the_ece_follows_the_size_of_the_predictions(monkeyp
     assert values[True] == values[False]
 
 
+@pytest.mark.slow
 def test_the_bootstrap_of_a_batch_takes_one_path_for_all_its_blocks(monkeypatch):
     monkeypatch.delenv(SWITCH, raising=False)
     n_rows = 150_000  # three blocks of the replicate sums (2**16 entries, one a row)

@@ -88,6 +88,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_metrics_from_threads_under_the_workqueue_layer_complete_with_the_serial_values():
     pytest.importorskip("dask")
     env = dict(os.environ)
@@ -124,6 +125,7 @@ TORCH_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_a_first_parallel_kernel_leaves_torch_its_number_of_threads():
     """numba's OpenMP layer, started by the first parallel kernel, sets OpenMP's thread
     count, which torch shares: a process that had set torch to one thread kept one."""

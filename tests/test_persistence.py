@@ -138,6 +138,7 @@ def assert_same_intervals(ours, theirs):
 
 @pytest.mark.parametrize("how", HOW)
 @pytest.mark.parametrize("name", LABEL_SHIFT)
+@pytest.mark.slow
 def test_adapted_label_shift_estimators_round_trip(name, how, tmp_path):
     _, _, target = shifted_scores()
     fitted = adapted(name)
@@ -159,6 +160,7 @@ def test_adapted_label_shift_estimators_round_trip(name, how, tmp_path):
 
 @pytest.mark.parametrize("how", HOW)
 @pytest.mark.parametrize("cls", [NetClassifier, MetaNetClassifier], ids=lambda c: c.__name__)
+@pytest.mark.slow
 def test_net_round_trip_predicts_and_continues_training_identically(digits, cls, how, tmp_path):
     X_train, X_test, y_train, _ = digits
     net = small_net(cls=cls, train_split=0.2, max_epochs=2).fit(X_train, y_train)
@@ -191,6 +193,7 @@ def test_net_round_trip_predicts_and_continues_training_identically(digits, cls,
     ],
     ids=["narrower", "cnn", "module-parameter-only"],
 )
+@pytest.mark.slow
 def test_net_awaiting_a_rebuild_round_trips_its_fitted_model(digits, cls, new, how, tmp_path):
     X_train, X_test, y_train, _ = digits
     X_train, y_train = X_train[:400], y_train[:400]
@@ -212,6 +215,7 @@ def test_net_awaiting_a_rebuild_round_trips_its_fitted_model(digits, cls, new, h
 
 @pytest.mark.parametrize("how", ["pickle", "skops", "deepcopy"])
 @pytest.mark.parametrize("new", [{"regularizer": "l2"}, {"tau": 0.02}], ids=repr)
+@pytest.mark.slow
 def test_meta_net_awaiting_a_new_regularizer_round_trips(digits, new, how, tmp_path):
     X_train, X_test, y_train, _ = digits
     X_train, y_train = X_train[:400], y_train[:400]
@@ -264,6 +268,7 @@ def test_unfitted_net_round_trips(how, tmp_path):
 
 @pytest.mark.parametrize("how", HOW)
 @pytest.mark.parametrize("inner", ["net", "logistic"])
+@pytest.mark.slow
 def test_calibrated_classifier_round_trips(digits, how, inner, tmp_path):
     X_train, X_test, y_train, _ = digits
     estimator = small_net(max_epochs=2) if inner == "net" else LogisticRegression(max_iter=300)
@@ -286,6 +291,7 @@ def test_trusted_types_are_importable_and_cover_the_public_estimators():
         assert f"{cls.__module__}.{cls.__qualname__}" in names
 
 
+@pytest.mark.slow
 def test_every_model_of_the_library_loads_without_trusting_more(digits, tmp_path):
     X_train, _, y_train, _ = digits
     rng = np.random.default_rng(0)
@@ -435,6 +441,7 @@ def pretend_fitted_on_cuda(net):
 
 @pytest.mark.parametrize("how", HOW)
 @pytest.mark.parametrize("device", ["auto", "cuda"])
+@pytest.mark.slow
 def test_cuda_fitted_net_loads_on_a_cpu_only_machine(digits, how, device, tmp_path, monkeypatch):
     X_train, X_test, y_train, _ = digits
     net = small_net(max_epochs=1, device="cpu").fit(X_train, y_train)
@@ -543,6 +550,7 @@ EARLIER_META_STEP = {
 
 @pytest.mark.parametrize("name", ["net", "meta"])
 @pytest.mark.parametrize("how", ["pickle", "skops"])
+@pytest.mark.slow
 def test_models_saved_by_an_earlier_version_load_and_predict_alike(name, how):
     """Files written on the CPU by an earlier version (``tests/data/make_cpu_fixtures.py``).
 
@@ -576,6 +584,7 @@ CALIBRATORS_AFTER_0_1_0 = {
 
 
 @pytest.mark.parametrize("how", ["pickle", "skops"])
+@pytest.mark.slow
 def test_calibrators_of_version_0_1_0_load_and_predict_alike(how):
     """Files written by version 0.1.0 (``tests/data/make_calibrator_fixtures.py``) load.
 

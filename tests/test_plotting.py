@@ -124,6 +124,7 @@ def test_the_legend_sits_above_the_axes_and_names_every_element(fitted):
     assert plain.bars_.patches[0].get_alpha() == 1.0
 
 
+@pytest.mark.slow
 def test_the_smooth_top_label_curve_starts_at_one_over_k_and_only_where_there_is_data():
     """No top-label confidence of K classes lies below 1/K, and the curve is not drawn
     where no sample lies within a bandwidth (there it would be the kernel's guess)."""
@@ -182,6 +183,7 @@ def test_missing_matplotlib_gives_a_clear_import_error(monkeypatch):
         ReliabilityDisplay.from_predictions([0, 1], [0.2, 0.9])
 
 
+@pytest.mark.slow
 def test_unknown_keywords_are_rejected_with_the_valid_names():
     # Unknown names reached matplotlib's bars and failed deep inside
     with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\) \['marker'\].*'color'"):

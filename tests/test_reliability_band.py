@@ -97,6 +97,7 @@ def test_vectorised_coverage_uses_the_public_band():
 
 
 @pytest.mark.parametrize("n", [500, 5000])
+@pytest.mark.slow
 def test_band_covers_a_calibrated_curve_at_its_level(n):
     coverage = _coverage(n, replicates=500, rng=np.random.default_rng(n))
     assert coverage >= 0.94

@@ -94,6 +94,7 @@ def test_scorer_is_the_negated_metric(request, name, problem):
     )
 
 
+@pytest.mark.slow
 def test_grid_search_over_C_scored_by_neg_ece(digits_450):
     X, y = digits_450
     cv = StratifiedKFold(3)

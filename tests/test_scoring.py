@@ -312,6 +312,7 @@ def brute_sece(y, proba, h, include_self, weight):
 
 @pytest.mark.parametrize("include_self", [True, False])
 @pytest.mark.parametrize("bandwidth", [0.001, 0.01, 0.2])
+@pytest.mark.slow
 def test_sece_matches_the_all_pairs_formula_in_small_blocks(monkeypatch, include_self, bandwidth):
     proba, y = random_proba(700, 4, 8)
     weight = np.random.default_rng(9).random(700)

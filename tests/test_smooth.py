@@ -97,6 +97,7 @@ def test_sece_weights_scale_does_not_change_the_value():
 
 @pytest.mark.parametrize("include_self", [True, False])
 @pytest.mark.parametrize("bandwidth", [0.002, 0.01, 0.1])
+@pytest.mark.slow
 def test_sece_binned_within_the_stated_bound_of_exact(include_self, bandwidth):
     y, proba = multiclass_data(3000, 4, 7, sharpen=1.5)
     weight = np.random.default_rng(8).random(3000)
@@ -132,6 +133,7 @@ def test_sece_binned_computes_isolated_rows_exactly(monkeypatch):
     assert binned == pytest.approx(exact, abs=1e-6)
 
 
+@pytest.mark.slow
 def test_sece_auto_is_exact_when_cheap_and_binned_when_not(monkeypatch):
     y, proba = multiclass_data(3000, 3, 9)
     exact = smooth_calibration_error(y, proba, method="exact")
@@ -154,6 +156,7 @@ def test_sece_positive_class_convention_smooths_the_positive_column():
     assert got == pytest.approx(expected, abs=1e-12)
 
 
+@pytest.mark.slow
 def test_smooth_reliability_diagram_is_relplots_curve_with_a_band():
     y, p = binary_data(3000, 12, DISTORTIONS[2])
     diagram = smooth_reliability_diagram(
@@ -169,6 +172,7 @@ def test_smooth_reliability_diagram_is_relplots_curve_with_a_band():
     assert diagram.density.mean() == pytest.approx(1.0)
 
 
+@pytest.mark.slow
 def test_smooth_reliability_band_covers_the_population_curve_near_nominal():
     # the population curve at a fixed bandwidth: the same smoother on a huge sample
     y, p = binary_data(200_000, 13, DISTORTIONS[2])

@@ -82,6 +82,7 @@ def test_calibration_report_checks_each_argument_once(checks, data):
         (negative_log_likelihood, {}),
     ],
 )
+@pytest.mark.slow
 def test_calibration_error_ci_checks_each_argument_once(checks, data, metric, options):
     y, proba, weight = data
     calibration_error_ci(
@@ -111,6 +112,7 @@ def test_metrics_and_scorers_check_each_argument_once(checks, data):
         assert checks == ONCE
 
 
+@pytest.mark.slow
 def test_calls_with_groups_check_each_argument_once(checks, data):
     y, proba, weight = data
     groups = np.arange(len(y)) % 3

@@ -53,6 +53,7 @@ def _isotonic_pair(scores, labels, weight, test):
 
 
 @pytest.mark.parametrize("numba", NUMBA_PATHS)
+@pytest.mark.slow
 def test_pairs_are_the_isotonic_fits_with_the_test_example(numba, monkeypatch):
     monkeypatch.setenv("SKLEARN_CALIB_NUMBA", numba)
     rng = np.random.default_rng(0)
@@ -120,6 +121,7 @@ def test_binary_equals_the_venn_abers_package(package):
 @pytest.mark.parametrize(
     ("multi_class", "scheme"), [("one_vs_one", "one_vs_one"), ("one_vs_rest", "one_vs_all")]
 )
+@pytest.mark.slow
 def test_multiclass_equals_the_venn_abers_package(package, multi_class, scheme):
     rng = np.random.default_rng(3)
     logits = rng.normal(size=(3000, 5)) * 2
