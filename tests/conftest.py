@@ -9,6 +9,7 @@ import pytest
 import torch
 from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
+from threadpoolctl import threadpool_limits
 
 from sklearn_calib.datasets import load_fashion_mnist
 from sklearn_calib.metrics._fused import _switch
@@ -29,16 +30,21 @@ def numba_at_every_size():
 
 
 def pytest_configure(config):
-    """Give each pytest-xdist worker its share of the cores for torch's and numba's threads.
+    """Give each pytest-xdist worker its share of the cores for the threads of torch, numba,
+    BLAS and OpenMP.
 
     Without it, every worker would run as many threads as there are cores, and ``-n 2``
-    on two cores would run four. numba's share is set before numba is imported (at the
-    first kernel call), which reads it then.
+    on two cores would run four: OpenBLAS's threads wait for work by spinning, so two
+    workers' matrix products at once took about twice as long. numba's share is set before
+    numba is imported (at the first kernel call), which reads it then; the BLAS libraries
+    loaded later read theirs from ``OPENBLAS_NUM_THREADS``.
     """
     workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
     if workers:
         share = max(1, (os.cpu_count() or 1) // int(workers))
         os.environ.setdefault("NUMBA_NUM_THREADS", str(share))
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", str(share))
+        threadpool_limits(share)
         torch.set_num_threads(share)
 
 

@@ -67,4 +67,5 @@ def test_the_modules_of_one_costly_fixture_each_run_on_one_worker():
         for path in Path(__file__).parent.glob("test_*.py")
         if path != Path(__file__) and "dask_client" in path.read_text()
     }
-    assert uses_cluster | {"tests/test_docs.py"} == xdist_scopes.ONE_WORKER_MODULES
+    shared_builds = {"tests/test_docs.py", "tests/test_benchmarks_cpu.py"}
+    assert uses_cluster | shared_builds == xdist_scopes.ONE_WORKER_MODULES
