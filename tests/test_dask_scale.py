@@ -53,6 +53,7 @@ distributed = pytest.importorskip("distributed")
 
 #: The tests share a cluster of worker processes, minutes of the suite.
 pytestmark = pytest.mark.slow
+dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
 
 
@@ -71,7 +72,9 @@ def predictions(n=12000, n_classes=4, seed=0):
 
 
 def chunked(y, proba, weight):
-    return (
+    """The arrays in chunks, held by the cluster's workers (as data read from storage
+    would be), so that each computation does not send them again."""
+    return dask.persist(
         da.from_array(y, chunks=2500),
         da.from_array(proba, chunks=(3000, proba.shape[1])),
         da.from_array(weight, chunks=4000),
