@@ -37,8 +37,8 @@ DOCUMENTS = [
     ROOT / "docs" / "index.rst",
     *sorted((ROOT / "docs" / "user_guide").glob("*.rst")),
 ]
-#: The documents whose recipes train networks, search grids or fit many calibrators: seconds
-#: to minutes each.
+#: The documents whose recipes train networks, search grids or fit many calibrators: half a
+#: second to minutes each.
 SLOW = {
     "README.md",
     "docs/index.rst",
