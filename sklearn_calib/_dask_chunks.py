@@ -80,7 +80,12 @@ def _partition_values(frame, lengths):
 
 
 class ChunkedRows:
-    """Labels, scores and weights as Dask arrays with the scores' row chunks.
+    """Labels, scores and weights as Dask arrays, read in the scores' row chunks.
+
+    The labels and weights keep their own chunks: where those differ from the scores',
+    each pass's task of a chunk of scores cuts the rows it needs from the chunks of labels
+    and weights they span (:meth:`blocks`). Rechunking them instead would run the
+    rechunk's tasks again at every pass over the rows.
 
     Parameters
     ----------
@@ -105,13 +110,14 @@ class ChunkedRows:
             scores = scores.rechunk({0: rows})
         self.names = names
         self.scores = scores
-        self.y = self._aligned(y, lengths[0], rows, names[0], names[1])
-        self.sample_weight = self._aligned(sample_weight, lengths[2], rows, names[2], names[1])
+        self.y = self._same_length(y, lengths[0], rows, names[0], names[1])
+        self.sample_weight = self._same_length(sample_weight, lengths[2], rows, names[2], names[1])
         self.n_samples = int(sum(rows))
+        self.row_chunks = rows
         self.offsets = np.concatenate([[0], np.cumsum(rows)[:-1]]).astype(np.int64)
 
     @staticmethod
-    def _aligned(value, lengths, rows, name, scores_name):
+    def _same_length(value, lengths, rows, name, scores_name):
         value = _as_array(value, name, columns=False, lengths=lengths)
         if value is None:
             return None
@@ -120,7 +126,7 @@ class ChunkedRows:
                 f"`{name}` has {value.shape[0]} samples but `{scores_name}` has {sum(rows)}; "
                 "they must have the same length."
             )
-        return value.rechunk({0: rows})
+        return value
 
     def distinct_labels(self):
         """The sorted distinct labels (one pass over the labels, each chunk checked as
@@ -134,12 +140,30 @@ class ChunkedRows:
         """Per chunk: delayed labels, scores, weights (labels and weights may be None) and
         the first row's index."""
         score_blocks = self.scores.to_delayed().ravel()
-        y_blocks = [None] * len(score_blocks) if self.y is None else self.y.to_delayed().ravel()
-        if self.sample_weight is None:
-            weight_blocks = [None] * len(score_blocks)
-        else:
-            weight_blocks = self.sample_weight.to_delayed().ravel()
+        y_blocks = self._row_blocks(self.y)
+        weight_blocks = self._row_blocks(self.sample_weight)
         return list(zip(y_blocks, score_blocks, weight_blocks, self.offsets.tolist(), strict=True))
+
+    def _row_blocks(self, value):
+        """Per chunk of the scores, the delayed rows of the 1-D ``value`` (None for None):
+        its own chunks where they are the scores', else the rows cut from its chunks."""
+        if value is None:
+            return [None] * len(self.row_chunks)
+        parts = value.to_delayed().ravel()
+        if value.chunks[0] == self.row_chunks:
+            return list(parts)
+        import dask
+
+        starts = np.concatenate([[0], np.cumsum(value.chunks[0])])
+        first_rows = np.cumsum((0, *self.row_chunks[:-1])).tolist()
+        blocks = []
+        for first_row, n_rows in zip(first_rows, self.row_chunks, strict=True):
+            # the chunks that hold rows first_row to first_row + n_rows (at least one)
+            first = min(int(np.searchsorted(starts, first_row, side="right")) - 1, len(parts) - 1)
+            end = max(int(np.searchsorted(starts, first_row + n_rows, side="left")), first + 1)
+            cut = dask.delayed(_rows_of_chunks, pure=True)
+            blocks.append(cut(first_row - int(starts[first]), n_rows, *parts[first:end]))
+        return blocks
 
     def reduce(self, function, *args, merge=None):
         """``function(y, scores, weight, first_row, *args)`` of every chunk, added up.
@@ -170,6 +194,12 @@ class ChunkedRows:
         scores = self.scores[index]
         weight = None if self.sample_weight is None else self.sample_weight[index]
         return dask.compute(y, scores, weight)
+
+
+def _rows_of_chunks(start, n_rows, *chunks):
+    """``n_rows`` rows of consecutive chunks joined, from row ``start`` of the first."""
+    joined = chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
+    return joined[start : start + n_rows]
 
 
 def _checked_labels(y, name):

@@ -236,6 +236,9 @@ def test_the_partitions_of_labels_scores_and_weights_are_counted_in_one_computat
     monkeypatch.setattr(dask, "compute", counted)
     rows = ChunkedRows(dy_apart, dproba, dweight)
     assert computed == [3]
-    assert rows.n_samples == len(frame) and rows.y.chunks == rows.scores.chunks[:1]
-    np.testing.assert_array_equal(rows.y.compute(), frame["y"].to_numpy())
-    np.testing.assert_array_equal(rows.sample_weight.compute(), frame["w"].to_numpy())
+    assert rows.n_samples == len(frame) and rows.y.chunks != rows.scores.chunks[:1]
+    # each chunk of scores reads the labels and weights of its rows
+    blocks = rows.blocks()
+    for column, name in ((0, "y"), (2, "w")):
+        read = np.concatenate(compute(*[block[column] for block in blocks]))
+        np.testing.assert_array_equal(read, frame[name].to_numpy())

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from sklearn_calib import metrics
-from sklearn_calib._dask_chunks import is_dask_collection
+from sklearn_calib._dask_chunks import ChunkedRows, is_dask_collection
 from sklearn_calib.calibrators import (
     HistogramBinning,
     MulticalibrationBoosting,
@@ -292,6 +292,32 @@ def test_reliability_diagram_of_dask_arrays_without_intervals(client):
     assert set(found) == set(expected) == {"edges", "count", "mean_confidence", "accuracy"}
     for key in expected:
         np.testing.assert_allclose(found[key], expected[key], rtol=1e-12, equal_nan=True)
+
+
+@pytest.mark.parametrize(
+    "label_chunks, score_chunks",
+    [
+        ((2500, 1500), (3000, 1000)),
+        ((1000, 0, 3000), (4000,)),
+        ((1, 999, 3000), (500, 0, 3500)),
+        ((1,) * 4000, (7,) * 571 + (3,)),
+        ((0, 0), (0,)),
+    ],
+)
+def test_labels_and_weights_are_read_in_the_chunks_of_the_scores(label_chunks, score_chunks):
+    n = sum(score_chunks)
+    y, proba = np.arange(n) % 3, np.random.default_rng(0).random((n, 3))
+    weight = np.linspace(0.5, 2.0, n)
+    rows = ChunkedRows(
+        da.from_array(y, chunks=(label_chunks,)),
+        da.from_array(proba, chunks=(score_chunks, (3,))),
+        da.from_array(weight, chunks=(label_chunks[::-1],)),
+    )
+    blocks = rows.blocks()
+    for column, expected in ((0, y), (1, proba), (2, weight)):
+        read = dask.compute(*[block[column] for block in blocks], scheduler="sync")
+        assert [len(part) for part in read] == list(rows.row_chunks)
+        np.testing.assert_array_equal(np.concatenate(read), expected)
 
 
 def test_chunks_without_rows_are_skipped(client):
