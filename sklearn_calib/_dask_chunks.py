@@ -155,13 +155,14 @@ class ChunkedRows:
         import dask
 
         starts = np.concatenate([[0], np.cumsum(value.chunks[0])])
+        # positions in these arrays (``offsets`` may continue the row ids of a stream)
         first_rows = np.cumsum((0, *self.row_chunks[:-1])).tolist()
+        cut = dask.delayed(_rows_of_chunks, pure=True)
         blocks = []
         for first_row, n_rows in zip(first_rows, self.row_chunks, strict=True):
             # the chunks that hold rows first_row to first_row + n_rows (at least one)
             first = min(int(np.searchsorted(starts, first_row, side="right")) - 1, len(parts) - 1)
             end = max(int(np.searchsorted(starts, first_row + n_rows, side="left")), first + 1)
-            cut = dask.delayed(_rows_of_chunks, pure=True)
             blocks.append(cut(first_row - int(starts[first]), n_rows, *parts[first:end]))
         return blocks
 
